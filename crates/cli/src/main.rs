@@ -1,0 +1,4 @@
+//! The `astrolift` binary. See README.md for every command.
+#![forbid(unsafe_code)]
+
+fn main() {}

@@ -1,0 +1,151 @@
+//! Diagnostics: what every validator produces and every renderer consumes.
+//!
+//! A diagnostic always carries a stable kebab-case [`Code`], a severity, a
+//! repo-relative POSIX path and a 1-based span. Codes are declared as
+//! constants next to the rule that emits them and listed in [`crate::catalogue`],
+//! which `docs/diagnostics.md` mirrors (a test keeps the two in step).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// How bad a finding is. Ordered from most to least severe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+    Notice,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Notice => "notice",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A 1-based region of a file. `end_column` is exclusive (SARIF's convention):
+/// a one-character token at column 5 has `end_column` 6.
+///
+/// A diagnostic about a whole file uses [`Span::FILE`]: line 1, column 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Span {
+    pub line: u32,
+    pub column: u32,
+    pub end_line: u32,
+    pub end_column: u32,
+}
+
+impl Span {
+    /// The span used for findings about a file as a whole.
+    pub const FILE: Span = Span {
+        line: 1,
+        column: 1,
+        end_line: 1,
+        end_column: 1,
+    };
+}
+
+/// A stable diagnostic identifier with its default severity and a one-line summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Code {
+    /// Kebab-case, namespaced: `manifest/plaintext-secret`.
+    pub id: &'static str,
+    pub severity: Severity,
+    pub summary: &'static str,
+}
+
+impl Code {
+    pub const fn new(id: &'static str, severity: Severity, summary: &'static str) -> Self {
+        Self {
+            id,
+            severity,
+            summary,
+        }
+    }
+}
+
+/// One finding, positioned in one file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub code: String,
+    pub message: String,
+    pub path: String,
+    #[serde(flatten)]
+    pub span: Span,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    /// A diagnostic with the code's default severity.
+    pub fn new(
+        code: &Code,
+        path: impl Into<String>,
+        span: Span,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            severity: code.severity,
+            code: code.id.to_owned(),
+            message: message.into(),
+            path: path.into(),
+            span,
+            help: None,
+        }
+    }
+
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn with_severity(mut self, severity: Severity) -> Self {
+        self.severity = severity;
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// Sorts diagnostics the way every renderer shows them: by path, position, then code.
+pub fn sort(diagnostics: &mut [Diagnostic]) {
+    diagnostics.sort_by(|a, b| {
+        (&a.path, a.span, &a.code, &a.message).cmp(&(&b.path, b.span, &b.code, &b.message))
+    });
+}
+
+/// Counts by severity, for titles and summaries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub errors: usize,
+    pub warnings: usize,
+    pub notices: usize,
+}
+
+impl Counts {
+    pub fn of(diagnostics: &[Diagnostic]) -> Self {
+        let mut counts = Counts::default();
+        for d in diagnostics {
+            match d.severity {
+                Severity::Error => counts.errors += 1,
+                Severity::Warning => counts.warnings += 1,
+                Severity::Notice => counts.notices += 1,
+            }
+        }
+        counts
+    }
+}

@@ -1,0 +1,41 @@
+//! Agent-manifest formats: discovery, validation, diagnostics.
+//!
+//! This crate owns the formats of the seeds and of DESIGN.md §4–5: the native
+//! agent manifest (`astrolift.toml`), the federation file
+//! (`astrolift.agents.toml`), local skills (`SKILL.md`), briefs, and the
+//! diagnostics every renderer shows.
+//!
+//! Invariants:
+//! - **Pure.** It reads a [`tree::SourceTree`] and nothing else: no network,
+//!   no AWS, no clock, no environment variables. The CLI, the tests and the
+//!   Lambda functions run the same code on the same input and get the same
+//!   output.
+//! - **Total.** Validation never stops at the first problem and never
+//!   panics: any input yields a (best-effort) model plus diagnostics.
+//! - **Positioned.** Every diagnostic has a stable code from [`catalogue`]
+//!   and a 1-based span on the offending key or value.
+//! - **No secrets echoed.** A plaintext secret value never appears in a
+//!   diagnostic.
+//! - **Bounded.** Every read is under a [`limits::Limits`] bound.
+//!
+//! Deliberately absent: packaging (the `package` crate), state, I/O beyond
+//! reading the tree.
+#![forbid(unsafe_code)]
+
+pub mod diagnostic;
+pub mod limits;
+pub mod model;
+pub mod position;
+pub mod tree;
+pub mod validate;
+
+pub use diagnostic::{Code, Counts, Diagnostic, Severity, Span};
+pub use limits::Limits;
+pub use tree::{DirTree, EntryKind, FileEntry, MemTree, ReadError, SourceTree};
+pub use validate::{AgentSummary, ValidateOptions, Validation, validate_repository};
+
+/// Every diagnostic code this crate can emit. `docs/diagnostics.md` lists the
+/// same codes, each with an example; a test keeps the two in step.
+pub fn catalogue() -> Vec<&'static Code> {
+    Vec::new()
+}

@@ -1,0 +1,51 @@
+//! The limits of DESIGN.md §11, in one place. Every limit is configurable;
+//! these defaults are what the CLI, `serve` and the Lambda functions use.
+
+/// Bounds on hostile input. Exceeding one gives a diagnostic or a 4xx.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Webhook request body, bytes.
+    pub webhook_body: u64,
+    /// Trigger request body, bytes.
+    pub trigger_body: u64,
+    /// Any manifest, SKILL.md, brief, config or prompt file, bytes.
+    pub manifest_file: u64,
+    /// Entries in one repository tarball (or local tree).
+    pub tarball_files: usize,
+    /// Uncompressed size of one agent package, bytes.
+    pub package_size: u64,
+    /// Levels of config-manifest includes below the main file.
+    pub include_depth: usize,
+    /// YAML nesting depth.
+    pub yaml_depth: usize,
+    /// YAML alias expansions.
+    pub yaml_aliases: usize,
+    /// jq evaluation time, milliseconds.
+    pub jq_time_ms: u64,
+    /// jq output size, bytes.
+    pub jq_output: u64,
+}
+
+pub const KIB: u64 = 1024;
+pub const MIB: u64 = 1024 * KIB;
+
+impl Limits {
+    pub const DEFAULT: Limits = Limits {
+        webhook_body: 25 * MIB,
+        trigger_body: MIB,
+        manifest_file: MIB,
+        tarball_files: 200_000,
+        package_size: 256 * MIB,
+        include_depth: 16,
+        yaml_depth: 64,
+        yaml_aliases: 10_000,
+        jq_time_ms: 100,
+        jq_output: 256 * KIB,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}

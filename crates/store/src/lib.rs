@@ -1,0 +1,2 @@
+//! Placeholder: see ARCHITECTURE.md for what this crate will own.
+#![forbid(unsafe_code)]
