@@ -26,6 +26,7 @@ pub mod diagnostic;
 pub mod limits;
 pub mod model;
 pub mod position;
+pub mod toml_walk;
 pub mod tree;
 pub mod validate;
 
