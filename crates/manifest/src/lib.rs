@@ -22,9 +22,14 @@
 //! reading the tree.
 #![forbid(unsafe_code)]
 
+pub mod config;
 pub mod diagnostic;
+pub mod discovery;
+pub mod federation;
+pub mod files;
 pub mod limits;
 pub mod model;
+pub mod paths;
 pub mod position;
 pub mod toml_walk;
 pub mod tree;
@@ -38,5 +43,15 @@ pub use validate::{AgentSummary, ValidateOptions, Validation, validate_repositor
 /// Every diagnostic code this crate can emit. `docs/diagnostics.md` lists the
 /// same codes, each with an example; a test keeps the two in step.
 pub fn catalogue() -> Vec<&'static Code> {
-    Vec::new()
+    let modules: &[&[&'static Code]] = &[
+        toml_walk::CODES,
+        files::CODES,
+        paths::CODES,
+        discovery::CODES,
+        federation::CODES,
+    ];
+    modules
+        .iter()
+        .flat_map(|codes| codes.iter().copied())
+        .collect()
 }

@@ -2,7 +2,8 @@
 
 use serde::Serialize;
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{self, Diagnostic};
+use crate::discovery::discover;
 use crate::limits::Limits;
 use crate::model::AgentManifest;
 use crate::tree::SourceTree;
@@ -29,6 +30,8 @@ pub struct AgentSummary {
 pub struct Validation {
     pub agents: Vec<AgentManifest>,
     pub diagnostics: Vec<Diagnostic>,
+    /// Repo-relative paths of the discovered workspace manifests (seed 001).
+    pub workspace_manifests: Vec<String>,
 }
 
 impl Validation {
@@ -54,6 +57,12 @@ impl Validation {
 ///
 /// Never fails: every problem is a diagnostic. Never panics on any input.
 pub fn validate_repository(tree: &dyn SourceTree, options: &ValidateOptions) -> Validation {
-    let _ = (tree, options);
-    Validation::default()
+    let discovery = discover(tree, &options.limits);
+    let mut diagnostics = discovery.diagnostics;
+    diagnostic::sort(&mut diagnostics);
+    Validation {
+        agents: Vec::new(),
+        diagnostics,
+        workspace_manifests: discovery.workspace_manifests,
+    }
 }

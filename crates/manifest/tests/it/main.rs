@@ -1,0 +1,1 @@
+//! Integration tests of astrolift-manifest: one binary, one module per area.
