@@ -49,6 +49,7 @@ pub fn catalogue() -> Vec<&'static Code> {
         paths::CODES,
         discovery::CODES,
         federation::CODES,
+        config::CODES,
     ];
     modules
         .iter()

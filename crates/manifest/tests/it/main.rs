@@ -1,1 +1,4 @@
 //! Integration tests of astrolift-manifest: one binary, one module per area.
+
+mod h5_config;
+mod h5_support;
