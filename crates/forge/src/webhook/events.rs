@@ -1,0 +1,249 @@
+//! The GitHub events we act on, read leniently.
+//!
+//! Hand-written serde structs rather than octocrab's webhook models: we need a
+//! handful of fields, and every field we do not strictly need is optional, so
+//! that a payload GitHub changes tomorrow (or a GitHub Enterprise version that
+//! lacks a field) is still accepted. Unknown fields are ignored by serde.
+
+use serde::{Deserialize, Serialize};
+
+/// The repository an event is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepositoryRef {
+    pub id: u64,
+    pub full_name: String,
+    #[serde(default)]
+    pub default_branch: Option<String>,
+    #[serde(default)]
+    pub fork: bool,
+    #[serde(default)]
+    pub private: bool,
+}
+
+/// The App installation that delivered an event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstallationRef {
+    pub id: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PushEvent {
+    /// `refs/heads/main`, `refs/tags/v1`.
+    #[serde(rename = "ref")]
+    pub git_ref: String,
+    pub before: String,
+    pub after: String,
+    #[serde(default)]
+    pub deleted: bool,
+    #[serde(default)]
+    pub forced: bool,
+    pub repository: RepositoryRef,
+    #[serde(default)]
+    pub installation: Option<InstallationRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullRequestEvent {
+    pub action: String,
+    pub number: u64,
+    pub pull_request: PullRequest,
+    pub repository: RepositoryRef,
+    #[serde(default)]
+    pub installation: Option<InstallationRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullRequest {
+    pub head: PullRequestBranch,
+    pub base: PullRequestBranch,
+    #[serde(default)]
+    pub draft: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullRequestBranch {
+    pub sha: String,
+    #[serde(rename = "ref")]
+    pub git_ref: String,
+    /// Null when the head repository was deleted.
+    #[serde(default)]
+    pub repo: Option<RepositoryRef>,
+}
+
+impl PullRequestEvent {
+    /// True when the head branch lives in another repository (or a deleted one):
+    /// such pull requests are checked, never applied.
+    pub fn is_fork(&self) -> bool {
+        self.pull_request
+            .head
+            .repo
+            .as_ref()
+            .is_none_or(|head| head.id != self.repository.id)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckSuiteEvent {
+    pub action: String,
+    pub check_suite: CheckSuite,
+    pub repository: RepositoryRef,
+    #[serde(default)]
+    pub installation: Option<InstallationRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckSuite {
+    pub id: u64,
+    pub head_sha: String,
+    #[serde(default)]
+    pub head_branch: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckRunEvent {
+    pub action: String,
+    pub check_run: CheckRun,
+    pub repository: RepositoryRef,
+    #[serde(default)]
+    pub installation: Option<InstallationRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckRun {
+    pub id: u64,
+    pub head_sha: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub check_suite: Option<CheckSuite>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstallationEvent {
+    /// `created`, `deleted`, `suspend`, `unsuspend`, `new_permissions_accepted`.
+    pub action: String,
+    pub installation: Installation,
+    #[serde(default)]
+    pub repositories: Vec<RepositoryName>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Installation {
+    pub id: u64,
+    #[serde(default)]
+    pub account: Option<Account>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Account {
+    pub login: String,
+    #[serde(default)]
+    pub id: Option<u64>,
+}
+
+/// The short repository objects of installation events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepositoryName {
+    pub id: u64,
+    pub full_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstallationRepositoriesEvent {
+    /// `added` or `removed`.
+    pub action: String,
+    pub installation: Installation,
+    #[serde(default)]
+    pub repositories_added: Vec<RepositoryName>,
+    #[serde(default)]
+    pub repositories_removed: Vec<RepositoryName>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PingEvent {
+    #[serde(default)]
+    pub zen: Option<String>,
+    #[serde(default)]
+    pub hook_id: Option<u64>,
+}
+
+/// A webhook, typed. Events and actions we do not handle are `Ignored`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    Push(PushEvent),
+    PullRequest(PullRequestEvent),
+    CheckSuite(CheckSuiteEvent),
+    CheckRun(CheckRunEvent),
+    Installation(InstallationEvent),
+    InstallationRepositories(InstallationRepositoriesEvent),
+    Ping(PingEvent),
+    /// Acknowledged and not acted on (though a GitHub-sourced trigger may bind it).
+    Ignored {
+        event: String,
+        action: Option<String>,
+    },
+}
+
+const PULL_REQUEST_ACTIONS: &[&str] = &["opened", "synchronize", "reopened", "ready_for_review"];
+const CHECK_SUITE_ACTIONS: &[&str] = &["requested", "rerequested"];
+const CHECK_RUN_ACTIONS: &[&str] = &["rerequested"];
+
+/// The `action` of any payload, without parsing the rest.
+#[derive(Deserialize)]
+struct ActionOnly {
+    #[serde(default)]
+    action: Option<String>,
+}
+
+/// Parses the body of an `X-GitHub-Event: <event_name>` delivery.
+///
+/// Unknown events, and known events with actions we do not handle, are
+/// `Event::Ignored`. A handled event whose payload lacks a field we need is an
+/// error (the webhook answers 400).
+pub fn parse_event(event_name: &str, body: &[u8]) -> Result<Event, serde_json::Error> {
+    let action = serde_json::from_slice::<ActionOnly>(body)?.action;
+    let handled = |actions: &[&str]| action.as_deref().is_some_and(|a| actions.contains(&a));
+    let event = match event_name {
+        "push" => Event::Push(serde_json::from_slice(body)?),
+        "pull_request" if handled(PULL_REQUEST_ACTIONS) => {
+            Event::PullRequest(serde_json::from_slice(body)?)
+        }
+        "check_suite" if handled(CHECK_SUITE_ACTIONS) => {
+            Event::CheckSuite(serde_json::from_slice(body)?)
+        }
+        "check_run" if handled(CHECK_RUN_ACTIONS) => Event::CheckRun(serde_json::from_slice(body)?),
+        "installation" => Event::Installation(serde_json::from_slice(body)?),
+        "installation_repositories" => {
+            Event::InstallationRepositories(serde_json::from_slice(body)?)
+        }
+        "ping" => Event::Ping(serde_json::from_slice(body)?),
+        _ => Event::Ignored {
+            event: event_name.to_owned(),
+            action,
+        },
+    };
+    Ok(event)
+}
+
+impl Event {
+    /// The repository a sync would run for, when the event asks for one.
+    pub fn repository(&self) -> Option<&RepositoryRef> {
+        match self {
+            Event::Push(e) => Some(&e.repository),
+            Event::PullRequest(e) => Some(&e.repository),
+            Event::CheckSuite(e) => Some(&e.repository),
+            Event::CheckRun(e) => Some(&e.repository),
+            _ => None,
+        }
+    }
+
+    /// True for the events that become a sync job (202); false for those only
+    /// acknowledged (200): ping, ignored events, and pushes that delete a branch.
+    pub fn wants_sync(&self) -> bool {
+        match self {
+            Event::Push(push) => !push.deleted,
+            Event::PullRequest(_) | Event::CheckSuite(_) | Event::CheckRun(_) => true,
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! Webhook ingress: size limit, body decoding, signature, event parsing.
+
+mod events;
+mod ingress;
+mod signature;
+
+pub use events::{
+    CheckRunEvent, CheckSuiteEvent, Event, InstallationEvent, InstallationRef,
+    InstallationRepositoriesEvent, PingEvent, PullRequestEvent, PushEvent, RepositoryRef,
+    parse_event,
+};
+pub use ingress::{Accepted, IngressError, WebhookRequest, accept};
+pub use signature::{SignatureError, WebhookSecrets, sign, verify_signature};

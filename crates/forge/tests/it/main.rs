@@ -1,0 +1,3 @@
+//! Integration tests of the forge crate: one binary, one module per area.
+
+mod ingress;
