@@ -1,0 +1,242 @@
+//! The deterministic archive of a slice.
+//!
+//! Format (a change here changes every digest; the golden tests catch it):
+//! - tar, GNU headers, one regular-file entry per slice file, sorted by
+//!   destination bytes; no directory entries (every extractor creates
+//!   parents, and a directory entry would add modes and ordering rules for
+//!   nothing); paths over 100 bytes use a GNU `././@LongLink` entry;
+//! - every header: mtime 0, uid/gid 0, empty user and group names, mode 0644
+//!   or 0755;
+//! - gzip via `flate2` (zlib-rs backend) at [`COMPRESSION_LEVEL`], with no
+//!   file name, mtime 0 and OS byte 255 ("unknown"), so no host shows through;
+//! - the digest is sha256 over the `.tar.gz` bytes, computed while writing.
+//!
+//! zlib-rs picks SIMD routines by CPU, but they compute the same matches: the
+//! output depends only on the zlib-rs version pinned in `Cargo.lock`.
+
+use std::io::{self, Read, Write};
+
+use astrolift_manifest::tree::ReadError;
+use astrolift_manifest::{Code, Diagnostic, Span};
+use flate2::{Compression, GzBuilder};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::codes;
+use crate::slice::Slice;
+use crate::source::PayloadTree;
+
+/// The gzip level of every archive. Part of the format: changing it changes
+/// every digest.
+pub const COMPRESSION_LEVEL: u32 = 6;
+
+/// What `astrolift package` prints, and what the store and snapshot record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PackageOutput {
+    /// `sha256:<hex>` of the archive bytes.
+    pub digest: String,
+    /// Archive bytes.
+    pub size: u64,
+    pub files: u64,
+    /// Sum of the packaged files' sizes.
+    pub uncompressed_size: u64,
+}
+
+impl PackageOutput {
+    /// The hex part of the digest, for content-addressed keys.
+    pub fn digest_hex(&self) -> &str {
+        self.digest.strip_prefix("sha256:").unwrap_or(&self.digest)
+    }
+}
+
+/// Why an archive was not written. Except for `Write`, nothing was written
+/// when this is returned; after a `Read` or `Write` error the writer holds a
+/// partial archive that the caller must discard (write to a temp file and
+/// rename on success).
+#[derive(Debug, thiserror::Error)]
+pub enum PackageError {
+    #[error("the package is {size} bytes uncompressed, over the {limit}-byte limit")]
+    TooLarge { size: u64, limit: u64 },
+    #[error("the package would be empty")]
+    Empty,
+    #[error("{path} is not a regular file of the source tree")]
+    NotAFile { path: String },
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: ReadError,
+    },
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot write the archive: {0}")]
+    Write(#[source] io::Error),
+}
+
+impl PackageError {
+    pub fn code(&self) -> &'static Code {
+        match self {
+            PackageError::TooLarge { .. } => &codes::TOO_LARGE,
+            PackageError::Empty => &codes::EMPTY,
+            PackageError::NotAFile { .. } => &codes::SPECIAL_FILE,
+            PackageError::Read { .. } | PackageError::Io { .. } | PackageError::Write(_) => {
+                &codes::READ_FAILED
+            }
+        }
+    }
+
+    pub fn to_diagnostic(&self, manifest: &str, agent: &str) -> Diagnostic {
+        Diagnostic::new(
+            self.code(),
+            manifest,
+            Span::FILE,
+            format!("agent `{agent}` cannot be packaged: {self}"),
+        )
+    }
+}
+
+/// Writes the slice's archive to `writer`, hashing it on the way.
+///
+/// Checks, before writing a byte, that every file is still a regular file of
+/// `tree` with its listed size and that the total is within the slice's
+/// size limit.
+pub fn write_archive<W: Write>(
+    slice: &Slice,
+    tree: &dyn PayloadTree,
+    writer: W,
+) -> Result<PackageOutput, PackageError> {
+    let uncompressed_size = check_slice(slice, tree)?;
+    let tee = HashingWriter::new(writer);
+    let gzip = GzBuilder::new()
+        .mtime(0)
+        .operating_system(255)
+        .write(tee, Compression::new(COMPRESSION_LEVEL));
+    let mut builder = tar::Builder::new(gzip);
+    for file in &slice.files {
+        let mut header = file_header(file.size, file.executable);
+        let reader = tree
+            .open_file(&file.source)
+            .map_err(|source| PackageError::Read {
+                path: file.source.clone(),
+                source,
+            })?;
+        let mut reader = ErrorPath::new(reader);
+        let appended = builder.append_data(&mut header, &file.dest, &mut reader);
+        if let Some(source) = reader.error.take() {
+            return Err(PackageError::Io {
+                path: file.source.clone(),
+                source,
+            });
+        }
+        appended.map_err(PackageError::Write)?;
+    }
+    let gzip = builder.into_inner().map_err(PackageError::Write)?;
+    let tee = gzip.finish().map_err(PackageError::Write)?;
+    let (_, digest, size) = tee.finish().map_err(PackageError::Write)?;
+    Ok(PackageOutput {
+        digest: format!("sha256:{digest}"),
+        size,
+        files: slice.files.len() as u64,
+        uncompressed_size,
+    })
+}
+
+/// The total size, once every file is checked against the tree.
+fn check_slice(slice: &Slice, tree: &dyn PayloadTree) -> Result<u64, PackageError> {
+    if slice.files.is_empty() {
+        return Err(PackageError::Empty);
+    }
+    let mut total = 0u64;
+    for file in &slice.files {
+        let entry = tree
+            .entry(&file.source)
+            .filter(|e| e.kind == astrolift_manifest::EntryKind::File && e.size == file.size)
+            .ok_or_else(|| PackageError::NotAFile {
+                path: file.source.clone(),
+            })?;
+        total = total.saturating_add(entry.size);
+    }
+    if total > slice.size_limit {
+        return Err(PackageError::TooLarge {
+            size: total,
+            limit: slice.size_limit,
+        });
+    }
+    Ok(total)
+}
+
+fn file_header(size: u64, executable: bool) -> tar::Header {
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(tar::EntryType::Regular);
+    header.set_size(size);
+    header.set_mode(if executable { 0o755 } else { 0o644 });
+    header.set_mtime(0);
+    header.set_uid(0);
+    header.set_gid(0);
+    header
+}
+
+/// Remembers a source read error, so it is reported as a read of that file
+/// rather than as a failure to write the archive.
+struct ErrorPath<R> {
+    inner: R,
+    error: Option<io::Error>,
+}
+
+impl<R> ErrorPath<R> {
+    fn new(inner: R) -> Self {
+        Self { inner, error: None }
+    }
+}
+
+impl<R: Read> Read for ErrorPath<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).map_err(|e| {
+            let message = e.to_string();
+            self.error = Some(e);
+            io::Error::other(message)
+        })
+    }
+}
+
+/// A writer that hashes and counts every byte it passes on.
+#[derive(Debug)]
+pub struct HashingWriter<W> {
+    inner: W,
+    hasher: Sha256,
+    written: u64,
+}
+
+impl<W: Write> HashingWriter<W> {
+    pub fn new(inner: W) -> Self {
+        Self {
+            inner,
+            hasher: Sha256::new(),
+            written: 0,
+        }
+    }
+
+    /// Flushes, then returns the writer, the hex sha256 and the byte count.
+    pub fn finish(mut self) -> io::Result<(W, String, u64)> {
+        self.inner.flush()?;
+        let digest = hex::encode(self.hasher.finalize());
+        Ok((self.inner, digest, self.written))
+    }
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}

@@ -1,0 +1,330 @@
+//! The agent package snapshot: everything that defines one version of an
+//! agent, as canonical JSON. Its sha256 (hex) is the agent's version.
+//!
+//! Canonical form: object keys sorted by bytes at every level, no
+//! insignificant whitespace, strings escaped minimally (`"`, `\`, control
+//! characters; nothing else), integers only. The workspace builds
+//! `serde_json` with `preserve_order`, so `serde_json::to_vec` would keep
+//! struct field order; [`canonical_json`] writes the value itself (a few
+//! lines, so no dependency) and is independent of that feature.
+//!
+//! A local skill's `sha256` is the sha256 of the lines
+//! `<sha256 of file>  <path relative to the skill directory>\n`, one per
+//! packaged skill file, sorted by path bytes: what
+//! `find . -type f | LC_ALL=C sort | xargs sha256sum` prints, without `./`.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+
+use astrolift_manifest::model::{AgentManifest, SkillRef};
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::archive::{PackageError, PackageOutput};
+use crate::slice::Slice;
+use crate::source::PayloadTree;
+
+/// The snapshot format identifier.
+pub const SNAPSHOT_SCHEMA: &str = "astrolift.snapshot/v1";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Snapshot {
+    pub schema: String,
+    pub name: String,
+    pub brief: Option<BriefSnapshot>,
+    pub skills: Vec<SkillSnapshot>,
+    pub workload: Option<WorkloadSnapshot>,
+    /// The primary container's `image_ref`.
+    pub runtime_image: Option<String>,
+    pub environment: BTreeMap<String, String>,
+    /// Secret name to `secret://` reference; never a value.
+    pub secrets: BTreeMap<String, String>,
+    pub payload: PackageOutput,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileHash {
+    pub path: String,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BriefSnapshot {
+    pub path: String,
+    pub sha256: String,
+    /// In link order.
+    pub context_files: Vec<FileHash>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SkillSnapshot {
+    Local {
+        local_name: String,
+        /// The frontmatter `name`, when it parsed.
+        name: Option<String>,
+        dir: String,
+        sha256: String,
+    },
+    Catalogue {
+        name: String,
+        version: String,
+    },
+    Org {
+        repo_alias: String,
+        path: String,
+        git_ref: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkloadSnapshot {
+    pub name: String,
+    pub run_family: Option<String>,
+    pub max_retries: Option<u32>,
+    pub tool_timeout_seconds: Option<u64>,
+    pub result_ttl_hours: Option<u64>,
+    pub containers: Vec<ContainerSnapshot>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContainerSnapshot {
+    pub name: String,
+    pub is_primary: bool,
+    pub image_ref: String,
+}
+
+/// Builds the snapshot of an agent whose slice was archived as `output`.
+/// Reads (streams) the brief, its context files and the skills' files to
+/// hash them.
+pub fn snapshot(
+    manifest: &AgentManifest,
+    slice: &Slice,
+    tree: &dyn PayloadTree,
+    output: &PackageOutput,
+) -> Result<Snapshot, PackageError> {
+    let brief = match &manifest.brief {
+        Some(brief) => Some(BriefSnapshot {
+            path: brief.path.clone(),
+            sha256: file_sha256(tree, &brief.path)?,
+            context_files: brief
+                .context_files
+                .iter()
+                .map(|path| {
+                    Ok(FileHash {
+                        path: path.clone(),
+                        sha256: file_sha256(tree, path)?,
+                    })
+                })
+                .collect::<Result<_, PackageError>>()?,
+        }),
+        None => None,
+    };
+    let skills = manifest
+        .skills
+        .iter()
+        .map(|skill| skill_snapshot(skill, slice, tree))
+        .collect::<Result<_, _>>()?;
+    let workload = manifest.workload.as_ref().map(|w| WorkloadSnapshot {
+        name: w.name.clone(),
+        run_family: w.run_family.clone(),
+        max_retries: w.max_retries,
+        tool_timeout_seconds: w.tool_timeout_seconds,
+        result_ttl_hours: w.result_ttl_hours,
+        containers: w
+            .containers
+            .iter()
+            .map(|c| ContainerSnapshot {
+                name: c.name.clone(),
+                is_primary: c.is_primary,
+                image_ref: c.image_ref.clone(),
+            })
+            .collect(),
+    });
+    let runtime_image = manifest.workload.as_ref().and_then(|w| {
+        w.containers
+            .iter()
+            .find(|c| c.is_primary)
+            .map(|c| c.image_ref.clone())
+    });
+    Ok(Snapshot {
+        schema: SNAPSHOT_SCHEMA.to_owned(),
+        name: manifest.name.clone(),
+        brief,
+        skills,
+        workload,
+        runtime_image,
+        environment: manifest.environment.clone(),
+        secrets: manifest.secrets.clone(),
+        payload: output.clone(),
+    })
+}
+
+fn skill_snapshot(
+    skill: &SkillRef,
+    slice: &Slice,
+    tree: &dyn PayloadTree,
+) -> Result<SkillSnapshot, PackageError> {
+    Ok(match skill {
+        SkillRef::Local {
+            local_name,
+            dir,
+            skill,
+        } => {
+            let files = slice
+                .skills
+                .iter()
+                .find(|s| &s.dir == dir && &s.local_name == local_name)
+                .map(|s| s.files.as_slice())
+                .unwrap_or_default();
+            SkillSnapshot::Local {
+                local_name: local_name.clone(),
+                name: skill.as_ref().map(|s| s.name.clone()),
+                dir: dir.clone(),
+                sha256: skill_sha256(tree, dir, files)?,
+            }
+        }
+        SkillRef::Catalogue { name, version } => SkillSnapshot::Catalogue {
+            name: name.clone(),
+            version: version.clone(),
+        },
+        SkillRef::Org {
+            repo_alias,
+            path,
+            git_ref,
+        } => SkillSnapshot::Org {
+            repo_alias: repo_alias.clone(),
+            path: path.clone(),
+            git_ref: git_ref.clone(),
+        },
+    })
+}
+
+/// sha256 of the `sha256sum`-style listing of the skill's files.
+fn skill_sha256(
+    tree: &dyn PayloadTree,
+    dir: &str,
+    files: &[String],
+) -> Result<String, PackageError> {
+    let mut listing = Vec::new();
+    let mut lines: Vec<(&str, &String)> = files
+        .iter()
+        .map(|path| {
+            let rel = path
+                .strip_prefix(dir)
+                .and_then(|r| r.strip_prefix('/'))
+                .unwrap_or(path);
+            (rel, path)
+        })
+        .collect();
+    lines.sort();
+    for (rel, path) in lines {
+        listing.extend_from_slice(file_sha256(tree, path)?.as_bytes());
+        listing.extend_from_slice(b"  ");
+        listing.extend_from_slice(rel.as_bytes());
+        listing.push(b'\n');
+    }
+    Ok(hex::encode(Sha256::digest(&listing)))
+}
+
+/// sha256 (hex) of one file, streamed.
+pub fn file_sha256(tree: &dyn PayloadTree, path: &str) -> Result<String, PackageError> {
+    let mut reader = tree.open_file(path).map_err(|source| PackageError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let n = reader
+            .read(&mut buffer)
+            .map_err(|source| PackageError::Io {
+                path: path.to_owned(),
+                source,
+            })?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
+impl Snapshot {
+    /// The canonical JSON bytes: what is stored and hashed.
+    pub fn canonical_json(&self) -> Vec<u8> {
+        // Serializing plain structs, strings and integers to a Value cannot
+        // fail; Null is the (unreachable) fallback rather than a panic.
+        let value = serde_json::to_value(self).unwrap_or(Value::Null);
+        canonical_json(&value)
+    }
+
+    /// sha256 (hex) of the canonical JSON: the agent's version.
+    pub fn digest(&self) -> String {
+        hex::encode(Sha256::digest(self.canonical_json()))
+    }
+}
+
+/// Writes `value` as canonical JSON (see the module docs).
+pub fn canonical_json(value: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_value(value, &mut out);
+    out
+}
+
+fn write_value(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        Value::Number(n) => out.extend_from_slice(n.to_string().as_bytes()),
+        Value::String(s) => write_string(s, out),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(item, out);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            out.push(b'{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_string(key, out);
+                out.push(b':');
+                write_value(item, out);
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+fn write_string(s: &str, out: &mut Vec<u8>) {
+    out.push(b'"');
+    for c in s.chars() {
+        match c {
+            '"' => out.extend_from_slice(b"\\\""),
+            '\\' => out.extend_from_slice(b"\\\\"),
+            '\n' => out.extend_from_slice(b"\\n"),
+            '\r' => out.extend_from_slice(b"\\r"),
+            '\t' => out.extend_from_slice(b"\\t"),
+            '\u{8}' => out.extend_from_slice(b"\\b"),
+            '\u{c}' => out.extend_from_slice(b"\\f"),
+            c if (c as u32) < 0x20 => {
+                out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes());
+            }
+            c => {
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            }
+        }
+    }
+    out.push(b'"');
+}

@@ -1,0 +1,144 @@
+//! The agent package snapshot and its canonical JSON.
+
+use astrolift_manifest::model::{Container, SkillRef, Workload};
+use astrolift_manifest::{Limits, MemTree};
+use astrolift_package::snapshot::canonical_json;
+use astrolift_package::{snapshot, write_archive};
+use sha2::{Digest, Sha256};
+
+use crate::common::{brief, local_skill, manifest, mem_tree};
+
+fn tree() -> MemTree {
+    mem_tree(&[
+        ("agents/t/astrolift.toml", "name = \"triage\"\n"),
+        (
+            "agents/t/brief/README.md",
+            "# Triage\nSee [sev](severity.md).\n",
+        ),
+        ("agents/t/brief/severity.md", "P1 > P2\n"),
+        (
+            "agents/t/skills/jira/SKILL.md",
+            "---\nname: jira\n---\nUse Jira.\n",
+        ),
+        ("agents/t/skills/jira/scripts/search.sh", "#!/bin/sh\n"),
+    ])
+}
+
+fn agent() -> astrolift_manifest::model::AgentManifest {
+    let mut agent = manifest("triage", "agents/t");
+    agent.brief = brief("agents/t/brief/README.md", &["agents/t/brief/severity.md"]);
+    agent.skills = vec![
+        local_skill("jira", "agents/t/skills/jira"),
+        SkillRef::Catalogue {
+            name: "web-search".to_owned(),
+            version: "1.2.0".to_owned(),
+        },
+        SkillRef::Org {
+            repo_alias: "platform".to_owned(),
+            path: "skills/pager".to_owned(),
+            git_ref: "v3".to_owned(),
+        },
+    ];
+    agent.workload = Some(Workload {
+        name: "triage".to_owned(),
+        run_family: Some("harness".to_owned()),
+        max_retries: Some(2),
+        tool_timeout_seconds: Some(120),
+        result_ttl_hours: Some(48),
+        containers: vec![
+            Container {
+                name: "sidecar".to_owned(),
+                is_primary: false,
+                image_ref: "ghcr.io/acme/sidecar:1".to_owned(),
+            },
+            Container {
+                name: "main".to_owned(),
+                is_primary: true,
+                image_ref: "ghcr.io/acme/triage@sha256:abc".to_owned(),
+            },
+        ],
+    });
+    agent
+        .environment
+        .insert("LOG_LEVEL".to_owned(), "info \"quoted\"\n".to_owned());
+    agent
+        .environment
+        .insert("A_FIRST".to_owned(), "1".to_owned());
+    agent
+        .secrets
+        .insert("JIRA_TOKEN".to_owned(), "secret://agents/jira".to_owned());
+    agent
+}
+
+#[test]
+fn snapshot_is_canonical_json_with_every_field() {
+    let tree = tree();
+    let agent = agent();
+    let slice = astrolift_package::slice(&agent, &tree, &Limits::DEFAULT).expect("slice");
+    let output = write_archive(&slice, &tree, std::io::sink()).expect("archive");
+    let snapshot = snapshot(&agent, &slice, &tree, &output).expect("snapshot");
+    let json = String::from_utf8(snapshot.canonical_json()).expect("utf8");
+    assert!(!json.contains(": ") && !json.contains('\n'));
+    // Re-canonicalizing a parsed copy is a fixed point.
+    let parsed: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+    assert_eq!(canonical_json(&parsed), json.as_bytes());
+    assert_eq!(
+        snapshot.digest(),
+        hex::encode(Sha256::digest(json.as_bytes()))
+    );
+    insta::assert_snapshot!("snapshot_json", json);
+}
+
+#[test]
+fn local_skill_hash_is_a_sha256sum_listing() {
+    let tree = tree();
+    let agent = agent();
+    let slice = astrolift_package::slice(&agent, &tree, &Limits::DEFAULT).expect("slice");
+    let output = write_archive(&slice, &tree, std::io::sink()).expect("archive");
+    let snapshot = snapshot(&agent, &slice, &tree, &output).expect("snapshot");
+    let sha = |s: &str| hex::encode(Sha256::digest(s.as_bytes()));
+    let listing = format!(
+        "{}  SKILL.md\n{}  scripts/search.sh\n",
+        sha("---\nname: jira\n---\nUse Jira.\n"),
+        sha("#!/bin/sh\n")
+    );
+    let value = serde_json::to_value(&snapshot).expect("value");
+    assert_eq!(value["skills"][0]["sha256"], sha(&listing));
+    assert_eq!(value["skills"][1]["kind"], "catalogue");
+    assert_eq!(value["runtime_image"], "ghcr.io/acme/triage@sha256:abc");
+    assert_eq!(
+        value["brief"]["context_files"][0]["sha256"],
+        sha("P1 > P2\n")
+    );
+}
+
+#[test]
+fn any_change_changes_the_version() {
+    let tree = tree();
+    let version = |agent: &astrolift_manifest::model::AgentManifest, tree: &MemTree| {
+        let slice = astrolift_package::slice(agent, tree, &Limits::DEFAULT).expect("slice");
+        let output = write_archive(&slice, tree, std::io::sink()).expect("archive");
+        snapshot(agent, &slice, tree, &output)
+            .expect("snapshot")
+            .digest()
+    };
+    let base = version(&agent(), &tree);
+    assert_eq!(base, version(&agent(), &tree));
+    let mut changed = agent();
+    changed
+        .secrets
+        .insert("OTHER".to_owned(), "secret://x".to_owned());
+    assert_ne!(base, version(&changed, &tree));
+    let mut edited = tree.clone();
+    edited.insert("agents/t/brief/severity.md", "P1 > P2 > P3\n", false);
+    assert_ne!(base, version(&agent(), &edited));
+}
+
+#[test]
+fn canonical_json_escapes_minimally_and_sorts_nested_keys() {
+    let value = serde_json::json!({"b": [1, {"z": null, "a": true}], "a": "\u{1}é\"\\/"});
+    assert_eq!(
+        String::from_utf8(canonical_json(&value)).expect("utf8"),
+        r#"{"a":"\u0001é\"\\/","b":[1,{"a":true,"z":null}]}"#
+    );
+}
