@@ -34,6 +34,8 @@ pub mod position;
 pub mod toml_walk;
 pub mod tree;
 pub mod validate;
+pub mod workspace;
+pub mod yaml;
 
 pub use diagnostic::{Code, Counts, Diagnostic, Severity, Span};
 pub use limits::Limits;
@@ -50,6 +52,8 @@ pub fn catalogue() -> Vec<&'static Code> {
         discovery::CODES,
         federation::CODES,
         config::CODES,
+        workspace::CODES,
+        yaml::CODES,
     ];
     modules
         .iter()

@@ -2,3 +2,4 @@
 
 mod h5_config;
 mod h5_support;
+mod h5_workspace;
