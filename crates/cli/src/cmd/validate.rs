@@ -1,0 +1,110 @@
+//! `astrolift validate [DIR] [--config PATH]... [--format human|json|sarif|github]`.
+
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use astrolift_cli::render::{self, Format, Report, Style};
+use astrolift_manifest::{DirTree, Limits, ValidateOptions, diagnostic, validate_repository};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The repository to validate.
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+
+    /// A config manifest to validate as well, relative to DIR. Repeatable.
+    #[arg(long = "config", value_name = "PATH")]
+    configs: Vec<PathBuf>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if !args.dir.is_dir() {
+        bail!("{}: not a directory", args.dir.display());
+    }
+    let limits = Limits::DEFAULT;
+    let tree = DirTree::open(&args.dir, limits.tarball_files)
+        .with_context(|| format!("cannot list {}", args.dir.display()))?;
+    let config_paths = args
+        .configs
+        .iter()
+        .map(|path| repo_relative(&args.dir, path))
+        .collect::<anyhow::Result<_>>()?;
+    let options = ValidateOptions {
+        limits,
+        config_paths,
+    };
+    let mut validation = validate_repository(&tree, &options);
+    diagnostic::sort(&mut validation.diagnostics);
+    let agents = validation.summaries();
+    let report = Report {
+        agents: &agents,
+        diagnostics: &validation.diagnostics,
+    };
+
+    let mut stdout = anstream::stdout().lock();
+    render::render(args.format, &report, &tree, Style::Styled, &mut stdout)
+        .and_then(|()| stdout.flush())
+        .context("cannot write the report")?;
+    Ok(if validation.has_errors() {
+        super::EXIT_FINDINGS.into()
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `--config PATH` as a repo-relative POSIX path: relative paths are taken
+/// relative to DIR, and a path that already starts with DIR is accepted too.
+fn repo_relative(dir: &Path, path: &Path) -> anyhow::Result<String> {
+    let relative = path
+        .strip_prefix(dir)
+        .ok()
+        .filter(|_| dir != Path::new("."))
+        .unwrap_or(path);
+    let mut parts = Vec::new();
+    for component in relative.components() {
+        match component {
+            Component::Normal(part) => parts.push(
+                part.to_str()
+                    .with_context(|| format!("{}: not valid UTF-8", path.display()))?,
+            ),
+            Component::CurDir => {}
+            _ => bail!(
+                "--config {}: must be a path inside {}",
+                path.display(),
+                dir.display()
+            ),
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_paths_become_repo_relative() {
+        let dir = Path::new("repo");
+        let rel = |p: &str| repo_relative(dir, Path::new(p)).ok();
+        assert_eq!(
+            rel("configs/main.toml").as_deref(),
+            Some("configs/main.toml")
+        );
+        assert_eq!(
+            rel("./configs/main.toml").as_deref(),
+            Some("configs/main.toml")
+        );
+        assert_eq!(
+            rel("repo/configs/main.toml").as_deref(),
+            Some("configs/main.toml")
+        );
+        assert_eq!(rel("../elsewhere.toml"), None);
+        assert_eq!(rel("/etc/passwd"), None);
+    }
+}

@@ -1,0 +1,134 @@
+//! The binary end to end: exit codes, formats and usage errors, on the
+//! fixture repositories under `tests/fixtures/`.
+
+use crate::sarif_schema::assert_valid_sarif;
+use crate::support::{astrolift, fixture, json, validate_fixture, without_version};
+
+/// Fixture repositories and the exit code each must give.
+const FIXTURES: &[(&str, i32)] = &[
+    ("valid-single", 0),
+    ("warnings-only", 0),
+    ("no-agents", 0),
+    ("errors", 1),
+];
+
+#[test]
+fn exit_codes_follow_the_findings() {
+    for (name, expected) in FIXTURES {
+        for format in ["human", "json", "sarif", "github"] {
+            let run = validate_fixture(name, format);
+            assert_eq!(run.code, *expected, "{name} --format {format}: {run:?}");
+        }
+    }
+}
+
+#[test]
+fn json_of_each_fixture() {
+    for (name, _) in FIXTURES {
+        let run = validate_fixture(name, "json");
+        insta::assert_json_snapshot!(format!("json_{name}"), json(&run.stdout));
+    }
+}
+
+#[test]
+fn human_of_each_fixture() {
+    for (name, _) in FIXTURES {
+        let run = validate_fixture(name, "human");
+        assert!(!run.stdout.contains('\u{1b}'), "no colour into a pipe");
+        insta::assert_snapshot!(format!("human_{name}"), run.stdout);
+    }
+}
+
+#[test]
+fn github_of_each_fixture() {
+    for (name, _) in FIXTURES {
+        let run = validate_fixture(name, "github");
+        insta::assert_snapshot!(format!("github_{name}"), run.stdout);
+    }
+}
+
+#[test]
+fn sarif_of_each_fixture_is_valid() {
+    for (name, _) in FIXTURES {
+        let run = validate_fixture(name, "sarif");
+        let document = json(&run.stdout);
+        assert_valid_sarif(&document);
+        insta::assert_json_snapshot!(format!("sarif_{name}"), without_version(document));
+    }
+}
+
+#[test]
+fn human_is_coloured_when_forced() {
+    let dir = fixture("errors");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_astrolift"))
+        .arg("validate")
+        .arg(&dir)
+        .env("CLICOLOR_FORCE", "1")
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("runs");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("\u{1b}["));
+}
+
+#[test]
+fn plaintext_secrets_are_never_echoed() {
+    for format in ["human", "json", "sarif", "github"] {
+        let run = validate_fixture("errors", format);
+        assert!(!run.stdout.contains("sk-ant-plaintext-value"), "{format}");
+        assert!(!run.stderr.contains("sk-ant-plaintext-value"), "{format}");
+    }
+}
+
+#[test]
+fn dir_defaults_to_the_current_directory() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_astrolift"))
+        .args(["validate", "--format", "json"])
+        .current_dir(fixture("valid-single"))
+        .output()
+        .expect("runs");
+    let run = crate::support::run_of(output);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, validate_fixture("valid-single", "json").stdout);
+}
+
+#[test]
+fn usage_and_io_failures_exit_2() {
+    let missing = fixture("does-not-exist");
+    let cases: Vec<Vec<std::ffi::OsString>> = vec![
+        vec!["validate".into(), missing.into()],
+        vec!["validate".into(), "--format".into(), "xml".into()],
+        vec!["validate".into(), "--no-such-flag".into()],
+        vec!["no-such-command".into()],
+        vec![],
+        vec![
+            "validate".into(),
+            fixture("valid-single").into(),
+            "--config".into(),
+            "../outside.toml".into(),
+        ],
+        vec![
+            "validate".into(),
+            fixture("valid-single").join("astrolift.toml").into(),
+        ],
+    ];
+    for args in cases {
+        let run = astrolift(&args);
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        assert!(run.stdout.is_empty(), "{args:?}: nothing on stdout");
+        assert!(!run.stderr.is_empty(), "{args:?}: an explanation on stderr");
+    }
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    for flag in ["--help", "--version"] {
+        let run = astrolift([flag]);
+        assert_eq!(run.code, 0, "{flag}");
+        assert!(run.stdout.starts_with("astrolift") || run.stdout.contains("Usage"));
+    }
+    let run = astrolift(["validate", "--help"]);
+    assert_eq!(run.code, 0);
+    for format in ["human", "json", "sarif", "github"] {
+        assert!(run.stdout.contains(format), "help lists {format}");
+    }
+}

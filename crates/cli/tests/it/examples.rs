@@ -1,0 +1,53 @@
+//! The repositories under the workspace's `examples/` validate clean: each
+//! subdirectory is one repository, with at least one agent and no error or
+//! warning, in every format.
+
+use std::path::Path;
+
+use crate::sarif_schema::assert_valid_sarif;
+use crate::support::{astrolift, json};
+
+fn example_repositories() -> Vec<std::path::PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let Ok(entries) = std::fs::read_dir(&root) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<_> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+#[test]
+fn examples_validate_clean() {
+    for dir in example_repositories() {
+        let run = astrolift([
+            "validate".as_ref(),
+            dir.as_os_str(),
+            "--format".as_ref(),
+            "json".as_ref(),
+        ]);
+        assert_eq!(run.code, 0, "{}: {run:?}", dir.display());
+        let document = json(&run.stdout);
+        let agents = document["agents"].as_array().expect("agents array");
+        assert!(!agents.is_empty(), "{}: no agent found", dir.display());
+        let findings: Vec<_> = document["diagnostics"]
+            .as_array()
+            .expect("diagnostics array")
+            .iter()
+            .filter(|d| d["severity"] != "notice")
+            .collect();
+        assert!(findings.is_empty(), "{}: {findings:#?}", dir.display());
+
+        let sarif = astrolift([
+            "validate".as_ref(),
+            dir.as_os_str(),
+            "--format".as_ref(),
+            "sarif".as_ref(),
+        ]);
+        assert_valid_sarif(&json(&sarif.stdout));
+    }
+}

@@ -1,0 +1,8 @@
+//! Integration tests of the `astrolift` binary and its renderers: one test
+//! binary, one module per concern.
+
+mod cli;
+mod examples;
+mod renderers;
+mod sarif_schema;
+mod support;

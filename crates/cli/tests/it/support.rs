@@ -1,0 +1,144 @@
+//! Shared helpers: running the binary on fixture repositories, and a set of
+//! hand-built diagnostics that exercise every corner of the renderers.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use astrolift_manifest::{AgentSummary, Diagnostic, MemTree, Severity, Span};
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// What one run of the binary gave.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `astrolift` with `args`, colours forced neither on nor off.
+pub fn astrolift<I, S>(args: I) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let output = Command::new(env!("CARGO_BIN_EXE_astrolift"))
+        .args(args)
+        .env_remove("CLICOLOR_FORCE")
+        .env_remove("NO_COLOR")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the astrolift binary runs");
+    run_of(output)
+}
+
+pub fn run_of(output: Output) -> Run {
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// `astrolift validate <fixture> --format <format>`.
+pub fn validate_fixture(name: &str, format: &str) -> Run {
+    let dir = fixture(name);
+    astrolift([
+        "validate".as_ref(),
+        dir.as_os_str(),
+        "--format".as_ref(),
+        format.as_ref(),
+    ])
+}
+
+pub fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).expect("valid JSON")
+}
+
+fn span(line: u32, column: u32, end_line: u32, end_column: u32) -> Span {
+    Span {
+        line,
+        column,
+        end_line,
+        end_column,
+    }
+}
+
+/// The manifest the sample diagnostics point into.
+pub const SAMPLE_MANIFEST: &str = r#"astrolift_version = 1
+name = "émr-triage"
+brief = "brief/README.md"
+
+[secrets]
+API_KEY = "sk-plain"
+
+[package]
+include = [
+  "../outside/**",
+]
+"#;
+
+/// A sample repository: the manifest above; the brief is deliberately absent.
+pub fn sample_tree() -> MemTree {
+    MemTree::from_files([("agents/triage/astrolift.toml", SAMPLE_MANIFEST)])
+}
+
+/// Diagnostics of every severity and span shape, with and without help, with
+/// characters that every format must escape. Codes are made up (`demo/…`) so
+/// snapshots do not depend on the catalogue's wording.
+pub fn sample_diagnostics() -> Vec<Diagnostic> {
+    let manifest = "agents/triage/astrolift.toml";
+    vec![
+        Diagnostic {
+            severity: Severity::Error,
+            code: "demo/invalid-name".into(),
+            message: "`émr-triage` is not a slug: use a-z, 0-9 and `-`".into(),
+            path: manifest.into(),
+            span: span(2, 8, 2, 20),
+            help: Some("try `emr-triage`".into()),
+        },
+        Diagnostic {
+            severity: Severity::Error,
+            code: "demo/plaintext-secret".into(),
+            message: "secret `API_KEY` is a plaintext value, not a secret:// reference".into(),
+            path: manifest.into(),
+            span: span(6, 11, 6, 21),
+            help: None,
+        },
+        Diagnostic {
+            severity: Severity::Warning,
+            code: "demo/path-escape".into(),
+            message: "100% outside: `include` leaves the package,\nfirst via `..`".into(),
+            path: manifest.into(),
+            span: span(9, 11, 11, 2),
+            help: Some("paths are relative to the manifest directory: a, b".into()),
+        },
+        Diagnostic {
+            severity: Severity::Notice,
+            code: "demo/missing-brief".into(),
+            message: "brief `brief/README.md` does not exist".into(),
+            path: "agents/triage/brief/README.md".into(),
+            span: Span::FILE,
+            help: None,
+        },
+    ]
+}
+
+pub fn sample_agents() -> Vec<AgentSummary> {
+    vec![AgentSummary {
+        name: "emr-triage".into(),
+        manifest: "agents/triage/astrolift.toml".into(),
+        alias: Some("triage".into()),
+        enabled: true,
+    }]
+}
+
+/// A SARIF log with the tool version replaced, so snapshots outlive releases.
+pub fn without_version(mut sarif: serde_json::Value) -> serde_json::Value {
+    sarif["runs"][0]["tool"]["driver"]["version"] = "[version]".into();
+    sarif
+}
