@@ -22,6 +22,7 @@
 //! reading the tree.
 #![forbid(unsafe_code)]
 
+pub mod brief;
 pub mod config;
 pub mod diagnostic;
 pub mod discovery;
@@ -29,8 +30,10 @@ pub mod federation;
 pub mod files;
 pub mod limits;
 pub mod model;
+pub mod native;
 pub mod paths;
 pub mod position;
+pub mod skill;
 pub mod toml_walk;
 pub mod tree;
 pub mod validate;
@@ -39,6 +42,7 @@ pub mod yaml;
 
 pub use diagnostic::{Code, Counts, Diagnostic, Severity, Span};
 pub use limits::Limits;
+pub use native::RESERVED_ENV;
 pub use tree::{DirTree, EntryKind, FileEntry, MemTree, ReadError, SourceTree};
 pub use validate::{AgentSummary, ValidateOptions, Validation, validate_repository};
 
@@ -51,6 +55,9 @@ pub fn catalogue() -> Vec<&'static Code> {
         paths::CODES,
         discovery::CODES,
         federation::CODES,
+        brief::CODES,
+        native::CODES,
+        skill::CODES,
         config::CODES,
         workspace::CODES,
         yaml::CODES,

@@ -1,11 +1,14 @@
 //! The entry point: validate every agent of a repository.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use crate::diagnostic::{self, Diagnostic};
 use crate::discovery::discover;
 use crate::limits::Limits;
 use crate::model::AgentManifest;
+use crate::native;
 use crate::tree::SourceTree;
 
 /// What `validate_repository` is told beyond the tree.
@@ -59,10 +62,51 @@ impl Validation {
 pub fn validate_repository(tree: &dyn SourceTree, options: &ValidateOptions) -> Validation {
     let discovery = discover(tree, &options.limits);
     let mut diagnostics = discovery.diagnostics;
+    let mut agents = Vec::with_capacity(discovery.agents.len());
+    let mut names: HashMap<String, String> = HashMap::new();
+    for discovered in &discovery.agents {
+        let Some(manifest) =
+            native::read_manifest(tree, &options.limits, discovered, &mut diagnostics)
+        else {
+            continue;
+        };
+        if let Some(diagnostic) = duplicate_name(&mut names, &manifest) {
+            diagnostics.push(diagnostic);
+        }
+        agents.push(manifest.agent);
+    }
     diagnostic::sort(&mut diagnostics);
     Validation {
-        agents: Vec::new(),
+        agents,
         diagnostics,
         workspace_manifests: discovery.workspace_manifests,
+    }
+}
+
+/// Agent names are unique in a repository: the second manifest with a name
+/// gets the error, on its `name` value.
+fn duplicate_name(
+    names: &mut HashMap<String, String>,
+    manifest: &native::NativeManifest,
+) -> Option<Diagnostic> {
+    let agent = &manifest.agent;
+    let span = manifest.name_span?;
+    if agent.name.is_empty() {
+        return None;
+    }
+    match names.get(&agent.name) {
+        None => {
+            names.insert(agent.name.clone(), agent.manifest.clone());
+            None
+        }
+        Some(first) => Some(
+            Diagnostic::new(
+                &native::DUPLICATE_NAME,
+                agent.manifest.clone(),
+                span,
+                format!("agent name `{}` is already used by `{first}`", agent.name),
+            )
+            .with_help("agent names are unique within a repository; rename one of them"),
+        ),
     }
 }

@@ -1,5 +1,11 @@
 //! Integration tests of astrolift-manifest: one binary, one module per area.
 
+mod catalogue;
+mod examples;
+mod fixtures;
+mod props;
+mod support;
+
 mod h5_config;
 mod h5_support;
 mod h5_workspace;
