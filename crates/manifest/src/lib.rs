@@ -28,6 +28,7 @@ pub mod diagnostic;
 pub mod discovery;
 pub mod federation;
 pub mod files;
+pub mod jq;
 pub mod limits;
 pub mod model;
 pub mod native;
@@ -36,6 +37,7 @@ pub mod position;
 pub mod skill;
 pub mod toml_walk;
 pub mod tree;
+pub mod triggers;
 pub mod validate;
 pub mod workspace;
 pub mod yaml;
@@ -61,6 +63,7 @@ pub fn catalogue() -> Vec<&'static Code> {
         config::CODES,
         workspace::CODES,
         yaml::CODES,
+        triggers::CODES,
     ];
     modules
         .iter()

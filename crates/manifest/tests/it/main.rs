@@ -9,3 +9,4 @@ mod support;
 mod h5_config;
 mod h5_support;
 mod h5_workspace;
+mod h5_triggers;

@@ -1,0 +1,580 @@
+//! Trigger bindings: `[[triggers]]` in `astrolift.toml` (DESIGN.md §5).
+//!
+//! ```toml
+//! [[triggers]]
+//! name = "jira-high-priority"
+//! source = "generic"
+//! verify = { kind = "hmac-sha256", header = "X-Signature", prefix = "sha256=", secret = "secret://agents/jira-hook" }
+//! filter = '.issue.fields.priority.name == "High"'
+//! payload = '{mode: "triage", issue: .issue.key}'
+//! env_spec = "triage-prod"
+//! ```
+//!
+//! Validated as a format here; executed by the trigger runtime. `filter` and
+//! `payload` are compiled with [`crate::jq`]; a jq error becomes a diagnostic
+//! at the exact line and column inside the TOML string, whatever its quoting
+//! (`'…'`, `"…"` with escapes, `'''…'''`, `"""…"""`).
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+
+use serde::Serialize;
+use toml::de::{DeTable, DeValue};
+
+use crate::config::{is_kebab_slug, is_secret_ref};
+use crate::diagnostic::{Code, Severity};
+use crate::jq::{JqErrorKind, JqProgram};
+use crate::toml_walk::{TomlFile, key_span};
+
+pub const INVALID_NAME: Code = Code::new(
+    "trigger/invalid-name",
+    Severity::Error,
+    "A trigger `name` that is not a kebab-case slug.",
+);
+pub const DUPLICATE_NAME: Code = Code::new(
+    "trigger/duplicate-name",
+    Severity::Error,
+    "Two triggers of one agent with the same `name`.",
+);
+pub const UNKNOWN_SOURCE: Code = Code::new(
+    "trigger/unknown-source",
+    Severity::Error,
+    "`source` is neither `generic` nor `github`.",
+);
+pub const EVENTS_NOT_ALLOWED: Code = Code::new(
+    "trigger/events-not-allowed",
+    Severity::Error,
+    "`events` on a `generic` trigger: only GitHub triggers select events.",
+);
+pub const MISSING_EVENTS: Code = Code::new(
+    "trigger/missing-events",
+    Severity::Error,
+    "A `github` trigger without `events`.",
+);
+pub const INVALID_EVENT: Code = Code::new(
+    "trigger/invalid-event",
+    Severity::Error,
+    "An event that is not of the form `event` or `event.action`.",
+);
+pub const MISSING_VERIFY: Code = Code::new(
+    "trigger/missing-verify",
+    Severity::Error,
+    "A `generic` trigger without `verify`: anyone could fire it.",
+);
+pub const UNKNOWN_VERIFY_KIND: Code = Code::new(
+    "trigger/unknown-verify-kind",
+    Severity::Error,
+    "`verify.kind` is not `hmac-sha256`, `github` or `token`.",
+);
+pub const VERIFY_MISMATCH: Code = Code::new(
+    "trigger/verify-mismatch",
+    Severity::Error,
+    "A `github` trigger with a `verify` other than `github`: GitHub events are verified with the App's secret.",
+);
+pub const PLAINTEXT_SECRET: Code = Code::new(
+    "trigger/plaintext-secret",
+    Severity::Error,
+    "`verify.secret` is not a `secret://` reference.",
+);
+pub const JQ_SYNTAX: Code = Code::new(
+    "trigger/jq-syntax",
+    Severity::Error,
+    "`filter` or `payload` is not valid jq.",
+);
+pub const JQ_UNDEFINED: Code = Code::new(
+    "trigger/jq-undefined",
+    Severity::Error,
+    "`filter` or `payload` uses an undefined or removed jq function or variable (`env`, `$ENV`, `input`…).",
+);
+
+/// The codes of this module, for the catalogue.
+pub const CODES: &[&Code] = &[
+    &INVALID_NAME,
+    &DUPLICATE_NAME,
+    &UNKNOWN_SOURCE,
+    &EVENTS_NOT_ALLOWED,
+    &MISSING_EVENTS,
+    &INVALID_EVENT,
+    &MISSING_VERIFY,
+    &UNKNOWN_VERIFY_KIND,
+    &VERIFY_MISMATCH,
+    &PLAINTEXT_SECRET,
+    &JQ_SYNTAX,
+    &JQ_UNDEFINED,
+];
+
+const TRIGGER_KEYS: &[&str] = &[
+    "name", "source", "events", "verify", "filter", "payload", "env_spec",
+];
+const SOURCES: &[&str] = &["generic", "github"];
+const VERIFY_KINDS: &[&str] = &["hmac-sha256", "github", "token"];
+const HMAC_KEYS: &[&str] = &["kind", "header", "prefix", "secret"];
+const GITHUB_KEYS: &[&str] = &["kind"];
+const TOKEN_KEYS: &[&str] = &["kind", "header", "secret"];
+
+/// Where a trigger's requests come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TriggerSource {
+    /// `POST /triggers/{id}` from any HTTP sender.
+    Generic,
+    /// GitHub events for the repository, through the App's webhook.
+    Github,
+}
+
+/// How a trigger request is authenticated. Secrets are `secret://` references.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Verify {
+    HmacSha256 {
+        header: String,
+        prefix: Option<String>,
+        secret: String,
+    },
+    Github,
+    Token {
+        header: String,
+        secret: String,
+    },
+}
+
+/// One validated `[[triggers]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TriggerSpec {
+    pub name: String,
+    pub source: TriggerSource,
+    /// GitHub only: `event` or `event.action`.
+    pub events: Vec<String>,
+    pub verify: Option<Verify>,
+    /// jq source; compiled during validation.
+    pub filter: Option<String>,
+    pub payload: Option<String>,
+    pub env_spec: Option<String>,
+}
+
+/// Validates the `[[triggers]]` of one manifest's root table. Returns the
+/// entries that are complete enough to bind (name and source known); every
+/// problem is reported in `file`.
+pub fn validate_triggers<'i>(file: &mut TomlFile<'i>, root: &DeTable<'i>) -> Vec<TriggerSpec> {
+    let mut names = BTreeSet::new();
+    let mut out = Vec::new();
+    for (table, range) in file.table_array(root, "triggers") {
+        if let Some(spec) = trigger(file, table, range, &mut names) {
+            out.push(spec);
+        }
+    }
+    out
+}
+
+fn trigger<'i>(
+    file: &mut TomlFile<'i>,
+    table: &DeTable<'i>,
+    range: Range<usize>,
+    names: &mut BTreeSet<String>,
+) -> Option<TriggerSpec> {
+    file.check_keys(table, TRIGGER_KEYS, "a `[[triggers]]` entry");
+    let name = trigger_name(file, table, range.clone(), names);
+    let source = trigger_source(file, table, range.clone());
+    let events = trigger_events(file, table, source, range.clone());
+    let verify = trigger_verify(file, table, source, range);
+    let filter = jq_field(file, table, "filter");
+    let payload = jq_field(file, table, "payload");
+    let env_spec = file.str(table, "env_spec").map(|(s, _)| s.to_owned());
+    Some(TriggerSpec {
+        name: name?,
+        source: source?,
+        events,
+        verify,
+        filter,
+        payload,
+        env_spec,
+    })
+}
+
+fn trigger_name<'i>(
+    file: &mut TomlFile<'i>,
+    table: &DeTable<'i>,
+    range: Range<usize>,
+    names: &mut BTreeSet<String>,
+) -> Option<String> {
+    let Some((name, name_range)) = file.str(table, "name") else {
+        if table.get("name").is_none() {
+            file.missing(range, "name", "a `[[triggers]]` entry");
+        }
+        return None;
+    };
+    if !is_kebab_slug(name) {
+        file.report(
+            &INVALID_NAME,
+            name_range.clone(),
+            format!("trigger name `{name}` is not a kebab-case slug"),
+        )
+        .help = Some(
+            "use 1–64 of a–z, 0–9 and `-`, with no leading, trailing or double hyphen".to_owned(),
+        );
+    }
+    if !names.insert(name.to_owned()) {
+        file.report(
+            &DUPLICATE_NAME,
+            name_range,
+            format!("another trigger of this agent is already named `{name}`"),
+        );
+    }
+    Some(name.to_owned())
+}
+
+fn trigger_source<'i>(
+    file: &mut TomlFile<'i>,
+    table: &DeTable<'i>,
+    range: Range<usize>,
+) -> Option<TriggerSource> {
+    let Some((source, source_range)) = file.str(table, "source") else {
+        if table.get("source").is_none() {
+            file.missing(range, "source", "a `[[triggers]]` entry");
+        }
+        return None;
+    };
+    match source {
+        "generic" => Some(TriggerSource::Generic),
+        "github" => Some(TriggerSource::Github),
+        other => {
+            file.report(
+                &UNKNOWN_SOURCE,
+                source_range,
+                format!("unknown trigger source `{other}`"),
+            )
+            .help = Some(format!("use one of: {}", SOURCES.join(", ")));
+            None
+        }
+    }
+}
+
+fn trigger_events<'i>(
+    file: &mut TomlFile<'i>,
+    table: &DeTable<'i>,
+    source: Option<TriggerSource>,
+    range: Range<usize>,
+) -> Vec<String> {
+    let events = file.str_array(table, "events");
+    match (source, events) {
+        (Some(TriggerSource::Generic), Some(_)) => {
+            let at = key_span(table, "events").unwrap_or(range);
+            file.report(
+                &EVENTS_NOT_ALLOWED,
+                at,
+                "`events` applies only to `source = \"github\"` triggers",
+            );
+            Vec::new()
+        }
+        (Some(TriggerSource::Github), None) if table.get("events").is_none() => {
+            file.report(
+                &MISSING_EVENTS,
+                range,
+                "a `github` trigger needs `events`, such as `[\"issues.opened\"]`",
+            );
+            Vec::new()
+        }
+        (_, Some(events)) => {
+            if events.is_empty()
+                && let Some(at) = key_span(table, "events")
+            {
+                file.report(
+                    &MISSING_EVENTS,
+                    at,
+                    "`events` is empty, so the trigger never fires",
+                );
+            }
+            events
+                .into_iter()
+                .filter(|(event, event_range)| {
+                    let ok = is_event(event);
+                    if !ok {
+                        file.report(&INVALID_EVENT, event_range.clone(), format!("`{event}` is not of the form `event` or `event.action`"))
+                            .help = Some("GitHub event and action names are lowercase with `_`, such as `issue_comment.created`".to_owned());
+                    }
+                    ok
+                })
+                .map(|(event, _)| event)
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// `event` or `event.action`: lowercase words with `_`.
+fn is_event(event: &str) -> bool {
+    let word = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+    let mut parts = event.split('.');
+    let first = parts.next().is_some_and(word);
+    let action = parts.next().is_none_or(word);
+    first && action && parts.next().is_none()
+}
+
+fn trigger_verify<'i>(
+    file: &mut TomlFile<'i>,
+    table: &DeTable<'i>,
+    source: Option<TriggerSource>,
+    range: Range<usize>,
+) -> Option<Verify> {
+    let Some((verify, verify_range)) = file.table(table, "verify") else {
+        if source == Some(TriggerSource::Generic) && table.get("verify").is_none() {
+            file.report(&MISSING_VERIFY, range, "a `generic` trigger needs `verify`; without it anyone could fire it")
+                .help = Some("add `verify = { kind = \"hmac-sha256\", header = \"X-Signature\", secret = \"secret://…\" }` or `kind = \"token\"`".to_owned());
+        }
+        return None;
+    };
+    let Some((kind, kind_range)) = file.str(verify, "kind") else {
+        if verify.get("kind").is_none() {
+            file.missing(verify_range, "kind", "`verify`");
+        }
+        return None;
+    };
+    let parsed = match kind {
+        "hmac-sha256" => {
+            file.check_keys(verify, HMAC_KEYS, "`verify` (hmac-sha256)");
+            let header = required_text(file, verify, "header", verify_range.clone());
+            let prefix = file.str(verify, "prefix").map(|(s, _)| s.to_owned());
+            let secret = secret_ref(file, verify, verify_range);
+            Some(Verify::HmacSha256 {
+                header: header?,
+                prefix,
+                secret: secret?,
+            })
+        }
+        "github" => {
+            file.check_keys(verify, GITHUB_KEYS, "`verify` (github)");
+            Some(Verify::Github)
+        }
+        "token" => {
+            file.check_keys(verify, TOKEN_KEYS, "`verify` (token)");
+            let header = required_text(file, verify, "header", verify_range.clone());
+            let secret = secret_ref(file, verify, verify_range);
+            Some(Verify::Token {
+                header: header?,
+                secret: secret?,
+            })
+        }
+        other => {
+            file.report(
+                &UNKNOWN_VERIFY_KIND,
+                kind_range.clone(),
+                format!("unknown verify kind `{other}`"),
+            )
+            .help = Some(format!("use one of: {}", VERIFY_KINDS.join(", ")));
+            None
+        }
+    };
+    if source == Some(TriggerSource::Github) && !matches!(parsed, Some(Verify::Github) | None) {
+        file.report(
+            &VERIFY_MISMATCH,
+            kind_range,
+            "GitHub triggers are verified with the App's webhook secret",
+        )
+        .help = Some("remove `verify`, or use `verify = { kind = \"github\" }`".to_owned());
+    }
+    parsed
+}
+
+fn required_text<'i>(
+    file: &mut TomlFile<'i>,
+    table: &DeTable<'i>,
+    key: &str,
+    at: Range<usize>,
+) -> Option<String> {
+    if table.get(key).is_none() {
+        file.missing(at, key, "`verify`");
+        return None;
+    }
+    file.str(table, key).map(|(s, _)| s.to_owned())
+}
+
+/// `verify.secret`: a `secret://` reference, never echoed when it is not one.
+fn secret_ref<'i>(
+    file: &mut TomlFile<'i>,
+    table: &DeTable<'i>,
+    at: Range<usize>,
+) -> Option<String> {
+    if table.get("secret").is_none() {
+        file.missing(at, "secret", "`verify`");
+        return None;
+    }
+    let (secret, range) = file.str(table, "secret")?;
+    if is_secret_ref(secret) {
+        return Some(secret.to_owned());
+    }
+    file.report(
+        &PLAINTEXT_SECRET,
+        range,
+        "`verify.secret` is not a `secret://` reference (the value is not shown)",
+    )
+    .help =
+        Some("store the secret in the secret store and write `secret = \"secret://…\"`".to_owned());
+    None
+}
+
+/// A jq field: compiled; an error is reported at its exact position in the TOML string.
+fn jq_field<'i>(file: &mut TomlFile<'i>, table: &DeTable<'i>, key: &str) -> Option<String> {
+    let item = table.get(key)?;
+    let DeValue::String(program) = item.get_ref() else {
+        file.str(table, key);
+        return None;
+    };
+    if let Err(error) = JqProgram::compile(program) {
+        let literal = &file.index.text()[item.span()];
+        let range =
+            match decoded_to_source(literal, program, error.offset..error.offset + error.len) {
+                Some(inner) => item.span().start + inner.start..item.span().start + inner.end,
+                None => item.span(),
+            };
+        let code = match error.kind {
+            JqErrorKind::Syntax => &JQ_SYNTAX,
+            JqErrorKind::Undefined => &JQ_UNDEFINED,
+        };
+        let diagnostic = file.report(code, range, format!("`{key}`: {}", error.message));
+        diagnostic.help = error.help;
+    }
+    Some(program.to_string())
+}
+
+/// Maps a byte range of a TOML string's decoded value to a byte range of
+/// its source literal (quotes included), undoing the quoting and escapes.
+/// `None` when the literal does not decode to `decoded` (then the caller
+/// falls back to the whole value).
+pub fn decoded_to_source(
+    literal: &str,
+    decoded: &str,
+    range: Range<usize>,
+) -> Option<Range<usize>> {
+    let map = decode_offsets(literal)?;
+    if map.len() != decoded.len() + 1 {
+        return None;
+    }
+    let start = *map.get(range.start.min(decoded.len()))?;
+    let end = *map.get(range.end.min(decoded.len()))?;
+    Some(start..end.max(start))
+}
+
+/// For each byte of the decoded string (and one past the end), the source
+/// byte offset in `literal` it came from. Written by hand: the `toml` crate
+/// decodes strings but does not expose where each decoded byte came from.
+fn decode_offsets(literal: &str) -> Option<Vec<usize>> {
+    let (quote, multiline) = if literal.starts_with("'''") {
+        ("'''", true)
+    } else if literal.starts_with("\"\"\"") {
+        ("\"\"\"", true)
+    } else if literal.starts_with('\'') {
+        ("'", false)
+    } else if literal.starts_with('"') {
+        ("\"", false)
+    } else {
+        return None;
+    };
+    let body_end = literal.len().checked_sub(quote.len())?;
+    let mut pos = quote.len();
+    if multiline {
+        // A newline right after the opening delimiter is trimmed.
+        if literal[pos..].starts_with("\r\n") {
+            pos += 2;
+        } else if literal[pos..].starts_with('\n') {
+            pos += 1;
+        }
+    }
+    let basic = quote.starts_with('"');
+    let mut map = Vec::with_capacity(body_end);
+    while pos < body_end {
+        let rest = &literal[pos..body_end];
+        let c = rest.chars().next()?;
+        if basic && c == '\\' {
+            pos = decode_escape(literal, pos, body_end, multiline, &mut map)?;
+            continue;
+        }
+        for _ in 0..c.len_utf8() {
+            map.push(pos);
+        }
+        // Keep every byte of a multi-byte character pointing at its start.
+        pos += c.len_utf8();
+    }
+    map.push(body_end);
+    Some(map)
+}
+
+/// Decodes one escape at `pos` (a backslash), pushing the source offset for
+/// each decoded byte; returns the position after it.
+fn decode_escape(
+    literal: &str,
+    pos: usize,
+    end: usize,
+    multiline: bool,
+    map: &mut Vec<usize>,
+) -> Option<usize> {
+    let next = literal[pos + 1..end].chars().next()?;
+    let decoded_len = match next {
+        'b' | 't' | 'n' | 'f' | 'r' | 'e' | '"' | '\\' => Some((1, 2)),
+        'x' => hex_char(literal, pos + 2, 2).map(|c| (c.len_utf8(), 4)),
+        'u' => hex_char(literal, pos + 2, 4).map(|c| (c.len_utf8(), 6)),
+        'U' => hex_char(literal, pos + 2, 8).map(|c| (c.len_utf8(), 10)),
+        c if multiline && (c == '\n' || c == '\r' || c == ' ' || c == '\t') => None,
+        _ => return None,
+    };
+    match decoded_len {
+        Some((bytes, source_len)) => {
+            for _ in 0..bytes {
+                map.push(pos);
+            }
+            Some(pos + source_len)
+        }
+        None => {
+            // Line-ending backslash: skip it and all whitespace after it.
+            let rest = &literal[pos + 1..end];
+            let skipped = rest.len() - rest.trim_start_matches([' ', '\t', '\r', '\n']).len();
+            Some(pos + 1 + skipped)
+        }
+    }
+}
+
+fn hex_char(literal: &str, start: usize, digits: usize) -> Option<char> {
+    let hex = literal.get(start..start + digits)?;
+    u32::from_str_radix(hex, 16).ok().and_then(char::from_u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_through_quotes_and_escapes() {
+        // decoded: .a | "x\ty"  (the \t is one byte)
+        let literal = r#"".a | \"x\ty\" | bad""#;
+        let decoded = ".a | \"x\ty\" | bad";
+        let start = decoded.find("bad").expect("bad");
+        let range = decoded_to_source(literal, decoded, start..start + 3).expect("maps");
+        assert_eq!(&literal[range], "bad");
+    }
+
+    #[test]
+    fn offsets_in_multiline_literals() {
+        let literal = "'''\n.a |\n  bad'''";
+        let decoded = ".a |\n  bad";
+        let start = decoded.find("bad").expect("bad");
+        let range = decoded_to_source(literal, decoded, start..start + 3).expect("maps");
+        assert_eq!(&literal[range], "bad");
+    }
+
+    #[test]
+    fn offsets_in_multiline_basic_with_line_continuation() {
+        let literal = "\"\"\"\n.a | \\\n    bad\"\"\"";
+        let decoded = ".a | bad";
+        let start = decoded.find("bad").expect("bad");
+        let range = decoded_to_source(literal, decoded, start..start + 3).expect("maps");
+        assert_eq!(&literal[range], "bad");
+    }
+
+    #[test]
+    fn events() {
+        assert!(is_event("issues"));
+        assert!(is_event("issue_comment.created"));
+        assert!(!is_event("Issues.opened"));
+        assert!(!is_event("a.b.c"));
+        assert!(!is_event("issues."));
+    }
+}
