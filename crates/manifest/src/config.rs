@@ -52,7 +52,8 @@ use toml::de::{DeTable, DeValue};
 
 use crate::diagnostic::{Code, Diagnostic, Severity, Span};
 use crate::limits::Limits;
-use crate::paths;
+use crate::native::RESERVED_ENV;
+use crate::paths::{self, SLUG_RULE, is_slug};
 use crate::toml_walk::{self, TomlFile};
 use crate::tree::{ReadError, SourceTree};
 
@@ -131,28 +132,6 @@ pub const CODES: &[&Code] = &[
     &PLAINTEXT_SECRET,
     &SKILL_SLUG_ALIAS,
     &NO_BLOB_STORE,
-];
-
-/// Runtime variables the dispatcher owns (seed 000, "Runtime environment").
-// NOTE(h5): h1's native.rs is to define the crate-wide `RESERVED_ENV`; until it
-// exists this list is the seed's table. Fold into that constant once it lands.
-pub const RESERVED_ENV: &[&str] = &[
-    "ASTROLIFT_TRIGGER_PAYLOAD",
-    "ASTROLIFT_TASK_ID",
-    "ASTROLIFT_CONTROLLER_URL",
-    "AGENT_CALLBACK_URL",
-    "ASTROLIFT_CLUSTER_KEY",
-    "ASTROLIFT_BRIEF_ID",
-    "ASTROLIFT_BRIEF_HASH",
-    "ASTROLIFT_PAYLOAD_URL",
-    "ASTROLIFT_PAYLOAD_HASH",
-    "AGENT_SYSTEM",
-    "AGENT_PROMPT",
-    "ASTROLIFT_WORKSPACE",
-    "ASTROLIFT_SNAPSHOT_URL",
-    "ASTROLIFT_SNAPSHOT_INTERVAL",
-    "ASTROLIFT_SNAPSHOT_LOCAL_PATH",
-    "ASTROLIFT_TMUX_SESSION",
 ];
 
 const TOP_KEYS: &[&str] = &[
@@ -473,16 +452,13 @@ impl Loader<'_> {
         let mut out = Map::new();
         for (key, item) in skills.iter() {
             let slug = key.get_ref().as_ref();
-            if !is_kebab_slug(slug) {
+            if !is_slug(slug) {
                 file.report(
                     &INVALID_SKILL_SLUG,
                     key.span(),
                     format!("skill slug `{slug}` is not kebab-case"),
                 )
-                .help = Some(
-                    "use 1–64 of a–z, 0–9 and `-`, with no leading, trailing or double hyphen"
-                        .to_owned(),
-                );
+                .help = Some(SLUG_RULE.to_owned());
             }
             let DeValue::Table(table) = item.get_ref() else {
                 file.report(
@@ -701,17 +677,6 @@ pub fn is_secret_ref(value: &str) -> bool {
         .is_some_and(|rest| !rest.trim().is_empty())
 }
 
-/// A kebab-case slug: 1–64 of `a–z 0–9 -`, no leading, trailing or double hyphen.
-pub fn is_kebab_slug(slug: &str) -> bool {
-    (1..=64).contains(&slug.len())
-        && slug
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !slug.starts_with('-')
-        && !slug.ends_with('-')
-        && !slug.contains("--")
-}
-
 /// Deep merge: `over` wins. Objects merge key by key, recursively; any other
 /// value (arrays included) replaces what was there.
 pub fn deep_merge(base: &mut Value, over: Value) {
@@ -822,14 +787,5 @@ mod tests {
         let mut base = json!({"a": {"x": 1, "list": [1, 2]}, "b": 1});
         deep_merge(&mut base, json!({"a": {"y": 2, "list": [3]}}));
         assert_eq!(base, json!({"a": {"x": 1, "y": 2, "list": [3]}, "b": 1}));
-    }
-
-    #[test]
-    fn slugs() {
-        assert!(is_kebab_slug("triage-2"));
-        assert!(!is_kebab_slug("Triage"));
-        assert!(!is_kebab_slug("a--b"));
-        assert!(!is_kebab_slug("-a"));
-        assert!(!is_kebab_slug(""));
     }
 }

@@ -21,9 +21,10 @@ use std::ops::Range;
 use serde::Serialize;
 use toml::de::{DeTable, DeValue};
 
-use crate::config::{is_kebab_slug, is_secret_ref};
+use crate::config::is_secret_ref;
 use crate::diagnostic::{Code, Severity};
 use crate::jq::{JqErrorKind, JqProgram};
+use crate::paths::{SLUG_RULE, is_slug};
 use crate::toml_walk::{TomlFile, key_span};
 
 pub const INVALID_NAME: Code = Code::new(
@@ -203,15 +204,13 @@ fn trigger_name<'i>(
         }
         return None;
     };
-    if !is_kebab_slug(name) {
+    if !is_slug(name) {
         file.report(
             &INVALID_NAME,
             name_range.clone(),
             format!("trigger name `{name}` is not a kebab-case slug"),
         )
-        .help = Some(
-            "use 1–64 of a–z, 0–9 and `-`, with no leading, trailing or double hyphen".to_owned(),
-        );
+        .help = Some(SLUG_RULE.to_owned());
     }
     if !names.insert(name.to_owned()) {
         file.report(

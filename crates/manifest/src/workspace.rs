@@ -24,9 +24,10 @@ use std::ops::Range;
 
 use serde::Serialize;
 
-use crate::config::{RESERVED_ENV, is_kebab_slug};
 use crate::diagnostic::{Code, Diagnostic, Severity};
 use crate::limits::Limits;
+use crate::native::RESERVED_ENV;
+use crate::paths::{SLUG_RULE, is_slug};
 use crate::tree::{ReadError, SourceTree};
 use crate::yaml::{Mapping, Value, YamlFile, entry};
 
@@ -880,15 +881,13 @@ fn required_slug(
     let Some((slug, range)) = file.required_str(map, "slug", at, context) else {
         return String::new();
     };
-    if !is_kebab_slug(slug) {
+    if !is_slug(slug) {
         file.report(
             &INVALID_SLUG,
             range,
             format!("slug `{slug}` is not kebab-case"),
         )
-        .help = Some(
-            "use 1–64 of a–z, 0–9 and `-`, with no leading, trailing or double hyphen".to_owned(),
-        );
+        .help = Some(SLUG_RULE.to_owned());
     }
     slug.to_owned()
 }

@@ -53,9 +53,13 @@ pub const CODES: &[&Code] = &[&SYNTAX, &LIMIT, &UNKNOWN_KEY, &WRONG_TYPE, &MISSI
 /// hostile input far below the parser's own default.
 pub const MAX_NODES: usize = 20_000;
 
-/// Most parser events replayed through aliases in one file. Alias bombs
-/// ("billion laughs") fail here, in microseconds, long before memory grows.
-pub const MAX_REPLAYED_EVENTS: usize = 20_000;
+/// Most parser events replayed (or recorded for replay) through anchors and
+/// aliases in one file. A workspace manifest that reuses a block with an
+/// alias replays tens of events; alias bombs ("billion laughs") fail here
+/// long before memory grows. The parser's cost per recorded event is a few
+/// µs (tens in debug builds), so this bound also keeps a bomb well under
+/// 100 ms. The §11 limit on the number of aliases applies as well.
+pub const MAX_REPLAYED_EVENTS: usize = 4_000;
 
 /// A YAML value with its position.
 #[derive(Debug, Clone, PartialEq)]
