@@ -7,6 +7,7 @@ mod props;
 mod support;
 
 mod h5_config;
+mod h5_drift;
 mod h5_support;
-mod h5_workspace;
 mod h5_triggers;
+mod h5_workspace;

@@ -1,0 +1,464 @@
+//! Drift between two resolved environments (seed 001, "Resume drift").
+//!
+//! Every difference is one [`Drift`] of a stable kind, classified as the seed
+//! says: **critical** drift (`agent-changed`, the removal of a *required*
+//! credential, `credential-kind-changed`) fails a resume; everything else is a
+//! **warning** that is reported and lets it proceed.
+//!
+//! [`drift_between_trees`] compares the workspace manifests of two trees
+//! (two directories, or two refs checked out), for `astrolift drift OLD NEW`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::{self, Write as _};
+
+use serde::Serialize;
+
+use crate::diagnostic::Diagnostic;
+use crate::limits::Limits;
+use crate::resolved::ResolvedEnvironment;
+use crate::tree::SourceTree;
+use crate::workspace::{discover_workspaces, validate_workspace};
+
+/// How bad a drift is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DriftSeverity {
+    /// Fails a resume with a typed error.
+    Critical,
+    /// Reported as an event; the resume proceeds.
+    Warning,
+}
+
+/// The kinds of drift. The seed names some (`subagent-added`,
+/// `skill-version-changed`, …); the rest follow the same pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriftKind {
+    AgentChanged,
+    AgentProfileChanged,
+    SurfaceCompatChanged,
+    SubagentAdded,
+    SubagentRemoved,
+    SubagentChanged,
+    SkillAdded,
+    SkillRemoved,
+    SkillVersionChanged,
+    ToolSelectionAdded,
+    ToolSelectionRemoved,
+    EnvVarAdded,
+    EnvVarRemoved,
+    EnvVarChanged,
+    CredentialAdded,
+    CredentialRemoved,
+    CredentialKindChanged,
+    CredentialChanged,
+    PermissionChanged,
+    PersistenceChanged,
+    OutputSurfaceChanged,
+    ImageChanged,
+    PolicyChanged,
+}
+
+impl DriftKind {
+    /// The stable kebab-case id, such as `skill-version-changed`.
+    pub fn as_str(self) -> &'static str {
+        use DriftKind as K;
+        match self {
+            K::AgentChanged => "agent-changed",
+            K::AgentProfileChanged => "agent-profile-changed",
+            K::SurfaceCompatChanged => "surface-compat-changed",
+            K::SubagentAdded => "subagent-added",
+            K::SubagentRemoved => "subagent-removed",
+            K::SubagentChanged => "subagent-changed",
+            K::SkillAdded => "skill-added",
+            K::SkillRemoved => "skill-removed",
+            K::SkillVersionChanged => "skill-version-changed",
+            K::ToolSelectionAdded => "tool-selection-added",
+            K::ToolSelectionRemoved => "tool-selection-removed",
+            K::EnvVarAdded => "env-var-added",
+            K::EnvVarRemoved => "env-var-removed",
+            K::EnvVarChanged => "env-var-changed",
+            K::CredentialAdded => "credential-added",
+            K::CredentialRemoved => "credential-removed",
+            K::CredentialKindChanged => "credential-kind-changed",
+            K::CredentialChanged => "credential-changed",
+            K::PermissionChanged => "permission-changed",
+            K::PersistenceChanged => "persistence-changed",
+            K::OutputSurfaceChanged => "output-surface-changed",
+            K::ImageChanged => "image-changed",
+            K::PolicyChanged => "policy-changed",
+        }
+    }
+}
+
+impl fmt::Display for DriftKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One difference between two resolved environments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Drift {
+    pub kind: DriftKind,
+    pub severity: DriftSeverity,
+    /// What changed: a skill slug, a credential name, `image`…
+    pub subject: String,
+    /// The old and new values, rendered; `None` for an absent side.
+    pub old: Option<String>,
+    pub new: Option<String>,
+}
+
+impl fmt::Display for Drift {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(none)".to_owned());
+        write!(
+            f,
+            "{:<8} {} {}: {} -> {}",
+            match self.severity {
+                DriftSeverity::Critical => "critical",
+                DriftSeverity::Warning => "warning",
+            },
+            self.kind,
+            self.subject,
+            show(&self.old),
+            show(&self.new)
+        )
+    }
+}
+
+/// Every difference from `old` to `new`, in a stable order.
+pub fn drift(old: &ResolvedEnvironment, new: &ResolvedEnvironment) -> Vec<Drift> {
+    let mut out = Drifts::default();
+    agent(&mut out, old, new);
+    out.value(
+        DriftKind::SurfaceCompatChanged,
+        "surfaceCompat",
+        &old.surfaces,
+        &new.surfaces,
+    );
+    out.keyed(
+        &old.sub_agents,
+        &new.sub_agents,
+        [
+            DriftKind::SubagentAdded,
+            DriftKind::SubagentRemoved,
+            DriftKind::SubagentChanged,
+        ],
+    );
+    out.keyed(
+        &old.skills,
+        &new.skills,
+        [
+            DriftKind::SkillAdded,
+            DriftKind::SkillRemoved,
+            DriftKind::SkillVersionChanged,
+        ],
+    );
+    tool_selection(&mut out, &old.tool_selection, &new.tool_selection);
+    out.keyed(
+        &old.environment,
+        &new.environment,
+        [
+            DriftKind::EnvVarAdded,
+            DriftKind::EnvVarRemoved,
+            DriftKind::EnvVarChanged,
+        ],
+    );
+    credentials(&mut out, old, new);
+    out.value(
+        DriftKind::PermissionChanged,
+        "permissions",
+        &old.permissions,
+        &new.permissions,
+    );
+    out.value(
+        DriftKind::PersistenceChanged,
+        "persistence",
+        &old.persistence,
+        &new.persistence,
+    );
+    out.value(
+        DriftKind::OutputSurfaceChanged,
+        "outputSurface",
+        &old.output_surface,
+        &new.output_surface,
+    );
+    out.value(DriftKind::ImageChanged, "image", &old.image, &new.image);
+    out.value(DriftKind::PolicyChanged, "policy", &old.policy, &new.policy);
+    out.0
+}
+
+fn agent(out: &mut Drifts, old: &ResolvedEnvironment, new: &ResolvedEnvironment) {
+    let slug = |env: &ResolvedEnvironment| env.agent.as_ref().map(|a| a.slug.clone());
+    if slug(old) != slug(new) {
+        out.push_critical(DriftKind::AgentChanged, "agent", slug(old), slug(new));
+        return;
+    }
+    let profile = |env: &ResolvedEnvironment| {
+        env.agent
+            .as_ref()
+            .map(|a| (a.stage.clone(), a.role.clone()))
+    };
+    if profile(old) != profile(new) {
+        out.value(
+            DriftKind::AgentProfileChanged,
+            "agent",
+            &old.agent,
+            &new.agent,
+        );
+    }
+}
+
+fn tool_selection(out: &mut Drifts, old: &BTreeSet<String>, new: &BTreeSet<String>) {
+    for added in new.difference(old) {
+        out.push(
+            DriftKind::ToolSelectionAdded,
+            added,
+            None,
+            Some(added.clone()),
+        );
+    }
+    for removed in old.difference(new) {
+        out.push(
+            DriftKind::ToolSelectionRemoved,
+            removed,
+            Some(removed.clone()),
+            None,
+        );
+    }
+}
+
+/// Credentials: removing a *required* one and changing a kind are critical.
+fn credentials(out: &mut Drifts, old: &ResolvedEnvironment, new: &ResolvedEnvironment) {
+    for (name, before) in &old.credentials {
+        match new.credentials.get(name) {
+            None if before.required => {
+                out.push_critical(
+                    DriftKind::CredentialRemoved,
+                    name,
+                    Some(render(before)),
+                    None,
+                );
+            }
+            None => out.push(
+                DriftKind::CredentialRemoved,
+                name,
+                Some(render(before)),
+                None,
+            ),
+            Some(after) if after.kind != before.kind => out.push_critical(
+                DriftKind::CredentialKindChanged,
+                name,
+                Some(before.kind.clone()),
+                Some(after.kind.clone()),
+            ),
+            Some(after) if after != before => out.push(
+                DriftKind::CredentialChanged,
+                name,
+                Some(render(before)),
+                Some(render(after)),
+            ),
+            Some(_) => {}
+        }
+    }
+    for (name, after) in &new.credentials {
+        if !old.credentials.contains_key(name) {
+            out.push(DriftKind::CredentialAdded, name, None, Some(render(after)));
+        }
+    }
+}
+
+/// A value rendered as compact JSON for the drift's old/new.
+fn render<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+#[derive(Default)]
+struct Drifts(Vec<Drift>);
+
+impl Drifts {
+    fn push(&mut self, kind: DriftKind, subject: &str, old: Option<String>, new: Option<String>) {
+        self.0.push(Drift {
+            kind,
+            severity: DriftSeverity::Warning,
+            subject: subject.to_owned(),
+            old,
+            new,
+        });
+    }
+
+    fn push_critical(
+        &mut self,
+        kind: DriftKind,
+        subject: &str,
+        old: Option<String>,
+        new: Option<String>,
+    ) {
+        self.push(kind, subject, old, new);
+        if let Some(last) = self.0.last_mut() {
+            last.severity = DriftSeverity::Critical;
+        }
+    }
+
+    /// One whole-value comparison.
+    fn value<T: Serialize + PartialEq>(
+        &mut self,
+        kind: DriftKind,
+        subject: &str,
+        old: &T,
+        new: &T,
+    ) {
+        if old != new {
+            self.push(kind, subject, Some(render(old)), Some(render(new)));
+        }
+    }
+
+    /// Added, removed and changed entries of a keyed collection.
+    fn keyed<V: Serialize + PartialEq>(
+        &mut self,
+        old: &BTreeMap<String, V>,
+        new: &BTreeMap<String, V>,
+        [added, removed, changed]: [DriftKind; 3],
+    ) {
+        for (key, after) in new {
+            match old.get(key) {
+                None => self.push(added, key, None, Some(render(after))),
+                Some(before) if before != after => {
+                    self.push(changed, key, Some(render(before)), Some(render(after)));
+                }
+                Some(_) => {}
+            }
+        }
+        for (key, before) in old {
+            if !new.contains_key(key) {
+                self.push(removed, key, Some(render(before)), None);
+            }
+        }
+    }
+}
+
+/// How one workspace manifest compares between two trees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkspaceStatus {
+    Added,
+    Removed,
+    Changed,
+    Unchanged,
+}
+
+/// The drift of one workspace manifest (matched by `metadata.slug`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkspaceDrift {
+    pub slug: String,
+    pub old_path: Option<String>,
+    pub new_path: Option<String>,
+    pub status: WorkspaceStatus,
+    pub drifts: Vec<Drift>,
+}
+
+/// What `astrolift drift OLD NEW` prints.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DriftReport {
+    pub workspaces: Vec<WorkspaceDrift>,
+    /// Problems reading either tree's manifests (paths are relative to their tree).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl DriftReport {
+    /// True when any drift would fail a resume.
+    pub fn has_critical(&self) -> bool {
+        self.workspaces
+            .iter()
+            .flat_map(|w| &w.drifts)
+            .any(|d| d.severity == DriftSeverity::Critical)
+    }
+
+    /// The human form: one block per workspace, one line per drift.
+    pub fn to_text(&self) -> String {
+        let mut text = String::new();
+        for workspace in &self.workspaces {
+            let status = render(&workspace.status);
+            let _ = writeln!(text, "{} ({status})", workspace.slug);
+            for drift in &workspace.drifts {
+                let _ = writeln!(text, "  {drift}");
+            }
+        }
+        if self.workspaces.is_empty() {
+            text.push_str("no workspace manifests in either tree\n");
+        }
+        text
+    }
+}
+
+/// Compares the workspace manifests discovered in two trees, matched by
+/// `metadata.slug`. A manifest with errors still resolves best-effort; its
+/// diagnostics are in the report.
+pub fn drift_between_trees(
+    old: &dyn SourceTree,
+    new: &dyn SourceTree,
+    limits: &Limits,
+) -> DriftReport {
+    let mut diagnostics = Vec::new();
+    let old_envs = resolve_tree(old, limits, &mut diagnostics);
+    let new_envs = resolve_tree(new, limits, &mut diagnostics);
+    let slugs: BTreeSet<&String> = old_envs.keys().chain(new_envs.keys()).collect();
+    let workspaces = slugs
+        .into_iter()
+        .map(|slug| {
+            let before = old_envs.get(slug);
+            let after = new_envs.get(slug);
+            let (status, drifts) = match (before, after) {
+                (Some((_, b)), Some((_, a))) => {
+                    let drifts = drift(b, a);
+                    let status = if drifts.is_empty() {
+                        WorkspaceStatus::Unchanged
+                    } else {
+                        WorkspaceStatus::Changed
+                    };
+                    (status, drifts)
+                }
+                (None, _) => (WorkspaceStatus::Added, Vec::new()),
+                (_, None) => (WorkspaceStatus::Removed, Vec::new()),
+            };
+            WorkspaceDrift {
+                slug: slug.clone(),
+                old_path: before.map(|(p, _)| p.clone()),
+                new_path: after.map(|(p, _)| p.clone()),
+                status,
+                drifts,
+            }
+        })
+        .collect();
+    DriftReport {
+        workspaces,
+        diagnostics,
+    }
+}
+
+/// Slug (or path, when the slug is missing) → (path, resolved environment).
+fn resolve_tree(
+    tree: &dyn SourceTree,
+    limits: &Limits,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> BTreeMap<String, (String, ResolvedEnvironment)> {
+    let mut out = BTreeMap::new();
+    for path in discover_workspaces(tree) {
+        let (manifest, found) = validate_workspace(tree, &path, limits);
+        diagnostics.extend(found);
+        if let Some(manifest) = manifest {
+            let key = if manifest.metadata.slug.is_empty() {
+                path.clone()
+            } else {
+                manifest.metadata.slug.clone()
+            };
+            out.insert(key, (path, ResolvedEnvironment::resolve(&manifest, None)));
+        }
+    }
+    out
+}
