@@ -1,2 +1,67 @@
-//! Placeholder: see ARCHITECTURE.md for what this crate will own.
+//! Storage for Astrolift: blobs (package archives, snapshots) and registration state.
+//!
+//! # What this crate owns
+//! - [`BlobStore`]: content-addressed objects at `packages/sha256/<hex>.tar.gz` and
+//!   `snapshots/sha256/<hex>.json` ([`BlobKey`]). Implementations: [`FsBlobStore`]
+//!   (`file:DIR`, the embedded default) and [`S3BlobStore`] (`s3://BUCKET[/prefix]`).
+//! - [`StateStore`]: the entities of DESIGN.md §7 (repository registrations and their synced
+//!   commits, installations, agents, audit events, webhook deliveries, env specs, trigger
+//!   bindings, dispatches). Implementations: [`state::SqliteStateStore`] (`sqlite:PATH`, the
+//!   embedded default) and [`state::DynamoStateStore`] (`dynamodb:TABLE`), whose single
+//!   table's shape is defined once, in [`state::table_definition`].
+//! - The fault-injecting wrappers of [`testing`] (feature `testing`), for crash tests.
+//!
+//! # Invariants
+//! - **Put-if-absent.** An object that exists is never uploaded again, and every upload or
+//!   skip is counted ([`BlobStats`]), so callers can assert "0 PUTs on a re-run".
+//! - **No partial objects.** A directory store writes a temporary file and renames it into
+//!   place; S3 makes an object visible only when its PUT or multipart upload completes.
+//! - **Conditional state writes.** Agents carry an optimistic `version`; every agent write,
+//!   audit event and synced-commit move is conditional, and a failed condition writes nothing
+//!   of its batch ([`state::ChangeSet`] documents how a big batch is split). Writes are
+//!   counted ([`StateStats`]), so callers can assert "0 writes on a no-op re-run".
+//! - **Append-only history.** Audit events are never rewritten or deleted; teardown marks an
+//!   agent `torn_down` and keeps it as a tombstone, so versions and history continue.
+//! - **One contract.** Each pair of implementations passes the same suite (`tests/it`), the
+//!   AWS ones against `moto_server` (`scripts/moto.sh`).
+//! - **No secrets in errors.** [`StoreError`] messages name operations, keys and items, never
+//!   credentials, signatures or presigned URLs.
+//!
+//! # Deliberately absent
+//! - No content verification of blobs: keys are trusted to match the bytes; the packager
+//!   computes the digests. No blob delete: blobs are immutable and shared between agents and
+//!   commits; garbage collection, if ever needed, is a bucket lifecycle rule.
+//! - No streaming `get`: consumers of big archives use the presigned URL.
+//! - No ordering policy for commits: the store records the synced commit per repository and
+//!   ref and moves it conditionally; deciding which commit is newer belongs to `sync`.
+//! - No retries of our own: the AWS SDK retries transient failures; [`StoreError::is_retryable`]
+//!   tells callers (the SQS consumer) whether redelivery may help.
 #![forbid(unsafe_code)]
+
+mod aws;
+pub mod blob;
+mod error;
+pub mod state;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+use std::future::Future;
+use std::pin::Pin;
+
+pub use blob::{
+    BlobBody, BlobKey, BlobOptions, BlobStats, BlobStore, FsBlobStore, PutOutcome, S3BlobStore,
+    blob_store_from_url, blob_store_from_url_with,
+};
+pub use error::{StoreError, StoreResult};
+pub use state::{StateStats, StateStore, state_store_from_url};
+
+/// The future returned by the store traits' methods. Boxed so that the traits stay
+/// dyn-compatible (`Arc<dyn BlobStore>`), and `Send` so they run on a multi-threaded runtime.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+impl dyn BlobStore {
+    /// Opens `file:DIR` or `s3://BUCKET[/prefix]`; see [`blob_store_from_url`].
+    pub async fn from_url(url: &str) -> StoreResult<std::sync::Arc<dyn BlobStore>> {
+        blob_store_from_url(url).await
+    }
+}

@@ -1,0 +1,758 @@
+//! `dynamodb:TABLE`: the AWS state store, one table (see [`table_definition`]).
+//!
+//! Records are stored as top-level attributes next to the key attributes. The record ↔ item
+//! mapping goes through `serde_json::Value` (written here by hand because it is twenty lines
+//! and saves a dependency); numbers become `N`, strings `S`, options `NULL` when absent.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, Delete, GlobalSecondaryIndex,
+    KeySchemaElement, KeyType, Projection, ProjectionType, Put, ScalarAttributeType,
+    TimeToLiveSpecification, TransactWriteItem,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Number, Value};
+
+use super::change::{ApplyReport, ChangeSet, Chunk, TRANSACTION_MAX_BYTES, TRANSACTION_MAX_ITEMS};
+use super::model::*;
+use super::table::{GSI_NAME, GSI_PK, GSI_SK, PK, SK, TTL_ATTRIBUTE, table_definition};
+use super::{StateCounters, StateStats, StateStore};
+use crate::aws::{load_sdk_config, map_sdk_error};
+use crate::{BoxFuture, StoreError, StoreResult};
+
+type Item = HashMap<String, AttributeValue>;
+
+/// The DynamoDB state store.
+#[derive(Debug)]
+pub struct DynamoStateStore {
+    client: Client,
+    table: String,
+    counters: StateCounters,
+}
+
+// Key layout: see `table_definition`.
+const REGISTRATIONS: &str = "REGISTRATIONS";
+const INSTALLATIONS: &str = "INSTALLATIONS";
+const ENV_SPECS: &str = "ENV_SPECS";
+const TRIGGERS: &str = "TRIGGERS";
+
+fn repo_pk(repository: &str) -> String {
+    format!("REPO#{repository}")
+}
+fn agent_sk(manifest_path: &str) -> String {
+    format!("AGENT#{manifest_path}")
+}
+fn audit_pk(repository: &str, manifest_path: &str) -> String {
+    format!("AUDIT#{repository}#{manifest_path}")
+}
+fn audit_sk(version: u64) -> String {
+    format!("V#{version:020}")
+}
+fn delivery_pk(id: &str) -> String {
+    format!("DELIVERY#{id}")
+}
+fn dispatch_pk(key: &str) -> String {
+    format!("DISPATCH#{key}")
+}
+
+fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+fn n(value: impl ToString) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+fn key(pk: impl Into<String>, sk: impl Into<String>) -> Item {
+    HashMap::from([(PK.to_owned(), s(pk)), (SK.to_owned(), s(sk))])
+}
+
+fn to_attribute(value: Value) -> AttributeValue {
+    match value {
+        Value::Null => AttributeValue::Null(true),
+        Value::Bool(b) => AttributeValue::Bool(b),
+        Value::Number(number) => AttributeValue::N(number.to_string()),
+        Value::String(string) => AttributeValue::S(string),
+        Value::Array(values) => AttributeValue::L(values.into_iter().map(to_attribute).collect()),
+        Value::Object(map) => {
+            AttributeValue::M(map.into_iter().map(|(k, v)| (k, to_attribute(v))).collect())
+        }
+    }
+}
+
+fn corrupt(why: String) -> StoreError {
+    StoreError::Backend {
+        operation: "decode item".into(),
+        message: why,
+    }
+}
+
+fn from_attribute(value: &AttributeValue) -> StoreResult<Value> {
+    Ok(match value {
+        AttributeValue::Null(_) => Value::Null,
+        AttributeValue::Bool(b) => Value::Bool(*b),
+        AttributeValue::S(string) => Value::String(string.clone()),
+        AttributeValue::N(text) => {
+            let number = text
+                .parse::<i64>()
+                .map(Number::from)
+                .or_else(|_| text.parse::<u64>().map(Number::from))
+                .ok()
+                .or_else(|| text.parse::<f64>().ok().and_then(Number::from_f64))
+                .ok_or_else(|| corrupt(format!("number {text:?}")))?;
+            Value::Number(number)
+        }
+        AttributeValue::L(values) => Value::Array(
+            values
+                .iter()
+                .map(from_attribute)
+                .collect::<StoreResult<_>>()?,
+        ),
+        AttributeValue::M(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| Ok((k.clone(), from_attribute(v)?)))
+                .collect::<StoreResult<Map<_, _>>>()?,
+        ),
+        other => return Err(corrupt(format!("unexpected attribute type {other:?}"))),
+    })
+}
+
+/// A record's attributes plus `keys`.
+fn record_item<T: Serialize>(record: &T, keys: Item) -> StoreResult<Item> {
+    let value = serde_json::to_value(record)
+        .map_err(|err| StoreError::Invalid(format!("record does not serialize: {err}")))?;
+    let Value::Object(fields) = value else {
+        return Err(StoreError::Invalid("record is not an object".into()));
+    };
+    let mut item: Item = fields
+        .into_iter()
+        .map(|(k, v)| (k, to_attribute(v)))
+        .collect();
+    item.extend(keys);
+    Ok(item)
+}
+
+/// The record of an item; key attributes are ignored by the record types.
+fn item_record<T: DeserializeOwned>(item: &Item) -> StoreResult<T> {
+    let fields = item
+        .iter()
+        .map(|(k, v)| Ok((k.clone(), from_attribute(v)?)))
+        .collect::<StoreResult<Map<_, _>>>()?;
+    serde_json::from_value(Value::Object(fields))
+        .map_err(|err| corrupt(format!("stored record does not parse: {err}")))
+}
+
+fn agent_item(agent: &Agent) -> StoreResult<Item> {
+    let mut keys = key(repo_pk(&agent.repository), agent_sk(&agent.manifest_path));
+    keys.insert(GSI_PK.into(), s(format!("PROJECT#{}", agent.project_id)));
+    keys.insert(GSI_SK.into(), s(format!("AGENT#{}", agent.name)));
+    record_item(agent, keys)
+}
+
+impl DynamoStateStore {
+    /// A store on `table` with credentials, region and endpoint from the environment.
+    pub async fn from_env(table: &str) -> StoreResult<Self> {
+        let sdk_config = load_sdk_config().await;
+        Self::new(Client::new(&sdk_config), table)
+    }
+
+    /// A store on `table` with a ready client.
+    pub fn new(client: Client, table: &str) -> StoreResult<Self> {
+        let valid = (3..=255).contains(&table.len())
+            && table
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+        if !valid {
+            return Err(StoreError::Invalid(format!(
+                "DynamoDB table name {table:?}"
+            )));
+        }
+        Ok(DynamoStateStore {
+            client,
+            table: table.to_owned(),
+            counters: StateCounters::default(),
+        })
+    }
+
+    /// Creates the table from [`table_definition`] and enables its TTL (for tests and local
+    /// set-up; production tables come from the SAM template). An existing table is fine.
+    pub async fn create_table(&self) -> StoreResult<()> {
+        let shape = table_definition();
+        let key_element = |attribute: &str, key_type: &str| {
+            KeySchemaElement::builder()
+                .attribute_name(attribute)
+                .key_type(KeyType::from(key_type))
+                .build()
+                .map_err(|err| StoreError::Invalid(err.to_string()))
+        };
+        let mut request = self
+            .client
+            .create_table()
+            .table_name(&self.table)
+            .billing_mode(BillingMode::from(shape.billing_mode.as_str()));
+        for attribute in &shape.attribute_definitions {
+            request = request.attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name(&attribute.name)
+                    .attribute_type(ScalarAttributeType::from(attribute.attribute_type.as_str()))
+                    .build()
+                    .map_err(|err| StoreError::Invalid(err.to_string()))?,
+            );
+        }
+        for element in &shape.key_schema {
+            request = request.key_schema(key_element(&element.attribute, &element.key_type)?);
+        }
+        for index in &shape.global_secondary_indexes {
+            let mut gsi = GlobalSecondaryIndex::builder()
+                .index_name(&index.name)
+                .projection(
+                    Projection::builder()
+                        .projection_type(ProjectionType::from(index.projection.as_str()))
+                        .build(),
+                );
+            for element in &index.key_schema {
+                gsi = gsi.key_schema(key_element(&element.attribute, &element.key_type)?);
+            }
+            request = request.global_secondary_indexes(
+                gsi.build()
+                    .map_err(|err| StoreError::Invalid(err.to_string()))?,
+            );
+        }
+        match request.send().await {
+            Ok(_) => {}
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_resource_in_use_exception()) =>
+            {
+                return Ok(());
+            }
+            Err(err) => return Err(map_sdk_error("CreateTable", err)),
+        }
+        self.client
+            .update_time_to_live()
+            .table_name(&self.table)
+            .time_to_live_specification(
+                TimeToLiveSpecification::builder()
+                    .attribute_name(&shape.ttl_attribute)
+                    .enabled(true)
+                    .build()
+                    .map_err(|err| StoreError::Invalid(err.to_string()))?,
+            )
+            .send()
+            .await
+            .map_err(|err| map_sdk_error("UpdateTimeToLive", err))?;
+        Ok(())
+    }
+
+    /// The TTL attribute the table has enabled, if any.
+    pub async fn ttl_attribute(&self) -> StoreResult<Option<String>> {
+        let described = self
+            .client
+            .describe_time_to_live()
+            .table_name(&self.table)
+            .send()
+            .await
+            .map_err(|err| map_sdk_error("DescribeTimeToLive", err))?;
+        Ok(described
+            .time_to_live_description()
+            .and_then(|d| d.attribute_name())
+            .map(str::to_owned))
+    }
+
+    async fn get<T: DeserializeOwned>(&self, key: Item) -> StoreResult<Option<T>> {
+        self.counters.read();
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|err| map_sdk_error("GetItem", err))?;
+        output.item().map(item_record).transpose()
+    }
+
+    async fn put(&self, item: Item) -> StoreResult<()> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|err| map_sdk_error("PutItem", err))?;
+        self.counters.wrote(1);
+        Ok(())
+    }
+
+    /// Every item of a partition (optionally only sort keys starting with `sk_prefix`), in
+    /// sort-key order, following pagination.
+    async fn query_partition<T: DeserializeOwned>(
+        &self,
+        pk: &str,
+        sk_prefix: Option<&str>,
+    ) -> StoreResult<Vec<T>> {
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_values(":pk", s(pk));
+        query = match sk_prefix {
+            Some(prefix) => query
+                .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_values(":prefix", s(prefix)),
+            None => query.key_condition_expression("#pk = :pk"),
+        };
+        self.query_all(query).await
+    }
+
+    async fn query_all<T: DeserializeOwned>(
+        &self,
+        query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+    ) -> StoreResult<Vec<T>> {
+        let mut records = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            self.counters.read();
+            let page = query
+                .clone()
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|err| map_sdk_error("Query", err))?;
+            for item in page.items() {
+                records.push(item_record(item)?);
+            }
+            match page.last_evaluated_key() {
+                Some(last) if !last.is_empty() => start = Some(last.clone()),
+                _ => return Ok(records),
+            }
+        }
+    }
+
+    /// The write requests of one chunk, with a description of each for error messages.
+    fn chunk_items(
+        &self,
+        changes: &ChangeSet,
+        chunk: &Chunk,
+    ) -> StoreResult<(Vec<TransactWriteItem>, Vec<String>)> {
+        let mut writes = Vec::new();
+        let mut names = Vec::new();
+        for change in &changes.agents[chunk.agents.clone()] {
+            let agent = &change.agent;
+            let mut put = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(agent_item(agent)?));
+            put = match change.expected_version {
+                None => put
+                    .condition_expression("attribute_not_exists(#pk)")
+                    .expression_attribute_names("#pk", PK),
+                Some(version) => put
+                    .condition_expression("#v = :v")
+                    .expression_attribute_names("#v", "version")
+                    .expression_attribute_values(":v", n(version)),
+            };
+            writes.push(
+                TransactWriteItem::builder()
+                    .put(build(put.build())?)
+                    .build(),
+            );
+            names.push(format!(
+                "agent {} (expected version {:?})",
+                agent.key(),
+                change.expected_version
+            ));
+
+            let audit = &change.audit;
+            let audit_item = record_item(
+                audit,
+                key(
+                    audit_pk(&audit.repository, &audit.manifest_path),
+                    audit_sk(audit.version),
+                ),
+            )?;
+            let put = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(audit_item))
+                .condition_expression("attribute_not_exists(#pk)")
+                .expression_attribute_names("#pk", PK);
+            writes.push(
+                TransactWriteItem::builder()
+                    .put(build(put.build())?)
+                    .build(),
+            );
+            names.push(format!("audit event {} of {}", audit.version, agent.key()));
+
+            for binding in &change.put_bindings {
+                let item = record_item(binding, key(TRIGGERS, &binding.trigger_id))?;
+                let put = Put::builder().table_name(&self.table).set_item(Some(item));
+                writes.push(
+                    TransactWriteItem::builder()
+                        .put(build(put.build())?)
+                        .build(),
+                );
+                names.push(format!("trigger binding {}", binding.trigger_id));
+            }
+            for trigger_id in &change.delete_bindings {
+                let delete = Delete::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key(TRIGGERS, trigger_id)));
+                writes.push(
+                    TransactWriteItem::builder()
+                        .delete(build(delete.build())?)
+                        .build(),
+                );
+                names.push(format!("trigger binding {trigger_id} (delete)"));
+            }
+        }
+        if let (true, Some(update)) = (chunk.synced, &changes.synced) {
+            let commit = &update.commit;
+            let item = record_item(
+                commit,
+                key(
+                    repo_pk(&commit.repository),
+                    format!("REF#{}", commit.ref_name),
+                ),
+            )?;
+            let mut put = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .expression_attribute_names("#pk", PK);
+            put = match &update.expected_previous {
+                None => put.condition_expression("attribute_not_exists(#pk)"),
+                Some(previous) => put
+                    .condition_expression("attribute_exists(#pk) AND #c = :c")
+                    .expression_attribute_names("#c", "commit")
+                    .expression_attribute_values(":c", s(previous)),
+            };
+            writes.push(
+                TransactWriteItem::builder()
+                    .put(build(put.build())?)
+                    .build(),
+            );
+            names.push(format!(
+                "synced commit of {}:{} (expected {:?})",
+                commit.repository, commit.ref_name, update.expected_previous
+            ));
+        }
+        Ok((writes, names))
+    }
+
+    async fn transact(&self, writes: Vec<TransactWriteItem>, names: &[String]) -> StoreResult<()> {
+        let count = writes.len() as u64;
+        match self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(writes))
+            .send()
+            .await
+        {
+            Ok(_) => {
+                self.counters.wrote(count);
+                self.counters.transaction();
+                Ok(())
+            }
+            Err(err) => Err(match err.as_service_error() {
+                Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
+                    let failed: Vec<&str> = cancelled
+                        .cancellation_reasons()
+                        .iter()
+                        .zip(names)
+                        .filter(|(reason, _)| reason.code() == Some("ConditionalCheckFailed"))
+                        .map(|(_, name)| name.as_str())
+                        .collect();
+                    let message = cancelled.message().unwrap_or_default();
+                    if !failed.is_empty() {
+                        StoreError::Conflict(format!("condition failed for {}", failed.join(", ")))
+                    } else if message.contains("ConditionalCheckFailed") {
+                        StoreError::Conflict(format!("a condition failed: {message}"))
+                    } else {
+                        StoreError::Unavailable(format!("TransactWriteItems cancelled: {message}"))
+                    }
+                }
+                _ => map_sdk_error("TransactWriteItems", err),
+            }),
+        }
+    }
+
+    /// A conditional put; `Ok(false)` when the condition failed.
+    async fn put_if(
+        &self,
+        item: Item,
+        condition: &str,
+        values: &[(&str, AttributeValue)],
+    ) -> StoreResult<bool> {
+        let mut request = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression(condition)
+            .expression_attribute_names("#pk", PK);
+        for (name, value) in values {
+            request = request.expression_attribute_values(*name, value.clone());
+        }
+        if condition.contains("#e") {
+            request = request.expression_attribute_names("#e", TTL_ATTRIBUTE);
+        }
+        match request.send().await {
+            Ok(_) => {
+                self.counters.wrote(1);
+                Ok(true)
+            }
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(err) => Err(map_sdk_error("PutItem", err)),
+        }
+    }
+}
+
+/// Unwraps a builder result (only missing required fields, which we always set).
+fn build<T>(built: Result<T, aws_sdk_dynamodb::error::BuildError>) -> StoreResult<T> {
+    built.map_err(|err| StoreError::Invalid(format!("building a DynamoDB request: {err}")))
+}
+
+impl StateStore for DynamoStateStore {
+    fn get_registration<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<RepoRegistration>>> {
+        Box::pin(self.get(key(REGISTRATIONS, repository)))
+    }
+
+    fn put_registration<'a>(
+        &'a self,
+        registration: &'a RepoRegistration,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            self.put(record_item(
+                registration,
+                key(REGISTRATIONS, &registration.repository),
+            )?)
+            .await
+        })
+    }
+
+    fn list_registrations(&self) -> BoxFuture<'_, StoreResult<Vec<RepoRegistration>>> {
+        Box::pin(self.query_partition(REGISTRATIONS, None))
+    }
+
+    fn get_synced_commit<'a>(
+        &'a self,
+        repository: &'a str,
+        ref_name: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<SyncedCommit>>> {
+        Box::pin(self.get(key(repo_pk(repository), format!("REF#{ref_name}"))))
+    }
+
+    fn get_installation(
+        &self,
+        installation_id: u64,
+    ) -> BoxFuture<'_, StoreResult<Option<Installation>>> {
+        Box::pin(self.get(key(INSTALLATIONS, installation_id.to_string())))
+    }
+
+    fn put_installation<'a>(
+        &'a self,
+        installation: &'a Installation,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            self.put(record_item(
+                installation,
+                key(INSTALLATIONS, installation.installation_id.to_string()),
+            )?)
+            .await
+        })
+    }
+
+    fn delete_installation(&self, installation_id: u64) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(async move {
+            self.client
+                .delete_item()
+                .table_name(&self.table)
+                .set_key(Some(key(INSTALLATIONS, installation_id.to_string())))
+                .send()
+                .await
+                .map_err(|err| map_sdk_error("DeleteItem", err))?;
+            self.counters.wrote(1);
+            Ok(())
+        })
+    }
+
+    fn get_agent<'a>(&'a self, agent: &'a AgentKey) -> BoxFuture<'a, StoreResult<Option<Agent>>> {
+        Box::pin(self.get(key(
+            repo_pk(&agent.repository),
+            agent_sk(&agent.manifest_path),
+        )))
+    }
+
+    fn list_agents<'a>(&'a self, repository: &'a str) -> BoxFuture<'a, StoreResult<Vec<Agent>>> {
+        Box::pin(async move {
+            self.query_partition(&repo_pk(repository), Some("AGENT#"))
+                .await
+        })
+    }
+
+    fn find_agents<'a>(
+        &'a self,
+        project_id: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<Agent>>> {
+        Box::pin(async move {
+            let query = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(GSI_NAME)
+                .key_condition_expression("#gpk = :gpk AND #gsk = :gsk")
+                .expression_attribute_names("#gpk", GSI_PK)
+                .expression_attribute_names("#gsk", GSI_SK)
+                .expression_attribute_values(":gpk", s(format!("PROJECT#{project_id}")))
+                .expression_attribute_values(":gsk", s(format!("AGENT#{name}")));
+            let mut agents: Vec<Agent> = self.query_all(query).await?;
+            agents.sort_by_key(Agent::key);
+            Ok(agents)
+        })
+    }
+
+    fn apply(&self, changes: ChangeSet) -> BoxFuture<'_, StoreResult<ApplyReport>> {
+        Box::pin(async move {
+            changes.validate()?;
+            let mut report = ApplyReport::default();
+            for chunk in changes.chunks(TRANSACTION_MAX_ITEMS, TRANSACTION_MAX_BYTES) {
+                let (writes, names) = self.chunk_items(&changes, &chunk)?;
+                let items = writes.len() as u64;
+                self.transact(writes, &names)
+                    .await
+                    .map_err(|err| match err {
+                        StoreError::Conflict(message) if report.transactions > 0 => {
+                            StoreError::Conflict(format!(
+                                "{message} (after {} of the change set's agents were committed)",
+                                report.agents_written
+                            ))
+                        }
+                        other => other,
+                    })?;
+                report.agents_written += chunk.agents.len();
+                report.items_written += items;
+                report.transactions += 1;
+            }
+            Ok(report)
+        })
+    }
+
+    fn list_audit_events<'a>(
+        &'a self,
+        agent: &'a AgentKey,
+    ) -> BoxFuture<'a, StoreResult<Vec<AuditEvent>>> {
+        Box::pin(async move {
+            self.query_partition(&audit_pk(&agent.repository, &agent.manifest_path), None)
+                .await
+        })
+    }
+
+    fn record_delivery<'a>(
+        &'a self,
+        delivery_id: &'a str,
+        now: UnixSeconds,
+        ttl: Duration,
+    ) -> BoxFuture<'a, StoreResult<DeliveryOutcome>> {
+        Box::pin(async move {
+            let expires_at = now.saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX));
+            let mut item = key(delivery_pk(delivery_id), "DELIVERY");
+            item.insert("delivery_id".into(), s(delivery_id));
+            item.insert("received_at".into(), n(now));
+            item.insert(TTL_ATTRIBUTE.into(), n(expires_at));
+            // TTL deletion lags (up to days), so an expired item still counts as absent.
+            let stored = self
+                .put_if(
+                    item,
+                    "attribute_not_exists(#pk) OR #e <= :now",
+                    &[(":now", n(now))],
+                )
+                .await?;
+            Ok(if stored {
+                DeliveryOutcome::New
+            } else {
+                DeliveryOutcome::Duplicate
+            })
+        })
+    }
+
+    fn put_env_spec<'a>(&'a self, spec: &'a EnvSpec) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            self.put(record_item(spec, key(ENV_SPECS, &spec.name))?)
+                .await
+        })
+    }
+
+    fn get_env_spec<'a>(&'a self, name: &'a str) -> BoxFuture<'a, StoreResult<Option<EnvSpec>>> {
+        Box::pin(self.get(key(ENV_SPECS, name)))
+    }
+
+    fn list_env_specs(&self) -> BoxFuture<'_, StoreResult<Vec<EnvSpec>>> {
+        Box::pin(self.query_partition(ENV_SPECS, None))
+    }
+
+    fn get_trigger_binding<'a>(
+        &'a self,
+        trigger_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<TriggerBinding>>> {
+        Box::pin(self.get(key(TRIGGERS, trigger_id)))
+    }
+
+    fn list_trigger_bindings(&self) -> BoxFuture<'_, StoreResult<Vec<TriggerBinding>>> {
+        Box::pin(self.query_partition(TRIGGERS, None))
+    }
+
+    fn record_dispatch<'a>(
+        &'a self,
+        dispatch: &'a Dispatch,
+    ) -> BoxFuture<'a, StoreResult<DispatchOutcome>> {
+        Box::pin(async move {
+            let item = record_item(
+                dispatch,
+                key(dispatch_pk(&dispatch.idempotency_key), "DISPATCH"),
+            )?;
+            if self.put_if(item, "attribute_not_exists(#pk)", &[]).await? {
+                return Ok(DispatchOutcome::New);
+            }
+            let existing: Dispatch = self
+                .get(key(dispatch_pk(&dispatch.idempotency_key), "DISPATCH"))
+                .await?
+                .ok_or_else(|| {
+                    StoreError::Unavailable("dispatch vanished after a conditional failure".into())
+                })?;
+            Ok(DispatchOutcome::Existing(existing.id))
+        })
+    }
+
+    fn get_dispatch<'a>(
+        &'a self,
+        idempotency_key: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<Dispatch>>> {
+        Box::pin(self.get(key(dispatch_pk(idempotency_key), "DISPATCH")))
+    }
+
+    fn stats(&self) -> StateStats {
+        self.counters.snapshot()
+    }
+
+    fn location(&self) -> String {
+        format!("dynamodb:{}", self.table)
+    }
+}

@@ -1,0 +1,230 @@
+//! Registration state: repositories, agents, audit history, deliveries, triggers, dispatches.
+
+mod change;
+mod dynamo;
+mod model;
+mod sqlite;
+mod table;
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+pub use change::{
+    AgentChange, ApplyReport, ChangeSet, SyncedCommitUpdate, TRANSACTION_MAX_BYTES,
+    TRANSACTION_MAX_ITEMS,
+};
+pub use dynamo::DynamoStateStore;
+pub use model::*;
+pub use sqlite::SqliteStateStore;
+pub use table::{AttributeShape, IndexShape, KeyShape, TableShape, table_definition};
+
+use crate::{BoxFuture, StoreError, StoreResult};
+
+/// Counters of state traffic, so tests can assert "0 writes on a no-op re-run".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StateStats {
+    /// Items (rows) written: puts, updates and deletes that took effect.
+    pub writes: u64,
+    /// Atomic write batches (TransactWriteItems calls, SQLite transactions of `apply`).
+    pub transactions: u64,
+    /// Read requests.
+    pub reads: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct StateCounters {
+    writes: AtomicU64,
+    transactions: AtomicU64,
+    reads: AtomicU64,
+}
+
+impl StateCounters {
+    pub(crate) fn wrote(&self, items: u64) {
+        self.writes.fetch_add(items, Ordering::Relaxed);
+    }
+    pub(crate) fn transaction(&self) {
+        self.transactions.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn read(&self) {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn snapshot(&self) -> StateStats {
+        StateStats {
+            writes: self.writes.load(Ordering::Relaxed),
+            transactions: self.transactions.load(Ordering::Relaxed),
+            reads: self.reads.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Registration state. Dyn-compatible: used as `Arc<dyn StateStore>`.
+///
+/// Contract (checked by the contract suite against every implementation):
+/// - `apply` writes agent upserts, their audit events and trigger bindings, and the synced
+///   commit, each conditional; a failed condition writes nothing of its batch (see
+///   [`ChangeSet`] for how big change sets are split);
+/// - audit events are append-only; a torn-down agent stays as a tombstone;
+/// - `record_delivery` and `record_dispatch` are conditional inserts;
+/// - reads of the item just written see it, except `find_agents`, which on DynamoDB reads an
+///   eventually consistent index.
+pub trait StateStore: Send + Sync + fmt::Debug {
+    /// The registration of a repository.
+    fn get_registration<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<RepoRegistration>>>;
+    /// Creates or replaces a registration.
+    fn put_registration<'a>(
+        &'a self,
+        registration: &'a RepoRegistration,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+    /// Every registration, ordered by repository.
+    fn list_registrations(&self) -> BoxFuture<'_, StoreResult<Vec<RepoRegistration>>>;
+    /// The last applied commit of a repository's ref.
+    fn get_synced_commit<'a>(
+        &'a self,
+        repository: &'a str,
+        ref_name: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<SyncedCommit>>>;
+
+    /// An installation.
+    fn get_installation(
+        &self,
+        installation_id: u64,
+    ) -> BoxFuture<'_, StoreResult<Option<Installation>>>;
+    /// Creates or replaces an installation.
+    fn put_installation<'a>(
+        &'a self,
+        installation: &'a Installation,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+    /// Deletes an installation (GitHub's `installation.deleted`); absent is fine.
+    fn delete_installation(&self, installation_id: u64) -> BoxFuture<'_, StoreResult<()>>;
+
+    /// One agent.
+    fn get_agent<'a>(&'a self, key: &'a AgentKey) -> BoxFuture<'a, StoreResult<Option<Agent>>>;
+    /// The agents of a repository (every status), ordered by manifest path.
+    fn list_agents<'a>(&'a self, repository: &'a str) -> BoxFuture<'a, StoreResult<Vec<Agent>>>;
+    /// The agents named `name` in a project (through the project/name index).
+    fn find_agents<'a>(
+        &'a self,
+        project_id: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<Agent>>>;
+    /// Writes a change set with conditional writes; see [`ChangeSet`].
+    fn apply(&self, changes: ChangeSet) -> BoxFuture<'_, StoreResult<ApplyReport>>;
+    /// The audit events of an agent, oldest first.
+    fn list_audit_events<'a>(
+        &'a self,
+        key: &'a AgentKey,
+    ) -> BoxFuture<'a, StoreResult<Vec<AuditEvent>>>;
+
+    /// Records a webhook delivery id for `ttl`; a live duplicate is reported, not rewritten.
+    fn record_delivery<'a>(
+        &'a self,
+        delivery_id: &'a str,
+        now: UnixSeconds,
+        ttl: Duration,
+    ) -> BoxFuture<'a, StoreResult<DeliveryOutcome>>;
+
+    /// Creates or replaces an env spec.
+    fn put_env_spec<'a>(&'a self, spec: &'a EnvSpec) -> BoxFuture<'a, StoreResult<()>>;
+    /// An env spec by name.
+    fn get_env_spec<'a>(&'a self, name: &'a str) -> BoxFuture<'a, StoreResult<Option<EnvSpec>>>;
+    /// Every env spec, ordered by name.
+    fn list_env_specs(&self) -> BoxFuture<'_, StoreResult<Vec<EnvSpec>>>;
+
+    /// A trigger binding by id.
+    fn get_trigger_binding<'a>(
+        &'a self,
+        trigger_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<TriggerBinding>>>;
+    /// Every trigger binding, ordered by id.
+    fn list_trigger_bindings(&self) -> BoxFuture<'_, StoreResult<Vec<TriggerBinding>>>;
+
+    /// Stores a dispatch unless one with its idempotency key exists.
+    fn record_dispatch<'a>(
+        &'a self,
+        dispatch: &'a Dispatch,
+    ) -> BoxFuture<'a, StoreResult<DispatchOutcome>>;
+    /// A dispatch by idempotency key.
+    fn get_dispatch<'a>(
+        &'a self,
+        idempotency_key: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<Dispatch>>>;
+
+    /// Counters since the store was opened.
+    fn stats(&self) -> StateStats;
+    /// The store's location as a URL (`sqlite:PATH`, `dynamodb:TABLE`).
+    fn location(&self) -> String;
+
+    /// Explicit teardown: marks the agent `torn_down` (conditional on its current version),
+    /// deletes its trigger bindings and appends a `torn_down` audit event. The agent record
+    /// and its audit history stay. `NotFound` if there is no such agent, `Conflict` if it is
+    /// already torn down or changed concurrently.
+    fn teardown<'a>(
+        &'a self,
+        key: &'a AgentKey,
+        at: UnixSeconds,
+        detail: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Agent>> {
+        Box::pin(async move {
+            let current = self
+                .get_agent(key)
+                .await?
+                .ok_or_else(|| StoreError::NotFound(format!("agent {key}")))?;
+            if current.status == AgentStatus::TornDown {
+                return Err(StoreError::Conflict(format!(
+                    "agent {key} is already torn down"
+                )));
+            }
+            let bindings = self.list_trigger_bindings().await?;
+            let mut agent = current.clone();
+            agent.status = AgentStatus::TornDown;
+            agent.updated_at = at;
+            let mut change = AgentChange::new(
+                agent,
+                Some(current.version),
+                AuditAction::TornDown,
+                &current.commit,
+                detail,
+                at,
+            );
+            change.audit.previous_snapshot_hash = Some(current.snapshot_hash.clone());
+            change.delete_bindings = bindings
+                .into_iter()
+                .filter(|b| b.repository == key.repository && b.manifest_path == key.manifest_path)
+                .map(|b| b.trigger_id)
+                .collect();
+            let torn_down = change.agent.clone();
+            self.apply(ChangeSet {
+                repository: key.repository.clone(),
+                agents: vec![change],
+                synced: None,
+            })
+            .await?;
+            Ok(torn_down)
+        })
+    }
+}
+
+/// Opens `sqlite:PATH` or `dynamodb:TABLE`.
+pub async fn state_store_from_url(url: &str) -> StoreResult<Arc<dyn StateStore>> {
+    if let Some(path) = url.strip_prefix("sqlite:") {
+        Ok(Arc::new(SqliteStateStore::open(path).await?))
+    } else if let Some(table) = url.strip_prefix("dynamodb:") {
+        Ok(Arc::new(DynamoStateStore::from_env(table).await?))
+    } else {
+        Err(StoreError::Invalid(format!(
+            "state store URL {url:?}: expected `sqlite:PATH` or `dynamodb:TABLE`"
+        )))
+    }
+}
+
+impl dyn StateStore {
+    /// Opens `sqlite:PATH` or `dynamodb:TABLE`; see [`state_store_from_url`].
+    pub async fn from_url(url: &str) -> StoreResult<Arc<dyn StateStore>> {
+        state_store_from_url(url).await
+    }
+}

@@ -1,0 +1,267 @@
+//! The entities of DESIGN.md §7, as plain records shared by every state store.
+
+use serde::{Deserialize, Serialize};
+
+/// Seconds since the Unix epoch.
+pub type UnixSeconds = i64;
+
+/// A repository registered for syncing (`astrolift register-repo`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepoRegistration {
+    /// `owner/name`.
+    pub repository: String,
+    /// The GitHub App installation that can read it; `None` for local use.
+    pub installation_id: Option<u64>,
+    /// The project its agents belong to.
+    pub project_id: String,
+    /// The ref whose pushes register agents, e.g. `main`.
+    pub registered_ref: String,
+    /// Restricts discovery to one manifest, when set.
+    pub manifest_path: Option<String>,
+    /// When the registration was last written.
+    pub updated_at: UnixSeconds,
+}
+
+/// The commit whose state was last applied for one repository and ref.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncedCommit {
+    /// `owner/name`.
+    pub repository: String,
+    /// The ref, e.g. `main`.
+    pub ref_name: String,
+    /// The commit sha.
+    pub commit: String,
+    /// The commit's committer time, for ordering when ancestry is unknown.
+    pub commit_time: UnixSeconds,
+    /// When it was applied.
+    pub synced_at: UnixSeconds,
+}
+
+/// A GitHub App installation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Installation {
+    /// GitHub's installation id.
+    pub installation_id: u64,
+    /// The account (user or organization) login.
+    pub account: String,
+    /// `owner/name` of the repositories it covers, when GitHub listed them.
+    pub repositories: Vec<String>,
+    /// Whether the installation is suspended.
+    pub suspended: bool,
+    /// When it was last written.
+    pub updated_at: UnixSeconds,
+}
+
+/// Lifecycle of a registered agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    /// Registered and runnable.
+    Active,
+    /// `enabled = false` in the federation file.
+    Disabled,
+    /// Its manifest was removed; kept until an explicit teardown.
+    Orphaned,
+    /// Torn down. The record stays as a tombstone so versions and audit history continue.
+    TornDown,
+}
+
+impl AgentStatus {
+    /// The wire name (`active`, `disabled`, `orphaned`, `torn_down`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentStatus::Active => "active",
+            AgentStatus::Disabled => "disabled",
+            AgentStatus::Orphaned => "orphaned",
+            AgentStatus::TornDown => "torn_down",
+        }
+    }
+}
+
+/// Identity of an agent: the repository and its manifest path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct AgentKey {
+    /// `owner/name`.
+    pub repository: String,
+    /// Path of its `astrolift.toml` in the repository.
+    pub manifest_path: String,
+}
+
+impl AgentKey {
+    /// A key.
+    pub fn new(repository: impl Into<String>, manifest_path: impl Into<String>) -> Self {
+        AgentKey {
+            repository: repository.into(),
+            manifest_path: manifest_path.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for AgentKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.repository, self.manifest_path)
+    }
+}
+
+/// A registered agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Agent {
+    /// `owner/name`.
+    pub repository: String,
+    /// Path of its `astrolift.toml`.
+    pub manifest_path: String,
+    /// The project of the repository's registration (copied for look-ups by name).
+    pub project_id: String,
+    /// The agent's name.
+    pub name: String,
+    /// Its alias from the federation file.
+    pub alias: Option<String>,
+    /// Lifecycle status.
+    pub status: AgentStatus,
+    /// sha256 of the agent package snapshot: the agent's version as content.
+    pub snapshot_hash: String,
+    /// sha256 of the package archive.
+    pub payload_digest: String,
+    /// The commit it was registered from.
+    pub commit: String,
+    /// Optimistic-locking counter: 1 on creation, +1 on every write.
+    pub version: u64,
+    /// When it was last written.
+    pub updated_at: UnixSeconds,
+}
+
+impl Agent {
+    /// Its key.
+    pub fn key(&self) -> AgentKey {
+        AgentKey::new(&self.repository, &self.manifest_path)
+    }
+}
+
+/// What a registration change did; one audit event per change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditAction {
+    /// First registration.
+    Added,
+    /// A new snapshot or alias.
+    Changed,
+    /// Marked disabled.
+    Disabled,
+    /// Its manifest was removed.
+    Orphaned,
+    /// An orphaned, disabled or torn-down agent became active again.
+    Reactivated,
+    /// Explicit teardown.
+    TornDown,
+}
+
+/// An append-only record of one registration change. Its sequence number is the agent
+/// `version` the change produced, so a change is recorded exactly once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEvent {
+    /// `owner/name`.
+    pub repository: String,
+    /// The agent's manifest path.
+    pub manifest_path: String,
+    /// The agent version this change produced.
+    pub version: u64,
+    /// What happened.
+    pub action: AuditAction,
+    /// The commit that caused it (empty for a manual teardown).
+    pub commit: String,
+    /// The snapshot after the change.
+    pub snapshot_hash: String,
+    /// The snapshot before the change, if any.
+    pub previous_snapshot_hash: Option<String>,
+    /// Free text: who or what, drift summary.
+    pub detail: String,
+    /// When.
+    pub at: UnixSeconds,
+}
+
+/// Whether a webhook delivery id was seen before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryOutcome {
+    /// First time: process it.
+    New,
+    /// Already recorded and not expired: acknowledge and skip.
+    Duplicate,
+}
+
+/// A named environment spec (`astrolift env-spec upsert`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvSpec {
+    /// Its name.
+    pub name: String,
+    /// `owner/name` of the config repository.
+    pub config_repo: String,
+    /// Path of the config manifest in it.
+    pub manifest_path: String,
+    /// When it was last written.
+    pub updated_at: UnixSeconds,
+}
+
+/// A registered trigger binding (from an agent's `[[triggers]]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TriggerBinding {
+    /// Stable id, the `{trigger_id}` of `POST /triggers/{trigger_id}`.
+    pub trigger_id: String,
+    /// The agent's repository.
+    pub repository: String,
+    /// The agent's manifest path.
+    pub manifest_path: String,
+    /// The agent's name.
+    pub agent_name: String,
+    /// The trigger's name, unique within the agent.
+    pub name: String,
+    /// `generic` or `github`.
+    pub source: String,
+    /// The trigger table as JSON (verify, filter, payload, events, env_spec).
+    pub definition: serde_json::Value,
+    /// The agent snapshot it belongs to.
+    pub snapshot_hash: String,
+}
+
+/// Status of a dispatch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DispatchStatus {
+    /// Recorded, not yet handed to the runtime.
+    Pending,
+    /// Handed to the runtime.
+    Dispatched,
+    /// Could not be handed over.
+    Failed,
+}
+
+/// One run requested by a trigger, recorded idempotently.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dispatch {
+    /// Our id for it.
+    pub id: String,
+    /// The key that makes a redelivered request the same dispatch.
+    pub idempotency_key: String,
+    /// The binding that fired.
+    pub trigger_id: String,
+    /// The agent's repository.
+    pub repository: String,
+    /// The agent's manifest path.
+    pub manifest_path: String,
+    /// The snapshot that runs.
+    pub snapshot_hash: String,
+    /// The mapped payload as JSON text; `None` for the empty payload.
+    pub payload: Option<String>,
+    /// When it was recorded.
+    pub created_at: UnixSeconds,
+    /// Its status.
+    pub status: DispatchStatus,
+}
+
+/// Whether `record_dispatch` stored a new dispatch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DispatchOutcome {
+    /// Stored.
+    New,
+    /// A dispatch with that idempotency key exists; its id.
+    Existing(String),
+}

@@ -1,0 +1,582 @@
+//! `sqlite:PATH`: the embedded state store (rusqlite, bundled SQLite, WAL).
+//!
+//! Each table keeps its key (and indexed) columns plus the record as JSON in `body`: the
+//! records are owned by this crate's types, and keeping them whole avoids a second mapping
+//! to maintain next to the DynamoDB one. Conditions are checked inside one `IMMEDIATE`
+//! transaction per call, which gives the same semantics as DynamoDB's conditional writes.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::change::{ApplyReport, ChangeSet};
+use super::model::*;
+use super::{StateCounters, StateStats, StateStore};
+use crate::{BoxFuture, StoreError, StoreResult};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS registrations (repository TEXT PRIMARY KEY, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS synced_commits (
+    repository TEXT NOT NULL, ref_name TEXT NOT NULL, commit_sha TEXT NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (repository, ref_name));
+CREATE TABLE IF NOT EXISTS installations (installation_id INTEGER PRIMARY KEY, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS agents (
+    repository TEXT NOT NULL, manifest_path TEXT NOT NULL, project_id TEXT NOT NULL,
+    name TEXT NOT NULL, version INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (repository, manifest_path));
+CREATE INDEX IF NOT EXISTS agents_by_project_name ON agents (project_id, name);
+CREATE TABLE IF NOT EXISTS audit_events (
+    repository TEXT NOT NULL, manifest_path TEXT NOT NULL, version INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (repository, manifest_path, version));
+CREATE TABLE IF NOT EXISTS deliveries (delivery_id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS deliveries_by_expiry ON deliveries (expires_at);
+CREATE TABLE IF NOT EXISTS env_specs (name TEXT PRIMARY KEY, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS trigger_bindings (trigger_id TEXT PRIMARY KEY, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS dispatches (idempotency_key TEXT PRIMARY KEY, id TEXT NOT NULL, body TEXT NOT NULL);
+PRAGMA user_version = 1;
+";
+
+/// The embedded state store. One connection, used from a blocking thread per call.
+#[derive(Debug, Clone)]
+pub struct SqliteStateStore {
+    connection: Arc<Mutex<Connection>>,
+    path: PathBuf,
+    counters: Arc<StateCounters>,
+}
+
+fn sql_error(err: rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
+    match err.sqlite_error_code() {
+        Some(DatabaseBusy | DatabaseLocked) => StoreError::Unavailable(format!("sqlite: {err}")),
+        _ => StoreError::Backend {
+            operation: "sqlite".into(),
+            message: err.to_string(),
+        },
+    }
+}
+
+fn to_json<T: Serialize>(record: &T) -> StoreResult<String> {
+    serde_json::to_string(record)
+        .map_err(|err| StoreError::Invalid(format!("record does not serialize: {err}")))
+}
+
+fn from_json<T: DeserializeOwned>(body: &str) -> StoreResult<T> {
+    serde_json::from_str(body).map_err(|err| StoreError::Backend {
+        operation: "sqlite".into(),
+        message: format!("stored record does not parse: {err}"),
+    })
+}
+
+/// Runs a query whose rows are one JSON `body` column.
+fn query_bodies<T: DeserializeOwned>(
+    connection: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> StoreResult<Vec<T>> {
+    let mut statement = connection.prepare_cached(sql).map_err(sql_error)?;
+    let bodies = statement
+        .query_map(params, |row| row.get::<_, String>(0))
+        .map_err(sql_error)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(sql_error)?;
+    bodies.iter().map(|body| from_json(body)).collect()
+}
+
+fn query_body<T: DeserializeOwned>(
+    connection: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> StoreResult<Option<T>> {
+    let body: Option<String> = connection
+        .query_row(sql, params, |row| row.get(0))
+        .optional()
+        .map_err(sql_error)?;
+    body.as_deref().map(from_json).transpose()
+}
+
+impl SqliteStateStore {
+    /// Opens (creating if needed) the database at `path`, with its parent directory.
+    pub async fn open(path: impl AsRef<Path>) -> StoreResult<Self> {
+        let path = path.as_ref().to_owned();
+        if path.as_os_str().is_empty() {
+            return Err(StoreError::Invalid("`sqlite:` needs a path".into()));
+        }
+        let opened = path.clone();
+        let connection = tokio::task::spawn_blocking(move || open_connection(&opened))
+            .await
+            .map_err(StoreError::join)??;
+        Ok(SqliteStateStore {
+            connection: Arc::new(Mutex::new(connection)),
+            path,
+            counters: Arc::default(),
+        })
+    }
+
+    /// Runs `work` on the connection in a blocking thread.
+    async fn with_connection<T, F>(&self, work: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let connection = Arc::clone(&self.connection);
+        tokio::task::spawn_blocking(move || {
+            let mut guard = connection.lock().map_err(|_| {
+                StoreError::Unavailable("sqlite connection poisoned by a panic".into())
+            })?;
+            work(&mut guard)
+        })
+        .await
+        .map_err(StoreError::join)?
+    }
+
+    async fn read<T, F>(&self, work: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
+        self.counters.read();
+        self.with_connection(work).await
+    }
+
+    /// Runs a statement that writes one row.
+    async fn write_row(
+        &self,
+        sql: &'static str,
+        values: Vec<rusqlite::types::Value>,
+    ) -> StoreResult<()> {
+        let written = self
+            .with_connection(move |c| {
+                c.execute(sql, rusqlite::params_from_iter(values))
+                    .map_err(sql_error)
+            })
+            .await?;
+        self.counters.wrote(written as u64);
+        Ok(())
+    }
+}
+
+fn open_connection(path: &Path) -> StoreResult<Connection> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|err| StoreError::io(parent, err))?;
+    }
+    let connection = Connection::open(path).map_err(sql_error)?;
+    connection
+        .busy_timeout(Duration::from_secs(5))
+        .map_err(sql_error)?;
+    connection
+        .pragma_update(None, "journal_mode", "WAL")
+        .map_err(sql_error)?;
+    connection
+        .pragma_update(None, "synchronous", "NORMAL")
+        .map_err(sql_error)?;
+    connection.execute_batch(SCHEMA).map_err(sql_error)?;
+    Ok(connection)
+}
+
+fn text(value: impl Into<String>) -> rusqlite::types::Value {
+    rusqlite::types::Value::Text(value.into())
+}
+
+fn integer(value: u64) -> StoreResult<rusqlite::types::Value> {
+    i64::try_from(value)
+        .map(rusqlite::types::Value::Integer)
+        .map_err(|_| StoreError::Invalid(format!("{value} does not fit SQLite's integer")))
+}
+
+/// Applies a validated change set in one transaction; returns the rows written.
+fn apply_in_transaction(connection: &mut Connection, changes: &ChangeSet) -> StoreResult<u64> {
+    let tx = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql_error)?;
+    let mut written = 0u64;
+    for change in &changes.agents {
+        let agent = &change.agent;
+        let stored: Option<i64> = tx
+            .query_row(
+                "SELECT version FROM agents WHERE repository = ?1 AND manifest_path = ?2",
+                params![agent.repository, agent.manifest_path],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(sql_error)?;
+        let expected = change
+            .expected_version
+            .map(i64::try_from)
+            .transpose()
+            .ok()
+            .flatten();
+        if stored != expected {
+            return Err(StoreError::Conflict(format!(
+                "agent {} is at version {stored:?}, expected {:?}",
+                agent.key(),
+                change.expected_version
+            )));
+        }
+        tx.execute(
+            "INSERT OR REPLACE INTO agents (repository, manifest_path, project_id, name, version, body)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![agent.repository, agent.manifest_path, agent.project_id, agent.name, integer(agent.version)?, to_json(agent)?],
+        )
+        .map_err(sql_error)?;
+        let audit = &change.audit;
+        let inserted = tx
+            .execute(
+                "INSERT INTO audit_events (repository, manifest_path, version, body) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT DO NOTHING",
+                params![audit.repository, audit.manifest_path, integer(audit.version)?, to_json(audit)?],
+            )
+            .map_err(sql_error)?;
+        if inserted == 0 {
+            return Err(StoreError::Conflict(format!(
+                "audit event {} of {} exists",
+                audit.version,
+                agent.key()
+            )));
+        }
+        written += 2;
+        for binding in &change.put_bindings {
+            written += tx
+                .execute(
+                    "INSERT OR REPLACE INTO trigger_bindings (trigger_id, body) VALUES (?1, ?2)",
+                    params![binding.trigger_id, to_json(binding)?],
+                )
+                .map_err(sql_error)? as u64;
+        }
+        for trigger_id in &change.delete_bindings {
+            written += tx
+                .execute(
+                    "DELETE FROM trigger_bindings WHERE trigger_id = ?1",
+                    params![trigger_id],
+                )
+                .map_err(sql_error)? as u64;
+        }
+    }
+    if let Some(update) = &changes.synced {
+        let commit = &update.commit;
+        let stored: Option<String> = tx
+            .query_row(
+                "SELECT commit_sha FROM synced_commits WHERE repository = ?1 AND ref_name = ?2",
+                params![commit.repository, commit.ref_name],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(sql_error)?;
+        if stored != update.expected_previous {
+            return Err(StoreError::Conflict(format!(
+                "synced commit of {}:{} is {stored:?}, expected {:?}",
+                commit.repository, commit.ref_name, update.expected_previous
+            )));
+        }
+        tx.execute(
+            "INSERT OR REPLACE INTO synced_commits (repository, ref_name, commit_sha, body) VALUES (?1, ?2, ?3, ?4)",
+            params![commit.repository, commit.ref_name, commit.commit, to_json(commit)?],
+        )
+        .map_err(sql_error)?;
+        written += 1;
+    }
+    tx.commit().map_err(sql_error)?;
+    Ok(written)
+}
+
+impl StateStore for SqliteStateStore {
+    fn get_registration<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<RepoRegistration>>> {
+        let repository = repository.to_owned();
+        Box::pin(self.read(move |c| {
+            query_body(
+                c,
+                "SELECT body FROM registrations WHERE repository = ?1",
+                [repository],
+            )
+        }))
+    }
+
+    fn put_registration<'a>(
+        &'a self,
+        registration: &'a RepoRegistration,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let values = vec![text(&registration.repository), text(to_json(registration)?)];
+            self.write_row(
+                "INSERT OR REPLACE INTO registrations (repository, body) VALUES (?1, ?2)",
+                values,
+            )
+            .await
+        })
+    }
+
+    fn list_registrations(&self) -> BoxFuture<'_, StoreResult<Vec<RepoRegistration>>> {
+        Box::pin(
+            self.read(|c| {
+                query_bodies(c, "SELECT body FROM registrations ORDER BY repository", [])
+            }),
+        )
+    }
+
+    fn get_synced_commit<'a>(
+        &'a self,
+        repository: &'a str,
+        ref_name: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<SyncedCommit>>> {
+        let key = [repository.to_owned(), ref_name.to_owned()];
+        Box::pin(self.read(move |c| {
+            query_body(
+                c,
+                "SELECT body FROM synced_commits WHERE repository = ?1 AND ref_name = ?2",
+                key,
+            )
+        }))
+    }
+
+    fn get_installation(
+        &self,
+        installation_id: u64,
+    ) -> BoxFuture<'_, StoreResult<Option<Installation>>> {
+        Box::pin(async move {
+            let id = integer(installation_id)?;
+            self.read(move |c| {
+                query_body(
+                    c,
+                    "SELECT body FROM installations WHERE installation_id = ?1",
+                    [id],
+                )
+            })
+            .await
+        })
+    }
+
+    fn put_installation<'a>(
+        &'a self,
+        installation: &'a Installation,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let values = vec![
+                integer(installation.installation_id)?,
+                text(to_json(installation)?),
+            ];
+            self.write_row(
+                "INSERT OR REPLACE INTO installations (installation_id, body) VALUES (?1, ?2)",
+                values,
+            )
+            .await
+        })
+    }
+
+    fn delete_installation(&self, installation_id: u64) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(async move {
+            let values = vec![integer(installation_id)?];
+            self.write_row(
+                "DELETE FROM installations WHERE installation_id = ?1",
+                values,
+            )
+            .await
+        })
+    }
+
+    fn get_agent<'a>(&'a self, key: &'a AgentKey) -> BoxFuture<'a, StoreResult<Option<Agent>>> {
+        let key = [key.repository.clone(), key.manifest_path.clone()];
+        Box::pin(self.read(move |c| {
+            query_body(
+                c,
+                "SELECT body FROM agents WHERE repository = ?1 AND manifest_path = ?2",
+                key,
+            )
+        }))
+    }
+
+    fn list_agents<'a>(&'a self, repository: &'a str) -> BoxFuture<'a, StoreResult<Vec<Agent>>> {
+        let repository = repository.to_owned();
+        Box::pin(self.read(move |c| {
+            query_bodies(
+                c,
+                "SELECT body FROM agents WHERE repository = ?1 ORDER BY manifest_path",
+                [repository],
+            )
+        }))
+    }
+
+    fn find_agents<'a>(
+        &'a self,
+        project_id: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<Agent>>> {
+        let key = [project_id.to_owned(), name.to_owned()];
+        Box::pin(self.read(move |c| {
+            query_bodies(
+                c,
+                "SELECT body FROM agents WHERE project_id = ?1 AND name = ?2 ORDER BY repository, manifest_path",
+                key,
+            )
+        }))
+    }
+
+    fn apply(&self, changes: ChangeSet) -> BoxFuture<'_, StoreResult<ApplyReport>> {
+        Box::pin(async move {
+            changes.validate()?;
+            if changes.is_empty() {
+                return Ok(ApplyReport::default());
+            }
+            let agents_written = changes.agents.len();
+            let items_written = self
+                .with_connection(move |c| apply_in_transaction(c, &changes))
+                .await?;
+            self.counters.wrote(items_written);
+            self.counters.transaction();
+            Ok(ApplyReport {
+                agents_written,
+                items_written,
+                transactions: 1,
+            })
+        })
+    }
+
+    fn list_audit_events<'a>(
+        &'a self,
+        key: &'a AgentKey,
+    ) -> BoxFuture<'a, StoreResult<Vec<AuditEvent>>> {
+        let key = [key.repository.clone(), key.manifest_path.clone()];
+        Box::pin(self.read(move |c| {
+            query_bodies(
+                c,
+                "SELECT body FROM audit_events WHERE repository = ?1 AND manifest_path = ?2 ORDER BY version",
+                key,
+            )
+        }))
+    }
+
+    fn record_delivery<'a>(
+        &'a self,
+        delivery_id: &'a str,
+        now: UnixSeconds,
+        ttl: Duration,
+    ) -> BoxFuture<'a, StoreResult<DeliveryOutcome>> {
+        let delivery_id = delivery_id.to_owned();
+        Box::pin(async move {
+            let expires_at = now.saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX));
+            let inserted = self
+                .with_connection(move |c| {
+                    // Expired rows are swept here: SQLite has no TTL of its own.
+                    c.execute("DELETE FROM deliveries WHERE expires_at <= ?1", [now]).map_err(sql_error)?;
+                    c.execute(
+                        "INSERT INTO deliveries (delivery_id, expires_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+                        params![delivery_id, expires_at],
+                    )
+                    .map_err(sql_error)
+                })
+                .await?;
+            self.counters.wrote(inserted as u64);
+            Ok(if inserted == 1 {
+                DeliveryOutcome::New
+            } else {
+                DeliveryOutcome::Duplicate
+            })
+        })
+    }
+
+    fn put_env_spec<'a>(&'a self, spec: &'a EnvSpec) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let values = vec![text(&spec.name), text(to_json(spec)?)];
+            self.write_row(
+                "INSERT OR REPLACE INTO env_specs (name, body) VALUES (?1, ?2)",
+                values,
+            )
+            .await
+        })
+    }
+
+    fn get_env_spec<'a>(&'a self, name: &'a str) -> BoxFuture<'a, StoreResult<Option<EnvSpec>>> {
+        let name = name.to_owned();
+        Box::pin(
+            self.read(move |c| query_body(c, "SELECT body FROM env_specs WHERE name = ?1", [name])),
+        )
+    }
+
+    fn list_env_specs(&self) -> BoxFuture<'_, StoreResult<Vec<EnvSpec>>> {
+        Box::pin(self.read(|c| query_bodies(c, "SELECT body FROM env_specs ORDER BY name", [])))
+    }
+
+    fn get_trigger_binding<'a>(
+        &'a self,
+        trigger_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<TriggerBinding>>> {
+        let trigger_id = trigger_id.to_owned();
+        Box::pin(self.read(move |c| {
+            query_body(
+                c,
+                "SELECT body FROM trigger_bindings WHERE trigger_id = ?1",
+                [trigger_id],
+            )
+        }))
+    }
+
+    fn list_trigger_bindings(&self) -> BoxFuture<'_, StoreResult<Vec<TriggerBinding>>> {
+        Box::pin(self.read(|c| {
+            query_bodies(
+                c,
+                "SELECT body FROM trigger_bindings ORDER BY trigger_id",
+                [],
+            )
+        }))
+    }
+
+    fn record_dispatch<'a>(
+        &'a self,
+        dispatch: &'a Dispatch,
+    ) -> BoxFuture<'a, StoreResult<DispatchOutcome>> {
+        Box::pin(async move {
+            let (key, id, body) = (
+                dispatch.idempotency_key.clone(),
+                dispatch.id.clone(),
+                to_json(dispatch)?,
+            );
+            let (inserted, existing_id) = self
+                .with_connection(move |c| {
+                    let inserted = c
+                        .execute(
+                            "INSERT INTO dispatches (idempotency_key, id, body) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+                            params![key, id, body],
+                        )
+                        .map_err(sql_error)?;
+                    let existing: String = c
+                        .query_row("SELECT id FROM dispatches WHERE idempotency_key = ?1", [key], |row| row.get(0))
+                        .map_err(sql_error)?;
+                    Ok((inserted, existing))
+                })
+                .await?;
+            self.counters.wrote(inserted as u64);
+            Ok(if inserted == 1 {
+                DispatchOutcome::New
+            } else {
+                DispatchOutcome::Existing(existing_id)
+            })
+        })
+    }
+
+    fn get_dispatch<'a>(
+        &'a self,
+        idempotency_key: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<Dispatch>>> {
+        let key = idempotency_key.to_owned();
+        Box::pin(self.read(move |c| {
+            query_body(
+                c,
+                "SELECT body FROM dispatches WHERE idempotency_key = ?1",
+                [key],
+            )
+        }))
+    }
+
+    fn stats(&self) -> StateStats {
+        self.counters.snapshot()
+    }
+
+    fn location(&self) -> String {
+        format!("sqlite:{}", self.path.display())
+    }
+}

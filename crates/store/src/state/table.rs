@@ -1,0 +1,103 @@
+//! The one definition of the DynamoDB table's shape.
+//!
+//! `DynamoStateStore::create_table` builds the table from it, and the SAM template in
+//! `infra/` is checked against its JSON form by a test, so the two cannot drift apart.
+
+use serde::{Deserialize, Serialize};
+
+/// Partition key attribute.
+pub const PK: &str = "pk";
+/// Sort key attribute.
+pub const SK: &str = "sk";
+/// The project/agent-name index.
+pub const GSI_NAME: &str = "gsi1";
+/// Partition key of the index: `PROJECT#<project_id>`.
+pub const GSI_PK: &str = "gsi1pk";
+/// Sort key of the index: `AGENT#<name>`.
+pub const GSI_SK: &str = "gsi1sk";
+/// The TTL attribute (epoch seconds), set on webhook deliveries.
+pub const TTL_ATTRIBUTE: &str = "expires_at";
+
+/// A key attribute and its role.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyShape {
+    /// Attribute name.
+    pub attribute: String,
+    /// `HASH` or `RANGE`.
+    pub key_type: String,
+}
+
+/// A key attribute's type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttributeShape {
+    /// Attribute name.
+    pub name: String,
+    /// `S` (all our keys are strings).
+    pub attribute_type: String,
+}
+
+/// A global secondary index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexShape {
+    /// Index name.
+    pub name: String,
+    /// Its key schema.
+    pub key_schema: Vec<KeyShape>,
+    /// `ALL`.
+    pub projection: String,
+}
+
+/// The table's shape, as data: serialisable to JSON for checks against `infra/`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableShape {
+    /// Attribute definitions of every key (table and index).
+    pub attribute_definitions: Vec<AttributeShape>,
+    /// The table's key schema.
+    pub key_schema: Vec<KeyShape>,
+    /// Global secondary indexes.
+    pub global_secondary_indexes: Vec<IndexShape>,
+    /// The TTL attribute.
+    pub ttl_attribute: String,
+    /// `PAY_PER_REQUEST`.
+    pub billing_mode: String,
+}
+
+fn key(attribute: &str, key_type: &str) -> KeyShape {
+    KeyShape {
+        attribute: attribute.into(),
+        key_type: key_type.into(),
+    }
+}
+
+/// The state table: `pk`/`sk`, index `gsi1` on `gsi1pk`/`gsi1sk`, TTL on `expires_at`.
+///
+/// Item layout (`pk` | `sk`):
+/// - registration: `REGISTRATIONS` | `<owner/name>`
+/// - installation: `INSTALLATIONS` | `<id>`
+/// - env spec: `ENV_SPECS` | `<name>`
+/// - trigger binding: `TRIGGERS` | `<trigger_id>`
+/// - synced commit: `REPO#<owner/name>` | `REF#<ref>`
+/// - agent: `REPO#<owner/name>` | `AGENT#<manifest path>`, indexed `PROJECT#<project>` | `AGENT#<name>`
+/// - audit event: `AUDIT#<owner/name>#<manifest path>` | `V#<version, 20 digits>`
+/// - webhook delivery: `DELIVERY#<id>` | `DELIVERY`, with `expires_at`
+/// - dispatch: `DISPATCH#<idempotency key>` | `DISPATCH`
+///
+/// The small catalogues (registrations, installations, env specs, trigger bindings) share one
+/// partition each so they can be listed with a Query; they are written rarely and read by key.
+pub fn table_definition() -> TableShape {
+    let string = |name: &str| AttributeShape {
+        name: name.into(),
+        attribute_type: "S".into(),
+    };
+    TableShape {
+        attribute_definitions: vec![string(PK), string(SK), string(GSI_PK), string(GSI_SK)],
+        key_schema: vec![key(PK, "HASH"), key(SK, "RANGE")],
+        global_secondary_indexes: vec![IndexShape {
+            name: GSI_NAME.into(),
+            key_schema: vec![key(GSI_PK, "HASH"), key(GSI_SK, "RANGE")],
+            projection: "ALL".into(),
+        }],
+        ttl_attribute: TTL_ATTRIBUTE.into(),
+        billing_mode: "PAY_PER_REQUEST".into(),
+    }
+}

@@ -1,0 +1,381 @@
+//! Fault-injecting wrappers for crash tests (feature `testing`).
+//!
+//! A wrapper forwards every call to the inner store, except the Nth call that matches its
+//! [`FaultPlan`], which fails with [`StoreError::Unavailable`] *without reaching the inner
+//! store*: the state is exactly as if the process had died just before that call.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::state::{
+    Agent, AgentKey, ApplyReport, AuditEvent, ChangeSet, DeliveryOutcome, Dispatch,
+    DispatchOutcome, EnvSpec, Installation, RepoRegistration, StateStats, StateStore, SyncedCommit,
+    TriggerBinding, UnixSeconds,
+};
+use crate::{
+    BlobBody, BlobKey, BlobStats, BlobStore, BoxFuture, PutOutcome, StoreError, StoreResult,
+};
+
+/// Which calls fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FaultPlan {
+    /// The 1-based number of the matching call that fails.
+    pub nth: u64,
+    /// Count only writes (uploads, state writes); reads always pass.
+    pub writes_only: bool,
+    /// Once failed, keep failing every later matching call (a dead backend), instead of
+    /// failing just one.
+    pub sticky: bool,
+}
+
+impl FaultPlan {
+    /// Fail only the Nth write.
+    pub fn nth_write(nth: u64) -> Self {
+        FaultPlan {
+            nth,
+            writes_only: true,
+            sticky: false,
+        }
+    }
+
+    /// Fail only the Nth call of any kind.
+    pub fn nth_call(nth: u64) -> Self {
+        FaultPlan {
+            nth,
+            writes_only: false,
+            sticky: false,
+        }
+    }
+
+    /// Fail the Nth write and every write after it.
+    pub fn writes_from(nth: u64) -> Self {
+        FaultPlan {
+            nth,
+            writes_only: true,
+            sticky: true,
+        }
+    }
+}
+
+/// Counts calls and decides which one fails.
+#[derive(Debug)]
+pub struct FaultInjector {
+    plan: FaultPlan,
+    calls: AtomicU64,
+    injected: AtomicU64,
+}
+
+impl FaultInjector {
+    /// An injector following `plan`.
+    pub fn new(plan: FaultPlan) -> Self {
+        FaultInjector {
+            plan,
+            calls: AtomicU64::new(0),
+            injected: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts one call; `Err` when this call must fail.
+    pub fn check(&self, operation: &str, is_write: bool) -> StoreResult<()> {
+        if self.plan.writes_only && !is_write {
+            return Ok(());
+        }
+        let number = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let fails = number == self.plan.nth || (self.plan.sticky && number > self.plan.nth);
+        if fails {
+            self.injected.fetch_add(1, Ordering::SeqCst);
+            return Err(StoreError::Unavailable(format!(
+                "injected fault on {operation} (call {number})"
+            )));
+        }
+        Ok(())
+    }
+
+    /// How many faults were injected so far.
+    pub fn injected(&self) -> u64 {
+        self.injected.load(Ordering::SeqCst)
+    }
+}
+
+/// A [`BlobStore`] whose Nth call fails.
+#[derive(Debug)]
+pub struct FaultyBlobStore {
+    inner: Arc<dyn BlobStore>,
+    faults: FaultInjector,
+}
+
+impl FaultyBlobStore {
+    /// Wraps `inner`.
+    pub fn new(inner: Arc<dyn BlobStore>, plan: FaultPlan) -> Self {
+        FaultyBlobStore {
+            inner,
+            faults: FaultInjector::new(plan),
+        }
+    }
+
+    /// The injector, to ask how many faults fired.
+    pub fn faults(&self) -> &FaultInjector {
+        &self.faults
+    }
+}
+
+impl BlobStore for FaultyBlobStore {
+    fn put_if_absent<'a>(
+        &'a self,
+        key: &'a BlobKey,
+        body: BlobBody,
+        content_type: &'a str,
+    ) -> BoxFuture<'a, StoreResult<PutOutcome>> {
+        Box::pin(async move {
+            self.faults.check("put_if_absent", true)?;
+            self.inner.put_if_absent(key, body, content_type).await
+        })
+    }
+
+    fn get<'a>(&'a self, key: &'a BlobKey) -> BoxFuture<'a, StoreResult<Vec<u8>>> {
+        Box::pin(async move {
+            self.faults.check("get", false)?;
+            self.inner.get(key).await
+        })
+    }
+
+    fn exists<'a>(&'a self, key: &'a BlobKey) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            self.faults.check("exists", false)?;
+            self.inner.exists(key).await
+        })
+    }
+
+    fn presigned_get_url<'a>(
+        &'a self,
+        key: &'a BlobKey,
+        expiry: Duration,
+    ) -> BoxFuture<'a, StoreResult<String>> {
+        Box::pin(async move {
+            self.faults.check("presigned_get_url", false)?;
+            self.inner.presigned_get_url(key, expiry).await
+        })
+    }
+
+    fn stats(&self) -> BlobStats {
+        self.inner.stats()
+    }
+
+    fn location(&self) -> String {
+        self.inner.location()
+    }
+}
+
+/// A [`StateStore`] whose Nth call fails.
+#[derive(Debug)]
+pub struct FaultyStateStore {
+    inner: Arc<dyn StateStore>,
+    faults: FaultInjector,
+}
+
+impl FaultyStateStore {
+    /// Wraps `inner`.
+    pub fn new(inner: Arc<dyn StateStore>, plan: FaultPlan) -> Self {
+        FaultyStateStore {
+            inner,
+            faults: FaultInjector::new(plan),
+        }
+    }
+
+    /// The injector, to ask how many faults fired.
+    pub fn faults(&self) -> &FaultInjector {
+        &self.faults
+    }
+}
+
+/// Forwards one call after asking the injector.
+macro_rules! forward {
+    ($self:ident, $op:literal, $write:expr, $call:expr) => {
+        Box::pin(async move {
+            $self.faults.check($op, $write)?;
+            $call.await
+        })
+    };
+}
+
+impl StateStore for FaultyStateStore {
+    fn get_registration<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<RepoRegistration>>> {
+        forward!(
+            self,
+            "get_registration",
+            false,
+            self.inner.get_registration(repository)
+        )
+    }
+    fn put_registration<'a>(
+        &'a self,
+        registration: &'a RepoRegistration,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        forward!(
+            self,
+            "put_registration",
+            true,
+            self.inner.put_registration(registration)
+        )
+    }
+    fn list_registrations(&self) -> BoxFuture<'_, StoreResult<Vec<RepoRegistration>>> {
+        forward!(
+            self,
+            "list_registrations",
+            false,
+            self.inner.list_registrations()
+        )
+    }
+    fn get_synced_commit<'a>(
+        &'a self,
+        repository: &'a str,
+        ref_name: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<SyncedCommit>>> {
+        forward!(
+            self,
+            "get_synced_commit",
+            false,
+            self.inner.get_synced_commit(repository, ref_name)
+        )
+    }
+    fn get_installation(
+        &self,
+        installation_id: u64,
+    ) -> BoxFuture<'_, StoreResult<Option<Installation>>> {
+        forward!(
+            self,
+            "get_installation",
+            false,
+            self.inner.get_installation(installation_id)
+        )
+    }
+    fn put_installation<'a>(
+        &'a self,
+        installation: &'a Installation,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        forward!(
+            self,
+            "put_installation",
+            true,
+            self.inner.put_installation(installation)
+        )
+    }
+    fn delete_installation(&self, installation_id: u64) -> BoxFuture<'_, StoreResult<()>> {
+        forward!(
+            self,
+            "delete_installation",
+            true,
+            self.inner.delete_installation(installation_id)
+        )
+    }
+    fn get_agent<'a>(&'a self, key: &'a AgentKey) -> BoxFuture<'a, StoreResult<Option<Agent>>> {
+        forward!(self, "get_agent", false, self.inner.get_agent(key))
+    }
+    fn list_agents<'a>(&'a self, repository: &'a str) -> BoxFuture<'a, StoreResult<Vec<Agent>>> {
+        forward!(
+            self,
+            "list_agents",
+            false,
+            self.inner.list_agents(repository)
+        )
+    }
+    fn find_agents<'a>(
+        &'a self,
+        project_id: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<Agent>>> {
+        forward!(
+            self,
+            "find_agents",
+            false,
+            self.inner.find_agents(project_id, name)
+        )
+    }
+    fn apply(&self, changes: ChangeSet) -> BoxFuture<'_, StoreResult<ApplyReport>> {
+        forward!(self, "apply", true, self.inner.apply(changes))
+    }
+    fn list_audit_events<'a>(
+        &'a self,
+        key: &'a AgentKey,
+    ) -> BoxFuture<'a, StoreResult<Vec<AuditEvent>>> {
+        forward!(
+            self,
+            "list_audit_events",
+            false,
+            self.inner.list_audit_events(key)
+        )
+    }
+    fn record_delivery<'a>(
+        &'a self,
+        delivery_id: &'a str,
+        now: UnixSeconds,
+        ttl: Duration,
+    ) -> BoxFuture<'a, StoreResult<DeliveryOutcome>> {
+        forward!(
+            self,
+            "record_delivery",
+            true,
+            self.inner.record_delivery(delivery_id, now, ttl)
+        )
+    }
+    fn put_env_spec<'a>(&'a self, spec: &'a EnvSpec) -> BoxFuture<'a, StoreResult<()>> {
+        forward!(self, "put_env_spec", true, self.inner.put_env_spec(spec))
+    }
+    fn get_env_spec<'a>(&'a self, name: &'a str) -> BoxFuture<'a, StoreResult<Option<EnvSpec>>> {
+        forward!(self, "get_env_spec", false, self.inner.get_env_spec(name))
+    }
+    fn list_env_specs(&self) -> BoxFuture<'_, StoreResult<Vec<EnvSpec>>> {
+        forward!(self, "list_env_specs", false, self.inner.list_env_specs())
+    }
+    fn get_trigger_binding<'a>(
+        &'a self,
+        trigger_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<TriggerBinding>>> {
+        forward!(
+            self,
+            "get_trigger_binding",
+            false,
+            self.inner.get_trigger_binding(trigger_id)
+        )
+    }
+    fn list_trigger_bindings(&self) -> BoxFuture<'_, StoreResult<Vec<TriggerBinding>>> {
+        forward!(
+            self,
+            "list_trigger_bindings",
+            false,
+            self.inner.list_trigger_bindings()
+        )
+    }
+    fn record_dispatch<'a>(
+        &'a self,
+        dispatch: &'a Dispatch,
+    ) -> BoxFuture<'a, StoreResult<DispatchOutcome>> {
+        forward!(
+            self,
+            "record_dispatch",
+            true,
+            self.inner.record_dispatch(dispatch)
+        )
+    }
+    fn get_dispatch<'a>(
+        &'a self,
+        idempotency_key: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<Dispatch>>> {
+        forward!(
+            self,
+            "get_dispatch",
+            false,
+            self.inner.get_dispatch(idempotency_key)
+        )
+    }
+    fn stats(&self) -> StateStats {
+        self.inner.stats()
+    }
+    fn location(&self) -> String {
+        self.inner.location()
+    }
+}
