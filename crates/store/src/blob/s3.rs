@@ -21,6 +21,10 @@ use crate::{BoxFuture, StoreError, StoreResult};
 /// no-op (`412 Precondition Failed` is reported as `AlreadyExists`). Bodies over
 /// `multipart_threshold` use multipart upload, one part in memory (or streamed from the
 /// file) at a time; a failed multipart upload is aborted.
+///
+/// Permissions: `s3:GetObject`, `s3:PutObject` and `s3:AbortMultipartUpload` on the objects,
+/// and `s3:ListBucket` on the bucket: without it S3 answers a HEAD of a missing object with
+/// 403 instead of 404, and every first upload would fail.
 #[derive(Debug)]
 pub struct S3BlobStore {
     client: Client,

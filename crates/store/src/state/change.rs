@@ -10,6 +10,8 @@ use crate::{StoreError, StoreResult};
 pub const TRANSACTION_MAX_ITEMS: usize = 100;
 /// DynamoDB's limit of bytes per `TransactWriteItems`.
 pub const TRANSACTION_MAX_BYTES: usize = 4 * 1024 * 1024;
+/// DynamoDB's limit of bytes per item.
+pub const MAX_ITEM_BYTES: usize = 400 * 1024;
 /// Our estimate of per-item overhead beyond the record's JSON (keys, index keys, names).
 const ITEM_OVERHEAD_BYTES: usize = 256;
 
@@ -157,6 +159,16 @@ impl AgentChange {
                 self.item_count()
             ));
         }
+        let largest = [json_len(agent), json_len(audit)]
+            .into_iter()
+            .chain(self.put_bindings.iter().map(json_len))
+            .max()
+            .unwrap_or(0);
+        if largest + ITEM_OVERHEAD_BYTES > MAX_ITEM_BYTES {
+            return invalid(format!(
+                "a record of {largest} bytes exceeds the {MAX_ITEM_BYTES}-byte item limit"
+            ));
+        }
         Ok(())
     }
 
@@ -210,13 +222,23 @@ impl ChangeSet {
 
     /// Checks the set is coherent before anything is written.
     pub(crate) fn validate(&self) -> StoreResult<()> {
-        let mut seen = HashSet::new();
+        let mut agents = HashSet::new();
+        let mut triggers = HashSet::new();
         for change in &self.agents {
             change.validate(&self.repository)?;
-            if !seen.insert(change.agent.manifest_path.as_str()) {
+            if !agents.insert(change.agent.manifest_path.as_str()) {
                 return Err(StoreError::Invalid(format!(
                     "agent {} appears twice in one change set",
                     change.agent.key()
+                )));
+            }
+            // DynamoDB refuses two writes of one item in a transaction; SQLite would silently
+            // let the later win. Either way it is a planning mistake.
+            let trigger_ids = change.put_bindings.iter().map(|b| b.trigger_id.as_str());
+            let deleted = change.delete_bindings.iter().map(String::as_str);
+            if let Some(id) = trigger_ids.chain(deleted).find(|id| !triggers.insert(*id)) {
+                return Err(StoreError::Invalid(format!(
+                    "trigger binding {id:?} is written twice in one change set"
                 )));
             }
         }
@@ -388,5 +410,12 @@ mod tests {
                 .is_err()
         );
         assert!(set(vec![change(1, 0)], true).validate().is_ok());
+        let (mut a, mut b) = (change(1, 0), change(2, 0));
+        a.delete_bindings.push("t".into());
+        b.delete_bindings.push("t".into());
+        assert!(
+            set(vec![a, b], false).validate().is_err(),
+            "one trigger written twice"
+        );
     }
 }

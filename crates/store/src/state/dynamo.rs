@@ -179,6 +179,16 @@ impl DynamoStateStore {
         })
     }
 
+    /// The SDK client (for tests that inspect raw items).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The table name.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
     /// Creates the table from [`table_definition`] and enables its TTL (for tests and local
     /// set-up; production tables come from the SAM template). An existing table is fine.
     pub async fn create_table(&self) -> StoreResult<()> {

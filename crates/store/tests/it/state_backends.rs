@@ -40,3 +40,58 @@ async fn state_urls() {
         StoreError::Invalid(_)
     ));
 }
+
+#[tokio::test]
+async fn dynamodb_deliveries_carry_the_ttl_attribute() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let Some(store) =
+        crate::state_contract::dynamo_store("dynamodb_deliveries_carry_the_ttl_attribute").await
+    else {
+        return;
+    };
+    let ttl = std::time::Duration::from_secs(600);
+    astrolift_store::StateStore::record_delivery(&store, "d-ttl", 1_000, ttl)
+        .await
+        .unwrap();
+    let item = store
+        .client()
+        .get_item()
+        .table_name(store.table())
+        .key("pk", AttributeValue::S("DELIVERY#d-ttl".into()))
+        .key("sk", AttributeValue::S("DELIVERY".into()))
+        .send()
+        .await
+        .unwrap();
+    let expires_at = item.item().and_then(|i| i.get("expires_at")).cloned();
+    assert_eq!(expires_at, Some(AttributeValue::N("1600".into())));
+}
+
+#[tokio::test]
+async fn dynamodb_splits_big_change_sets_into_transactions() {
+    use astrolift_store::StateStore;
+    use astrolift_store::state::ChangeSet;
+    let Some(store) =
+        crate::state_contract::dynamo_store("dynamodb_splits_big_change_sets_into_transactions")
+            .await
+    else {
+        return;
+    };
+    let agents = (0..120)
+        .map(|i| {
+            crate::state_contract::added(&format!("agents/a{i}/astrolift.toml"), &format!("a{i}"))
+        })
+        .collect();
+    let report = store
+        .apply(ChangeSet {
+            repository: "octo/agents".into(),
+            agents,
+            synced: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.transactions, report.items_written),
+        (3, 240),
+        "50 + 50 + 20 agents"
+    );
+}

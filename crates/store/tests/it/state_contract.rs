@@ -33,7 +33,7 @@ fn agent(manifest: &str, name: &str) -> Agent {
     }
 }
 
-fn added(manifest: &str, name: &str) -> AgentChange {
+pub fn added(manifest: &str, name: &str) -> AgentChange {
     AgentChange::new(
         agent(manifest, name),
         None,
