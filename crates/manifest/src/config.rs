@@ -134,7 +134,7 @@ pub const CODES: &[&Code] = &[
     &NO_BLOB_STORE,
 ];
 
-const TOP_KEYS: &[&str] = &[
+pub(crate) const TOP_KEYS: &[&str] = &[
     "include",
     "skills",
     "assets",

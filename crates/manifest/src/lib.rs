@@ -34,6 +34,7 @@ pub mod model;
 pub mod native;
 pub mod paths;
 pub mod position;
+pub mod schema;
 pub mod skill;
 pub mod toml_walk;
 pub mod tree;

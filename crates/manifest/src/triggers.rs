@@ -104,7 +104,7 @@ pub const CODES: &[&Code] = &[
     &JQ_UNDEFINED,
 ];
 
-const TRIGGER_KEYS: &[&str] = &[
+pub(crate) const TRIGGER_KEYS: &[&str] = &[
     "name", "source", "events", "verify", "filter", "payload", "env_spec",
 ];
 const SOURCES: &[&str] = &["generic", "github"];

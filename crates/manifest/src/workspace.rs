@@ -169,7 +169,7 @@ pub const OUTPUT_SURFACE_KINDS: &[&str] = &["web", "vnc", "none"];
 pub const ROOT_WORKSPACE: &str = "astrolift.workspace.yaml";
 pub const WORKSPACES_DIR: &str = "workspaces";
 
-const TOP_KEYS: &[&str] = &["apiVersion", "kind", "metadata", "spec"];
+pub(crate) const TOP_KEYS: &[&str] = &["apiVersion", "kind", "metadata", "spec"];
 const METADATA_KEYS: &[&str] = &["slug", "version", "surfaceCompat", "display"];
 const DISPLAY_KEYS: &[&str] = &[
     "title",
@@ -182,7 +182,7 @@ const DISPLAY_KEYS: &[&str] = &[
     "hidden",
     "curated",
 ];
-const SPEC_KEYS: &[&str] = &[
+pub(crate) const SPEC_KEYS: &[&str] = &[
     "agent",
     "skills",
     "toolSelection",
