@@ -120,9 +120,9 @@ impl S3BlobStore {
         body: BlobBody,
         content_type: &str,
     ) -> StoreResult<PutOutcome> {
-        let stream = match &body {
-            BlobBody::Bytes(bytes) => ByteStream::from(bytes.clone()),
-            BlobBody::File(path) => ByteStream::from_path(path)
+        let stream = match body {
+            BlobBody::Bytes(bytes) => ByteStream::from(bytes),
+            BlobBody::File(path) => ByteStream::from_path(&path)
                 .await
                 .map_err(|err| StoreError::Invalid(format!("{}: {err}", path.display())))?,
         };

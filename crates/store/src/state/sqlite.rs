@@ -203,13 +203,10 @@ fn apply_in_transaction(connection: &mut Connection, changes: &ChangeSet) -> Sto
             )
             .optional()
             .map_err(sql_error)?;
-        let expected = change
-            .expected_version
-            .map(i64::try_from)
-            .transpose()
-            .ok()
-            .flatten();
-        if stored != expected {
+        // A negative stored version cannot be ours; u64::MAX never matches (validation
+        // guarantees expected + 1 fits).
+        let stored = stored.map(|v| u64::try_from(v).unwrap_or(u64::MAX));
+        if stored != change.expected_version {
             return Err(StoreError::Conflict(format!(
                 "agent {} is at version {stored:?}, expected {:?}",
                 agent.key(),

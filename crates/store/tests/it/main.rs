@@ -11,3 +11,4 @@ mod fs_blob;
 mod state_backends;
 mod state_contract;
 mod support;
+mod timing;
