@@ -14,10 +14,11 @@ use std::fmt::{self, Write as _};
 use serde::Serialize;
 
 use crate::diagnostic::Diagnostic;
+use crate::discovery::discover;
 use crate::limits::Limits;
 use crate::resolved::ResolvedEnvironment;
 use crate::tree::SourceTree;
-use crate::workspace::{discover_workspaces, validate_workspace};
+use crate::workspace::validate_workspace;
 
 /// How bad a drift is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -396,7 +397,8 @@ impl DriftReport {
     }
 }
 
-/// Compares the workspace manifests discovered in two trees, matched by
+/// Compares the workspace manifests discovered in two trees (as
+/// [`crate::discovery`] finds them, federation globs included), matched by
 /// `metadata.slug`. A manifest with errors still resolves best-effort; its
 /// diagnostics are in the report.
 pub fn drift_between_trees(
@@ -448,7 +450,8 @@ fn resolve_tree(
     diagnostics: &mut Vec<Diagnostic>,
 ) -> BTreeMap<String, (String, ResolvedEnvironment)> {
     let mut out = BTreeMap::new();
-    for path in discover_workspaces(tree) {
+    let discovery = discover(tree, limits);
+    for path in discovery.workspace_manifests {
         let (manifest, found) = validate_workspace(tree, &path, limits);
         diagnostics.extend(found);
         if let Some(manifest) = manifest {

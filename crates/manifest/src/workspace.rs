@@ -15,9 +15,8 @@
 //!   the `slug@version` audit pin.
 //! - `metadata.display.*` has no runtime effect and is typed only.
 //!
-//! Discovery: a root `astrolift.workspace.yaml` and `workspaces/*.yaml`
-//! (see [`discover_workspaces`]); a federation file's `workspaces` globs
-//! replace that selection (wired by discovery).
+//! Discovery (a root `astrolift.workspace.yaml` and `workspaces/*.yaml`, or
+//! the federation file's `workspaces` globs) is [`crate::discovery`]'s.
 
 use std::collections::BTreeSet;
 use std::ops::Range;
@@ -25,17 +24,13 @@ use std::ops::Range;
 use serde::Serialize;
 
 use crate::diagnostic::{Code, Diagnostic, Severity};
+use crate::files;
 use crate::limits::Limits;
 use crate::native::RESERVED_ENV;
 use crate::paths::{SLUG_RULE, is_slug};
-use crate::tree::{ReadError, SourceTree};
+use crate::tree::SourceTree;
 use crate::yaml::{Mapping, Value, YamlFile, entry};
 
-pub const UNREADABLE: Code = Code::new(
-    "workspace/unreadable",
-    Severity::Error,
-    "A workspace manifest cannot be read: missing, too large or not UTF-8.",
-);
 pub const INVALID_SLUG: Code = Code::new(
     "workspace/invalid-slug",
     Severity::Error,
@@ -124,7 +119,6 @@ pub const INVALID_HEALTH_PATH: Code = Code::new(
 
 /// The codes of this module, for the catalogue.
 pub const CODES: &[&Code] = &[
-    &UNREADABLE,
     &INVALID_SLUG,
     &INVALID_VERSION,
     &SURFACE_COMPAT_DEFAULT,
@@ -164,10 +158,6 @@ pub const CREDENTIAL_KINDS: &[&str] = &[
 pub const TOOLSETS: &[&str] = &["read", "write", "exec", "web", "mcp", "delegate"];
 /// `spec.outputSurface.kind` values. The seed's list is cut off; extend here.
 pub const OUTPUT_SURFACE_KINDS: &[&str] = &["web", "vnc", "none"];
-
-/// Where workspace manifests live without a federation file.
-pub const ROOT_WORKSPACE: &str = "astrolift.workspace.yaml";
-pub const WORKSPACES_DIR: &str = "workspaces";
 
 pub(crate) const TOP_KEYS: &[&str] = &["apiVersion", "kind", "metadata", "spec"];
 const METADATA_KEYS: &[&str] = &["slug", "version", "surfaceCompat", "display"];
@@ -320,40 +310,16 @@ pub struct OutputSurface {
     pub auto_open: bool,
 }
 
-/// Workspace manifests of `tree` without a federation file: the root
-/// `astrolift.workspace.yaml` and `workspaces/*.yaml` (one level, `.yaml` or `.yml`).
-pub fn discover_workspaces(tree: &dyn SourceTree) -> Vec<String> {
-    let mut found = Vec::new();
-    if tree.is_file(ROOT_WORKSPACE) {
-        found.push(ROOT_WORKSPACE.to_owned());
-    }
-    for entry in tree.entries_under(WORKSPACES_DIR) {
-        let rest = &entry.path[WORKSPACES_DIR.len() + 1..];
-        let is_yaml = rest.ends_with(".yaml") || rest.ends_with(".yml");
-        if is_yaml && !rest.contains('/') && tree.is_file(&entry.path) {
-            found.push(entry.path.clone());
-        }
-    }
-    found
-}
-
 /// Reads and validates the workspace manifest at `path`.
 pub fn validate_workspace(
     tree: &dyn SourceTree,
     path: &str,
     limits: &Limits,
 ) -> (Option<WorkspaceManifest>, Vec<Diagnostic>) {
-    match tree.read_text(path, limits.manifest_file) {
-        Ok(text) => validate_workspace_text(path, &text, limits),
-        Err(error) => {
-            let message = match error {
-                ReadError::NotFound => format!("workspace manifest `{path}` does not exist"),
-                other => format!("cannot read workspace manifest `{path}`: {other}"),
-            };
-            let diagnostic =
-                Diagnostic::new(&UNREADABLE, path, crate::diagnostic::Span::FILE, message);
-            (None, vec![diagnostic])
-        }
+    let mut diagnostics = Vec::new();
+    match files::read_text(tree, path, limits.manifest_file, &mut diagnostics) {
+        Some(text) => validate_workspace_text(path, &text, limits),
+        None => (None, diagnostics),
     }
 }
 

@@ -2,7 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use astrolift_manifest::workspace::{discover_workspaces, validate_workspace};
+use astrolift_manifest::discovery::discover;
+use astrolift_manifest::workspace::validate_workspace;
 use astrolift_manifest::{Limits, MemTree};
 use serde_json::{Value, json};
 
@@ -13,7 +14,7 @@ fn check(case: &str) -> (Vec<String>, Value) {
     let tree = fixture(case);
     let mut diagnostics = Vec::new();
     let mut models = Vec::new();
-    for path in discover_workspaces(&tree) {
+    for path in discover(&tree, &Limits::DEFAULT).workspace_manifests {
         let (model, found) = validate_workspace(&tree, &path, &Limits::DEFAULT);
         diagnostics.extend(render(&found));
         models.push(serde_json::to_value(model).unwrap_or(Value::Null));
@@ -259,25 +260,5 @@ fn too_many_nodes_is_a_limit_diagnostic() {
         ["yaml/limit"],
         "{:#?}",
         render(&diagnostics)
-    );
-}
-
-#[test]
-fn discovery_takes_the_root_file_and_workspaces_dir_only() {
-    let tree = MemTree::from_files([
-        ("astrolift.workspace.yaml", ""),
-        ("workspaces/a.yaml", ""),
-        ("workspaces/b.yml", ""),
-        ("workspaces/nested/c.yaml", ""),
-        ("workspaces/readme.md", ""),
-        ("other/astrolift.workspace.yaml", ""),
-    ]);
-    assert_eq!(
-        discover_workspaces(&tree),
-        [
-            "astrolift.workspace.yaml",
-            "workspaces/a.yaml",
-            "workspaces/b.yml"
-        ]
     );
 }
