@@ -99,10 +99,7 @@ impl<'i> TomlFile<'i> {
                 key.span(),
                 format!("unknown key `{name}` in {context}"),
             );
-            diagnostic.help = Some(match closest(name, known) {
-                Some(best) => format!("did you mean `{best}`?"),
-                None => format!("known keys: {}", known.join(", ")),
-            });
+            diagnostic.help = Some(unknown_key_help(name, known));
         }
     }
 
@@ -258,6 +255,14 @@ impl<'i> TomlFile<'i> {
 /// The span of a key in `table`, for diagnostics about the key rather than its value.
 pub fn key_span(table: &DeTable<'_>, key: &str) -> Option<Range<usize>> {
     table.get_key_value(key).map(|(k, _)| k.span())
+}
+
+/// The `help` of an unknown key: the closest known key, or the list of them.
+pub fn unknown_key_help(name: &str, known: &[&str]) -> String {
+    match closest(name, known) {
+        Some(best) => format!("did you mean `{best}`?"),
+        None => format!("known keys: {}", known.join(", ")),
+    }
 }
 
 /// The known key closest to `name`, if it is close enough to be a likely typo.

@@ -17,7 +17,7 @@ use serde_saphyr::{Budget, DuplicateKeyPolicy, Location, Options, Spanned};
 use crate::diagnostic::{Code, Diagnostic, Severity, Span};
 use crate::limits::Limits;
 use crate::position::LineIndex;
-use crate::toml_walk::closest;
+use crate::toml_walk::unknown_key_help;
 
 pub const SYNTAX: Code = Code::new(
     "yaml/syntax",
@@ -190,10 +190,7 @@ impl<'t> YamlFile<'t> {
             if known.contains(&name.as_str()) {
                 continue;
             }
-            let help = match closest(name, known) {
-                Some(best) => format!("did you mean `{best}`?"),
-                None => format!("known keys: {}", known.join(", ")),
-            };
+            let help = unknown_key_help(name, known);
             self.report(
                 &UNKNOWN_KEY,
                 key.range.clone(),
