@@ -44,7 +44,7 @@ start() {
   echo $! >"$pid_file"
   echo "$port" >"$state_dir/moto.port"
   for _ in $(seq 1 100); do
-    if curl -fsS -o /dev/null "http://127.0.0.1:$port/moto-api/" 2>/dev/null; then
+    if python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$port/moto-api/', timeout=1)" 2>/dev/null; then
       print_exports "$port"
       return
     fi

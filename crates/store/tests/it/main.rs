@@ -6,6 +6,7 @@
 //! The AWS runs need `moto_server`: `eval "$(scripts/moto.sh start)"`. Without
 //! `AWS_ENDPOINT_URL` they are skipped with a note, or fail when `ASTROLIFT_REQUIRE_AWS=1`.
 
+mod aws_errors;
 mod blob_contract;
 mod fs_blob;
 mod state_backends;
