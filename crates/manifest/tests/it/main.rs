@@ -8,6 +8,7 @@ mod support;
 
 mod h5_config;
 mod h5_drift;
+mod h5_props;
 mod h5_schema;
 mod h5_support;
 mod h5_triggers;
