@@ -132,3 +132,53 @@ fn help_and_version_exit_0() {
         assert!(run.stdout.contains(format), "help lists {format}");
     }
 }
+
+#[test]
+fn human_is_coloured_on_a_terminal_only() {
+    // `script` (util-linux) gives the binary a pseudo-terminal as stdout.
+    let Ok(script) = which("script") else {
+        return;
+    };
+    let command = format!(
+        "{} validate {}",
+        env!("CARGO_BIN_EXE_astrolift"),
+        fixture("errors").display()
+    );
+    let output = std::process::Command::new(script)
+        .args(["-qefc", &command, "/dev/null"])
+        .env_remove("CLICOLOR_FORCE")
+        .env_remove("NO_COLOR")
+        .env("TERM", "xterm-256color")
+        .output()
+        .expect("script runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("\u{1b}["), "colour on a terminal: {stdout}");
+    assert!(
+        !validate_fixture("errors", "human")
+            .stdout
+            .contains('\u{1b}')
+    );
+}
+
+fn which(program: &str) -> Result<std::path::PathBuf, ()> {
+    let path = std::env::var_os("PATH").ok_or(())?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+        .ok_or(())
+}
+
+#[test]
+fn config_paths_reach_the_validator() {
+    let dir = fixture("valid-single");
+    let run = astrolift([
+        "validate".as_ref(),
+        dir.as_os_str(),
+        "--config".as_ref(),
+        "configs/missing.toml".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+    ]);
+    assert_ne!(run.code, 2, "{run:?}");
+    json(&run.stdout);
+}
