@@ -1,2 +1,65 @@
-//! Placeholder: see ARCHITECTURE.md for what this crate will own.
+//! The sync pipeline: a source tree at one commit in, a [`Report`] out.
+//!
+//! `sync` discovers and validates every agent (`manifest`), packages each
+//! clean one (`package`), plans against the registered agents of the
+//! repository (`store`), and in apply mode uploads new blobs and then writes
+//! state in one conditional change set.
+//!
+//! Invariants:
+//! - **Blobs before state.** Archives and snapshots are uploaded
+//!   (put-if-absent) before any state write references them, so state never
+//!   points at a missing object.
+//! - **Converges.** A crash between any two steps, then a re-run of the same
+//!   request, ends in the same state as one clean run, with no duplicates:
+//!   uploads are content-addressed and idempotent; the state write is one
+//!   conditional change set planned against what is stored.
+//! - **Idempotent.** Re-running a commit writes nothing: unchanged agents
+//!   produce no change and no upload, and the synced commit is not rewritten.
+//! - **Ordered.** An older commit never overwrites a registration written
+//!   from a newer one (see `pipeline::is_newer` for the rule).
+//! - **Failures stay local.** An agent with errors is `failed`: it is not
+//!   registered and its previous registration is kept; the others proceed.
+//! - **Nothing is deleted.** A removed manifest makes its agent `orphaned`;
+//!   only an explicit teardown (in `store`) retires it, and audit events stay.
+//!
+//! Deliberately absent: GitHub (where the tree comes from and where the
+//! report goes are the caller's), rendering (the report is the single input
+//! of every renderer), and any clock (the caller passes `now`).
 #![forbid(unsafe_code)]
+
+pub mod drift;
+mod package_step;
+mod pipeline;
+pub mod plan;
+pub mod report;
+
+pub use drift::{DriftItem, DriftSeverity};
+pub use pipeline::{Stores, SyncRequest, sync};
+pub use plan::{PlanEntry, PlanStatus};
+pub use report::{Mode, Report, ReportCounts};
+
+/// Why a sync failed as a whole. Agent problems are never errors: they are
+/// diagnostics and `failed` plan entries.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error(transparent)]
+    Store(#[from] astrolift_store::StoreError),
+    #[error("cannot spool an archive to a temp file: {0}")]
+    Spool(#[source] std::io::Error),
+    #[error("applying needs the ref being synced")]
+    NoRef,
+}
+
+impl SyncError {
+    /// True when running the same request again may succeed (a store was
+    /// unreachable, or a concurrent sync won a conditional write).
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            SyncError::Store(
+                astrolift_store::StoreError::Unavailable(_)
+                    | astrolift_store::StoreError::Conflict(_)
+            ) | SyncError::Spool(_)
+        )
+    }
+}

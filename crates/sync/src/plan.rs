@@ -1,0 +1,268 @@
+//! The plan: what a sync would do to each agent. Pure: registered state and
+//! packaged candidates in, plan entries and state changes out.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use astrolift_manifest::model::AgentManifest;
+use astrolift_store::state::{Agent, AgentChange, AgentStatus, AuditAction, UnixSeconds};
+use serde::Serialize;
+
+use crate::drift::DriftItem;
+
+/// What the sync does (or would do) to one agent. The wire names are the
+/// `status` values of `astrolift check --format json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStatus {
+    /// New, or an orphaned / disabled / torn-down agent coming back.
+    Added,
+    /// A new snapshot (or alias) for a registered agent.
+    Changed,
+    /// Same snapshot as registered: nothing to write.
+    Unchanged,
+    /// Registered, but its manifest is gone. Kept until `teardown`.
+    Orphaned,
+    /// `enabled = false` in the federation file: validated, not registered.
+    Disabled,
+    /// Errors: not registered, and any previous registration is kept.
+    Failed,
+}
+
+impl PlanStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanStatus::Added => "added",
+            PlanStatus::Changed => "changed",
+            PlanStatus::Unchanged => "unchanged",
+            PlanStatus::Orphaned => "orphaned",
+            PlanStatus::Disabled => "disabled",
+            PlanStatus::Failed => "failed",
+        }
+    }
+}
+
+/// One row of the plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlanEntry {
+    /// The agent's name.
+    pub agent: String,
+    /// Repo-relative path of its manifest.
+    pub manifest: String,
+    pub status: PlanStatus,
+    /// `sha256:<hex>` of the package archive, when it was packaged (or, for an
+    /// orphaned agent, the registered one).
+    pub digest: Option<String>,
+    /// The agent version: sha256 of its snapshot.
+    pub snapshot: Option<String>,
+    /// The registered snapshot it replaces.
+    pub previous_snapshot: Option<String>,
+    pub alias: Option<String>,
+    /// Drift from the registered snapshot (changed agents only).
+    pub drift: Vec<DriftItem>,
+}
+
+/// A discovered agent after validation and packaging.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub manifest: AgentManifest,
+    /// `None` when validation or packaging failed.
+    pub packaged: Option<Packaged>,
+}
+
+/// The identity of a packaged agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packaged {
+    /// sha256 hex of the canonical snapshot.
+    pub snapshot_hash: String,
+    /// `sha256:<hex>` of the archive.
+    pub payload_digest: String,
+}
+
+/// Who and when, for the records a plan writes.
+#[derive(Debug, Clone)]
+pub struct PlanContext<'a> {
+    pub repository: &'a str,
+    pub project_id: &'a str,
+    pub commit: &'a str,
+    pub now: UnixSeconds,
+}
+
+/// The plan entries, in manifest order, and the state changes that apply them.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub entries: Vec<PlanEntry>,
+    pub changes: Vec<AgentChange>,
+}
+
+/// Plans `candidates` (this commit's agents) against `registered` (the
+/// repository's stored agents, any status).
+pub fn plan(candidates: &[Candidate], registered: &[Agent], context: &PlanContext<'_>) -> Plan {
+    let stored: BTreeMap<&str, &Agent> = registered
+        .iter()
+        .map(|a| (a.manifest_path.as_str(), a))
+        .collect();
+    let mut result = Plan::default();
+    for candidate in candidates {
+        let previous = stored.get(candidate.manifest.manifest.as_str()).copied();
+        plan_candidate(candidate, previous, context, &mut result);
+    }
+    let discovered: BTreeSet<&str> = candidates
+        .iter()
+        .map(|c| c.manifest.manifest.as_str())
+        .collect();
+    for agent in registered {
+        if !discovered.contains(agent.manifest_path.as_str()) {
+            plan_missing(agent, context, &mut result);
+        }
+    }
+    result.entries.sort_by(|a, b| a.manifest.cmp(&b.manifest));
+    result
+}
+
+fn plan_candidate(
+    candidate: &Candidate,
+    previous: Option<&Agent>,
+    context: &PlanContext<'_>,
+    plan: &mut Plan,
+) {
+    let manifest = &candidate.manifest;
+    let Some(packaged) = &candidate.packaged else {
+        plan.entries
+            .push(entry(manifest, PlanStatus::Failed, None, previous));
+        return;
+    };
+    let target = if manifest.enabled {
+        AgentStatus::Active
+    } else {
+        AgentStatus::Disabled
+    };
+    let (status, action) = classify(manifest, packaged, target, previous);
+    plan.entries
+        .push(entry(manifest, status, Some(packaged), previous));
+    if let Some(action) = action {
+        let record = agent_record(manifest, packaged, target, context);
+        let mut change = AgentChange::new(
+            record,
+            previous.map(|p| p.version),
+            action,
+            context.commit,
+            action_detail(action),
+            context.now,
+        );
+        change.audit.previous_snapshot_hash = previous.map(|p| p.snapshot_hash.clone());
+        plan.changes.push(change);
+    }
+}
+
+/// The plan status of a packaged agent, and the audit action when state must change.
+fn classify(
+    manifest: &AgentManifest,
+    packaged: &Packaged,
+    target: AgentStatus,
+    previous: Option<&Agent>,
+) -> (PlanStatus, Option<AuditAction>) {
+    let Some(previous) = previous else {
+        return match target {
+            // A disabled agent that was never registered stays unregistered.
+            AgentStatus::Disabled => (PlanStatus::Disabled, None),
+            _ => (PlanStatus::Added, Some(AuditAction::Added)),
+        };
+    };
+    let same = previous.snapshot_hash == packaged.snapshot_hash
+        && previous.alias == manifest.alias
+        && previous.name == manifest.name;
+    match (target, previous.status) {
+        (AgentStatus::Disabled, AgentStatus::Disabled) if same => (PlanStatus::Disabled, None),
+        (AgentStatus::Disabled, AgentStatus::Active | AgentStatus::Disabled) => {
+            (PlanStatus::Disabled, Some(AuditAction::Disabled))
+        }
+        // A disabled agent whose registration is orphaned or torn down is not brought back.
+        (AgentStatus::Disabled, _) => (PlanStatus::Disabled, None),
+        (_, AgentStatus::Active) if same => (PlanStatus::Unchanged, None),
+        (_, AgentStatus::Active) => (PlanStatus::Changed, Some(AuditAction::Changed)),
+        _ => (PlanStatus::Added, Some(AuditAction::Reactivated)),
+    }
+}
+
+/// A registered agent whose manifest this commit no longer has.
+fn plan_missing(agent: &Agent, context: &PlanContext<'_>, plan: &mut Plan) {
+    if agent.status == AgentStatus::TornDown {
+        return;
+    }
+    plan.entries.push(PlanEntry {
+        agent: agent.name.clone(),
+        manifest: agent.manifest_path.clone(),
+        status: PlanStatus::Orphaned,
+        digest: Some(agent.payload_digest.clone()),
+        snapshot: Some(agent.snapshot_hash.clone()),
+        previous_snapshot: None,
+        alias: agent.alias.clone(),
+        drift: Vec::new(),
+    });
+    if agent.status == AgentStatus::Orphaned {
+        return;
+    }
+    let mut record = agent.clone();
+    record.status = AgentStatus::Orphaned;
+    record.updated_at = context.now;
+    let mut change = AgentChange::new(
+        record,
+        Some(agent.version),
+        AuditAction::Orphaned,
+        context.commit,
+        action_detail(AuditAction::Orphaned),
+        context.now,
+    );
+    change.audit.previous_snapshot_hash = Some(agent.snapshot_hash.clone());
+    plan.changes.push(change);
+}
+
+fn entry(
+    manifest: &AgentManifest,
+    status: PlanStatus,
+    packaged: Option<&Packaged>,
+    previous: Option<&Agent>,
+) -> PlanEntry {
+    PlanEntry {
+        agent: manifest.name.clone(),
+        manifest: manifest.manifest.clone(),
+        status,
+        digest: packaged.map(|p| p.payload_digest.clone()),
+        snapshot: packaged.map(|p| p.snapshot_hash.clone()),
+        previous_snapshot: previous.map(|p| p.snapshot_hash.clone()),
+        alias: manifest.alias.clone(),
+        drift: Vec::new(),
+    }
+}
+
+fn agent_record(
+    manifest: &AgentManifest,
+    packaged: &Packaged,
+    status: AgentStatus,
+    context: &PlanContext<'_>,
+) -> Agent {
+    Agent {
+        repository: context.repository.to_owned(),
+        manifest_path: manifest.manifest.clone(),
+        project_id: context.project_id.to_owned(),
+        name: manifest.name.clone(),
+        alias: manifest.alias.clone(),
+        status,
+        snapshot_hash: packaged.snapshot_hash.clone(),
+        payload_digest: packaged.payload_digest.clone(),
+        commit: context.commit.to_owned(),
+        version: 0,
+        updated_at: context.now,
+    }
+}
+
+fn action_detail(action: AuditAction) -> &'static str {
+    match action {
+        AuditAction::Added => "registered from a sync",
+        AuditAction::Changed => "new snapshot from a sync",
+        AuditAction::Disabled => "disabled in the federation file",
+        AuditAction::Orphaned => "manifest removed; kept until an explicit teardown",
+        AuditAction::Reactivated => "manifest is back; reactivated",
+        AuditAction::TornDown => "torn down",
+    }
+}

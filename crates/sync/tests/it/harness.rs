@@ -1,0 +1,157 @@
+//! Stores per backend, a mutable copy of the example monorepo, and a runner.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use astrolift_manifest::{MemTree, SourceTree, ValidateOptions};
+use astrolift_store::blob::{FsBlobStore, S3BlobStore};
+use astrolift_store::state::{DynamoStateStore, SqliteStateStore};
+use astrolift_sync::{Mode, Report, Stores, SyncError, SyncRequest, sync};
+
+pub const REPO: &str = "acme/support-agents";
+
+#[derive(Debug, Clone, Copy)]
+pub enum Backend {
+    Embedded,
+    Aws,
+}
+
+/// Stores for one test, and what keeps them alive.
+pub struct TestStores {
+    pub stores: Stores,
+    _dir: tempfile::TempDir,
+}
+
+pub async fn open(backend: Backend, test: &str) -> Option<TestStores> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let stores = match backend {
+        Backend::Embedded => Stores {
+            blobs: Arc::new(FsBlobStore::new(dir.path().join("blobs")).expect("blob dir")),
+            state: Arc::new(
+                SqliteStateStore::open(dir.path().join("state.db"))
+                    .await
+                    .expect("sqlite"),
+            ),
+        },
+        Backend::Aws => {
+            aws_endpoint(test)?;
+            let name = unique_name("sync");
+            let blobs = S3BlobStore::from_env(&name, "", Default::default())
+                .await
+                .expect("s3 client");
+            blobs.create_bucket().await.expect("create bucket");
+            let state = DynamoStateStore::from_env(&name)
+                .await
+                .expect("dynamodb client");
+            state.create_table().await.expect("create table");
+            Stores {
+                blobs: Arc::new(blobs),
+                state: Arc::new(state),
+            }
+        }
+    };
+    Some(TestStores { stores, _dir: dir })
+}
+
+fn aws_endpoint(test: &str) -> Option<String> {
+    match std::env::var("AWS_ENDPOINT_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("ASTROLIFT_REQUIRE_AWS").as_deref() == Ok("1") => {
+            panic!("{test}: ASTROLIFT_REQUIRE_AWS=1 but AWS_ENDPOINT_URL is not set")
+        }
+        _ => {
+            eprintln!(
+                "note: skipping {test}: AWS_ENDPOINT_URL is not set (start moto with scripts/moto.sh)"
+            );
+            None
+        }
+    }
+}
+
+fn unique_name(prefix: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "{prefix}-{}-{}-{nanos}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The example monorepo (`examples/monorepo`), in memory, ready to be edited.
+pub fn monorepo() -> MemTree {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/monorepo");
+    let dir = astrolift_manifest::DirTree::open(&root, 10_000).expect("examples/monorepo");
+    let mut tree = MemTree::new();
+    for entry in dir.entries() {
+        let bytes = dir.read(&entry.path, u64::MAX).expect("readable");
+        tree.insert(entry.path.clone(), bytes.into_owned(), entry.executable);
+    }
+    tree
+}
+
+/// Replaces `from` with `to` in one file of the tree.
+pub fn edit(tree: &mut MemTree, path: &str, from: &str, to: &str) {
+    let text = tree.read_text(path, u64::MAX).expect("file exists");
+    assert!(text.contains(from), "{path} does not contain {from:?}");
+    tree.insert(path, text.replace(from, to), false);
+}
+
+/// Removes every file under `dir`.
+pub fn remove_dir(tree: &MemTree, dir: &str) -> MemTree {
+    let mut kept = MemTree::new();
+    for entry in tree
+        .entries()
+        .iter()
+        .filter(|e| !e.path.starts_with(&format!("{dir}/")))
+    {
+        let bytes = tree.read(&entry.path, u64::MAX).expect("readable");
+        kept.insert(entry.path.clone(), bytes.into_owned(), entry.executable);
+    }
+    kept
+}
+
+/// One sync of `tree` as commit `commit` at time `time`.
+pub async fn run(
+    stores: &Stores,
+    tree: &MemTree,
+    commit: &str,
+    time: i64,
+    apply: bool,
+) -> Result<Report, SyncError> {
+    let request = SyncRequest {
+        repository: REPO.into(),
+        commit: commit.into(),
+        commit_time: time,
+        git_ref: Some("main".into()),
+        mode: if apply {
+            Mode::Apply {
+                project_id: "proj-1".into(),
+            }
+        } else {
+            Mode::Check
+        },
+        now: time,
+        validate: ValidateOptions::default(),
+    };
+    sync(tree, &request, stores, &|_, _| {}).await
+}
+
+pub async fn apply(stores: &Stores, tree: &MemTree, commit: &str, time: i64) -> Report {
+    run(stores, tree, commit, time, true)
+        .await
+        .expect("sync succeeds")
+}
+
+/// `(manifest, status)` of every plan entry.
+pub fn statuses(report: &Report) -> Vec<(String, &'static str)> {
+    report
+        .plan
+        .iter()
+        .map(|e| (e.manifest.clone(), e.status.as_str()))
+        .collect()
+}

@@ -1,0 +1,317 @@
+//! Plan and apply scenarios of issue 5, each run on both backends.
+
+use astrolift_manifest::SourceTree;
+use astrolift_store::state::{AgentKey, AgentStatus, AuditAction};
+use astrolift_sync::{DriftSeverity, Stores};
+
+use crate::harness::{Backend, REPO, apply, edit, monorepo, open, remove_dir, statuses};
+
+/// Runs an async scenario `fn(&Stores)` once per backend.
+macro_rules! on_both_backends {
+    ($($scenario:ident),* $(,)?) => {$(
+        mod $scenario {
+            use super::*;
+
+            #[tokio::test]
+            async fn embedded() {
+                if let Some(stores) = open(Backend::Embedded, stringify!($scenario)).await {
+                    super::$scenario(&stores.stores).await;
+                }
+            }
+
+            #[tokio::test]
+            async fn aws() {
+                if let Some(stores) = open(Backend::Aws, stringify!($scenario)).await {
+                    super::$scenario(&stores.stores).await;
+                }
+            }
+        }
+    )*};
+}
+
+on_both_backends!(
+    first_registration,
+    noop_rerun_writes_nothing,
+    changed_brief,
+    changed_skill_version_is_a_drift_warning,
+    removed_manifest_is_orphaned_then_reactivated,
+    disabled_in_the_federation_file,
+    failing_agent_beside_healthy_ones,
+    older_commit_never_overwrites_a_newer_one,
+    teardown_keeps_the_audit_trail,
+);
+
+const TRIAGE: &str = "agents/triage/astrolift.toml";
+const REPORTER: &str = "agents/reporter/astrolift.toml";
+
+fn key(manifest: &str) -> AgentKey {
+    AgentKey::new(REPO, manifest)
+}
+
+fn entry(manifest: &str, status: &'static str) -> (String, &'static str) {
+    (manifest.to_owned(), status)
+}
+
+async fn status_of(stores: &Stores, manifest: &str) -> Option<AgentStatus> {
+    stores
+        .state
+        .get_agent(&key(manifest))
+        .await
+        .expect("read")
+        .map(|a| a.status)
+}
+
+async fn first_registration(stores: &Stores) {
+    let report = apply(stores, &monorepo(), "c1", 100).await;
+    assert_eq!(
+        report.counts.diagnostics.errors, 0,
+        "{:#?}",
+        report.diagnostics
+    );
+    assert_eq!(
+        statuses(&report),
+        [entry(REPORTER, "disabled"), entry(TRIAGE, "added")]
+    );
+    assert!(report.applied);
+    // One archive and one snapshot for the one registered agent.
+    assert_eq!(report.counts.blob_puts, 2);
+    let agents = stores.state.list_agents(REPO).await.expect("list");
+    assert_eq!(
+        agents.len(),
+        1,
+        "a disabled agent that was never registered stays unregistered"
+    );
+    assert_eq!(agents[0].status, AgentStatus::Active);
+    assert_eq!(agents[0].project_id, "proj-1");
+    assert_eq!(
+        Some(&agents[0].payload_digest),
+        report.plan[1].digest.as_ref()
+    );
+}
+
+async fn noop_rerun_writes_nothing(stores: &Stores) {
+    let tree = monorepo();
+    apply(stores, &tree, "c1", 100).await;
+    let (blobs_before, state_before) = (stores.blobs.stats(), stores.state.stats());
+    let report = apply(stores, &tree, "c1", 100).await;
+    assert_eq!(
+        statuses(&report),
+        [entry(REPORTER, "disabled"), entry(TRIAGE, "unchanged")]
+    );
+    assert_eq!(
+        (report.counts.blob_puts, report.counts.state_writes),
+        (0, 0)
+    );
+    assert_eq!(
+        stores.blobs.stats().puts,
+        blobs_before.puts,
+        "no blob PUT on a no-op re-run"
+    );
+    assert_eq!(
+        stores.state.stats().writes,
+        state_before.writes,
+        "no state write on a no-op re-run"
+    );
+}
+
+async fn changed_brief(stores: &Stores) {
+    let mut tree = monorepo();
+    apply(stores, &tree, "c1", 100).await;
+    let before = stores
+        .state
+        .get_agent(&key(TRIAGE))
+        .await
+        .expect("read")
+        .expect("registered");
+    let brief = "agents/triage/brief/README.md";
+    let text = tree.read_text(brief, u64::MAX).expect("brief");
+    tree.insert(brief, format!("{text}\nAlways cite the runbook.\n"), false);
+    let report = apply(stores, &tree, "c2", 200).await;
+    assert_eq!(
+        statuses(&report),
+        [entry(REPORTER, "disabled"), entry(TRIAGE, "changed")]
+    );
+    let drift: Vec<_> = report.plan[1]
+        .drift
+        .iter()
+        .map(|d| d.kind.as_str())
+        .collect();
+    assert!(drift.contains(&"brief-changed"), "{drift:?}");
+    let after = stores
+        .state
+        .get_agent(&key(TRIAGE))
+        .await
+        .expect("read")
+        .expect("registered");
+    assert_eq!(after.version, before.version + 1);
+    assert_ne!(after.snapshot_hash, before.snapshot_hash);
+    assert_eq!(after.commit, "c2");
+}
+
+async fn changed_skill_version_is_a_drift_warning(stores: &Stores) {
+    let mut tree = monorepo();
+    apply(stores, &tree, "c1", 100).await;
+    edit(&mut tree, TRIAGE, "pr-review@1.2.0", "pr-review@1.3.0");
+    let report = apply(stores, &tree, "c2", 200).await;
+    assert_eq!(report.plan[1].status.as_str(), "changed");
+    let drift: Vec<_> = report.plan[1]
+        .drift
+        .iter()
+        .map(|d| (d.kind.as_str(), d.severity))
+        .collect();
+    assert!(
+        drift.contains(&("skill-version-changed", DriftSeverity::Warning)),
+        "{drift:?}"
+    );
+}
+
+fn without_triage() -> astrolift_manifest::MemTree {
+    let mut tree = remove_dir(&monorepo(), "agents/triage");
+    edit(
+        &mut tree,
+        "astrolift.agents.toml",
+        "[[agents]]\nmanifest = \"agents/triage/astrolift.toml\"\nalias = \"triage\"\n",
+        "",
+    );
+    tree
+}
+
+async fn removed_manifest_is_orphaned_then_reactivated(stores: &Stores) {
+    apply(stores, &monorepo(), "c1", 100).await;
+    let report = apply(stores, &without_triage(), "c2", 200).await;
+    assert_eq!(
+        report.counts.diagnostics.errors, 0,
+        "{:#?}",
+        report.diagnostics
+    );
+    assert_eq!(
+        statuses(&report),
+        [entry(REPORTER, "disabled"), entry(TRIAGE, "orphaned")]
+    );
+    assert_eq!(status_of(stores, TRIAGE).await, Some(AgentStatus::Orphaned));
+    // Orphaned stays orphaned, with nothing written again.
+    let again = apply(stores, &without_triage(), "c2", 200).await;
+    assert_eq!(again.counts.state_writes, 0);
+    // The manifest comes back: reactivated.
+    let back = apply(stores, &monorepo(), "c3", 300).await;
+    assert_eq!(
+        statuses(&back),
+        [entry(REPORTER, "disabled"), entry(TRIAGE, "added")]
+    );
+    assert_eq!(status_of(stores, TRIAGE).await, Some(AgentStatus::Active));
+    let audit = stores
+        .state
+        .list_audit_events(&key(TRIAGE))
+        .await
+        .expect("audit");
+    let actions: Vec<_> = audit.iter().map(|e| e.action).collect();
+    assert_eq!(
+        actions,
+        [
+            AuditAction::Added,
+            AuditAction::Orphaned,
+            AuditAction::Reactivated
+        ]
+    );
+}
+
+async fn disabled_in_the_federation_file(stores: &Stores) {
+    let mut enabled = monorepo();
+    edit(
+        &mut enabled,
+        "astrolift.agents.toml",
+        "enabled = false",
+        "enabled = true",
+    );
+    let report = apply(stores, &enabled, "c1", 100).await;
+    assert_eq!(
+        statuses(&report),
+        [entry(REPORTER, "added"), entry(TRIAGE, "added")]
+    );
+    let report = apply(stores, &monorepo(), "c2", 200).await;
+    assert_eq!(
+        statuses(&report),
+        [entry(REPORTER, "disabled"), entry(TRIAGE, "unchanged")]
+    );
+    assert_eq!(
+        status_of(stores, REPORTER).await,
+        Some(AgentStatus::Disabled)
+    );
+}
+
+async fn failing_agent_beside_healthy_ones(stores: &Stores) {
+    let mut tree = monorepo();
+    edit(
+        &mut tree,
+        "astrolift.agents.toml",
+        "enabled = false",
+        "enabled = true",
+    );
+    edit(&mut tree, REPORTER, "max_retries = 1", "max_retries = -1");
+    let report = apply(stores, &tree, "c1", 100).await;
+    assert!(report.counts.diagnostics.errors > 0);
+    assert_eq!(
+        statuses(&report),
+        [entry(REPORTER, "failed"), entry(TRIAGE, "added")]
+    );
+    assert_eq!(
+        status_of(stores, REPORTER).await,
+        None,
+        "a failed agent is not registered"
+    );
+    assert_eq!(status_of(stores, TRIAGE).await, Some(AgentStatus::Active));
+}
+
+async fn older_commit_never_overwrites_a_newer_one(stores: &Stores) {
+    let mut newer = monorepo();
+    edit(&mut newer, TRIAGE, "max_retries = 3", "max_retries = 4");
+    apply(stores, &newer, "new-commit", 200).await;
+    let stale = apply(stores, &monorepo(), "old-commit", 100).await;
+    assert!(!stale.applied);
+    assert!(
+        stale
+            .skipped
+            .as_deref()
+            .is_some_and(|s| s.contains("older")),
+        "{:?}",
+        stale.skipped
+    );
+    let agent = stores
+        .state
+        .get_agent(&key(TRIAGE))
+        .await
+        .expect("read")
+        .expect("registered");
+    assert_eq!(agent.commit, "new-commit");
+}
+
+async fn teardown_keeps_the_audit_trail(stores: &Stores) {
+    apply(stores, &without_triage(), "c0", 50).await;
+    apply(stores, &monorepo(), "c1", 100).await;
+    apply(stores, &without_triage(), "c2", 200).await;
+    let torn = stores
+        .state
+        .teardown(&key(TRIAGE), 300, "retired by ops")
+        .await
+        .expect("teardown");
+    assert_eq!(torn.status, AgentStatus::TornDown);
+    let actions: Vec<_> = stores
+        .state
+        .list_audit_events(&key(TRIAGE))
+        .await
+        .expect("audit")
+        .iter()
+        .map(|e| e.action)
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            AuditAction::Added,
+            AuditAction::Orphaned,
+            AuditAction::TornDown
+        ]
+    );
+    // A torn-down agent is no longer planned while its manifest stays removed.
+    let report = apply(stores, &without_triage(), "c3", 400).await;
+    assert_eq!(statuses(&report), [entry(REPORTER, "disabled")]);
+}
