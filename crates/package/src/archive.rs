@@ -7,8 +7,11 @@
 //!   nothing); paths over 100 bytes use a GNU `././@LongLink` entry;
 //! - every header: mtime 0, uid/gid 0, empty user and group names, mode 0644
 //!   or 0755;
-//! - gzip via `flate2` (zlib-rs backend) at [`COMPRESSION_LEVEL`], with no
-//!   file name, mtime 0 and OS byte 255 ("unknown"), so no host shows through;
+//! - gzip: raw deflate via `flate2` (zlib-rs backend) at
+//!   [`COMPRESSION_LEVEL`], compressed in fixed 1 MiB chunks on several
+//!   threads (see [`crate::gzip`]), with a header carrying no file name,
+//!   mtime 0 and OS byte 255 ("unknown"), so no host shows through; the
+//!   bytes never depend on the thread count;
 //! - the digest is sha256 over the `.tar.gz` bytes, computed while writing.
 //!
 //! zlib-rs picks SIMD routines by CPU, but they compute the same matches: the
@@ -18,11 +21,11 @@ use std::io::{self, Read, Write};
 
 use astrolift_manifest::tree::ReadError;
 use astrolift_manifest::{Code, Diagnostic, Span};
-use flate2::{Compression, GzBuilder};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::codes;
+use crate::gzip::ParallelGzip;
 use crate::slice::Slice;
 use crate::source::PayloadTree;
 
@@ -109,12 +112,25 @@ pub fn write_archive<W: Write>(
     tree: &dyn PayloadTree,
     writer: W,
 ) -> Result<PackageOutput, PackageError> {
+    write_archive_with_threads(slice, tree, writer, default_threads())
+}
+
+/// Compression threads: the available parallelism, at most 4.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
+
+/// [`write_archive`] with an explicit number of compression threads (1 =
+/// the caller's thread only). The bytes are the same for any number.
+pub fn write_archive_with_threads<W: Write>(
+    slice: &Slice,
+    tree: &dyn PayloadTree,
+    writer: W,
+    threads: usize,
+) -> Result<PackageOutput, PackageError> {
     let uncompressed_size = check_slice(slice, tree)?;
     let tee = HashingWriter::new(writer);
-    let gzip = GzBuilder::new()
-        .mtime(0)
-        .operating_system(255)
-        .write(tee, Compression::new(COMPRESSION_LEVEL));
+    let gzip = ParallelGzip::new(tee, COMPRESSION_LEVEL, threads);
     let mut builder = tar::Builder::new(gzip);
     for file in &slice.files {
         let mut header = file_header(file.size, file.executable);

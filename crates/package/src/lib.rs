@@ -51,12 +51,15 @@
 
 pub mod archive;
 pub mod codes;
+pub mod gzip;
 pub mod slice;
 pub mod snapshot;
 pub mod source;
 pub mod tarball;
 
-pub use archive::{COMPRESSION_LEVEL, PackageError, PackageOutput, write_archive};
+pub use archive::{
+    COMPRESSION_LEVEL, PackageError, PackageOutput, write_archive, write_archive_with_threads,
+};
 pub use slice::{Slice, SliceError, SliceFile, slice};
 pub use snapshot::{Snapshot, snapshot};
 pub use source::PayloadTree;

@@ -185,3 +185,50 @@ fn the_archive_has_normalized_headers_sorted_entries_and_a_bare_gzip_header() {
     assert!(modes.contains(&("bin/run.sh", 0o755)));
     assert!(modes.contains(&("astrolift.toml", 0o644)));
 }
+
+#[test]
+fn the_thread_count_never_changes_the_bytes_and_the_gzip_is_valid() {
+    let mut tree = astrolift_manifest::MemTree::new();
+    // ~2.7 MiB over three 1 MiB chunks: compressible text and noise.
+    let text: Vec<u8> = (0..1_500_000u32)
+        .map(|i| b"fn slice(tree) -> archive;\n"[(i % 27) as usize])
+        .collect();
+    let mut state = 7u32;
+    let noise: Vec<u8> = (0..1_200_000)
+        .map(|_| {
+            state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            (state >> 16) as u8
+        })
+        .collect();
+    tree.insert("a/text.rs", text.clone(), false);
+    tree.insert("a/noise.bin", noise.clone(), false);
+    let slice =
+        astrolift_package::slice(&manifest("a", "a"), &tree, &Limits::DEFAULT).expect("slice");
+    let mut outputs = Vec::new();
+    for threads in [1, 2, 3, 8] {
+        let mut bytes = Vec::new();
+        let output =
+            astrolift_package::write_archive_with_threads(&slice, &tree, &mut bytes, threads)
+                .expect("archive");
+        outputs.push((output, bytes));
+    }
+    for (output, bytes) in &outputs[1..] {
+        assert_eq!(output, &outputs[0].0);
+        assert_eq!(bytes, &outputs[0].1);
+    }
+    // Any gzip reader gets the files back.
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(outputs[0].1.as_slice()));
+    let mut contents = Vec::new();
+    for entry in archive.entries().expect("entries") {
+        let mut entry = entry.expect("entry");
+        let mut content = Vec::new();
+        entry.read_to_end(&mut content).expect("read");
+        contents.push(content);
+    }
+    assert_eq!(contents, [noise, text]);
+    assert!(
+        outputs[0].0.size < 1_300_000,
+        "text compresses: {}",
+        outputs[0].0.size
+    );
+}

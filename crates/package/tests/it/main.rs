@@ -2,6 +2,7 @@
 
 mod common;
 mod determinism;
+mod golden;
 mod slice;
 mod snapshot;
 mod tarball;

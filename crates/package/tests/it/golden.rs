@@ -1,0 +1,66 @@
+//! Golden digests, checked in: an accidental change of the archive or
+//! snapshot format (header fields, order, gzip framing, level, chunking,
+//! canonical JSON) changes these and fails here.
+
+use std::path::Path;
+
+use astrolift_manifest::model::{AgentManifest, SharedMount};
+use astrolift_manifest::{DirTree, Limits, ValidateOptions, validate_repository};
+use astrolift_package::{PayloadTree, snapshot};
+
+use crate::common::{brief, local_skill, manifest, package};
+
+fn fixtures() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"))
+}
+
+fn line(agent: &AgentManifest, tree: &dyn PayloadTree) -> String {
+    let (slice, output, _) = package(agent, tree);
+    let version = snapshot(agent, &slice, tree, &output)
+        .expect("snapshot")
+        .digest();
+    format!(
+        "{}: payload {} ({} files, {} bytes) version {version}",
+        agent.name, output.digest, output.files, output.size
+    )
+}
+
+/// Hand-built manifest over a fixture tree: independent of the parser.
+#[test]
+fn golden_fixture_digest() {
+    let tree = DirTree::open(fixtures().join("golden"), 1000).expect("fixture");
+    let mut agent = manifest("golden", "agent");
+    agent.brief = brief("agent/brief/README.md", &["agent/brief/notes.md"]);
+    agent.skills = vec![local_skill("lint", "agent/skills/lint")];
+    agent.package.executables = vec!["bin/*".to_owned()];
+    agent.package.shared = vec![SharedMount {
+        source: "shared/schemas".to_owned(),
+        mount: "schemas".to_owned(),
+    }];
+    insta::assert_snapshot!("golden_fixture", line(&agent, &tree));
+}
+
+/// The README quickstart repositories, through the real parser.
+#[test]
+fn golden_example_repositories() {
+    let examples = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples"));
+    let mut lines = Vec::new();
+    for example in ["single-agent", "monorepo"] {
+        let tree = DirTree::open(examples.join(example), 10_000).expect("example");
+        let validation = validate_repository(&tree, &ValidateOptions::default());
+        assert!(
+            !validation.has_errors(),
+            "{example}: {:#?}",
+            validation.diagnostics
+        );
+        for agent in &validation.agents {
+            lines.push(format!("{example}/{}", line(agent, &tree)));
+        }
+    }
+    insta::assert_snapshot!("golden_examples", lines.join("\n"));
+}
+
+#[test]
+fn the_default_limits_package_the_examples() {
+    assert_eq!(Limits::DEFAULT.package_size, 256 * 1024 * 1024);
+}
