@@ -265,3 +265,30 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_file_included_twice_is_not_a_cycle() {
+    let result = load("config_diamond");
+    assert!(
+        result.diagnostics.is_empty(),
+        "{:?}",
+        render(&result.diagnostics)
+    );
+    assert_eq!(
+        result.document["environment"],
+        json!({"BASE": "yes", "SIDE": "right"})
+    );
+    assert_eq!(result.origins["/environment/SIDE"], "right.toml");
+    assert_eq!(result.origins["/environment/BASE"], "shared/base.toml");
+}
+
+#[test]
+fn problems_inside_included_files_are_reported_in_those_files() {
+    let result = load("config_included_errors");
+    insta::assert_yaml_snapshot!("config_included_errors", render(&result.diagnostics));
+    let paths: Vec<&str> = result.diagnostics.iter().map(|d| d.path.as_str()).collect();
+    assert!(paths.contains(&"parts/broken.toml"), "{paths:?}");
+    assert!(paths.contains(&"parts/typo.toml"), "{paths:?}");
+    assert!(paths.contains(&"config.toml"), "{paths:?}");
+    assert_eq!(result.document["environment"]["MAIN"], json!("ok"));
+}
