@@ -6,7 +6,7 @@ use astrolift_store::state::Agent;
 use astrolift_store::testing::{FaultPlan, FaultyBlobStore, FaultyStateStore};
 use astrolift_sync::Stores;
 
-use crate::harness::{Backend, REPO, apply, monorepo, open, run};
+use crate::harness::{Backend, REPO, apply, both_enabled, open, run};
 
 /// What must match a clean run: everything but timestamps.
 fn end_state(agents: &[Agent]) -> Vec<(String, String, String, String, u64, String)> {
@@ -30,13 +30,7 @@ async fn clean_end_state() -> Vec<(String, String, String, String, u64, String)>
     let clean = open(Backend::Embedded, "clean")
         .await
         .expect("embedded stores");
-    let mut tree = monorepo();
-    crate::harness::edit(
-        &mut tree,
-        "astrolift.agents.toml",
-        "enabled = false",
-        "enabled = true",
-    );
+    let tree = both_enabled();
     apply(&clean.stores, &tree, "c1", 100).await;
     end_state(&clean.stores.state.list_agents(REPO).await.expect("list"))
 }
@@ -46,13 +40,7 @@ async fn crash_then_rerun(fail_blob_write: Option<u64>, fail_state_write: Option
     let stores = open(Backend::Embedded, "crash")
         .await
         .expect("embedded stores");
-    let mut tree = monorepo();
-    crate::harness::edit(
-        &mut tree,
-        "astrolift.agents.toml",
-        "enabled = false",
-        "enabled = true",
-    );
+    let tree = both_enabled();
     let faulty = Stores {
         blobs: match fail_blob_write {
             Some(n) => Arc::new(FaultyBlobStore::new(

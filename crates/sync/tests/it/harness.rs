@@ -94,6 +94,18 @@ pub fn monorepo() -> MemTree {
     tree
 }
 
+/// The example monorepo with the disabled `reporter` agent enabled too.
+pub fn both_enabled() -> MemTree {
+    let mut tree = monorepo();
+    edit(
+        &mut tree,
+        "astrolift.agents.toml",
+        "enabled = false",
+        "enabled = true",
+    );
+    tree
+}
+
 /// Replaces `from` with `to` in one file of the tree.
 pub fn edit(tree: &mut MemTree, path: &str, from: &str, to: &str) {
     let text = tree.read_text(path, u64::MAX).expect("file exists");

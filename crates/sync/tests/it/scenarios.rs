@@ -4,7 +4,9 @@ use astrolift_manifest::SourceTree;
 use astrolift_store::state::{AgentKey, AgentStatus, AuditAction};
 use astrolift_sync::{DriftSeverity, Stores};
 
-use crate::harness::{Backend, REPO, apply, edit, monorepo, open, remove_dir, statuses};
+use crate::harness::{
+    Backend, REPO, apply, both_enabled, edit, monorepo, open, remove_dir, statuses,
+};
 
 /// Runs an async scenario `fn(&Stores)` once per backend.
 macro_rules! on_both_backends {
@@ -216,14 +218,7 @@ async fn removed_manifest_is_orphaned_then_reactivated(stores: &Stores) {
 }
 
 async fn disabled_in_the_federation_file(stores: &Stores) {
-    let mut enabled = monorepo();
-    edit(
-        &mut enabled,
-        "astrolift.agents.toml",
-        "enabled = false",
-        "enabled = true",
-    );
-    let report = apply(stores, &enabled, "c1", 100).await;
+    let report = apply(stores, &both_enabled(), "c1", 100).await;
     assert_eq!(
         statuses(&report),
         [entry(REPORTER, "added"), entry(TRIAGE, "added")]
@@ -240,13 +235,7 @@ async fn disabled_in_the_federation_file(stores: &Stores) {
 }
 
 async fn failing_agent_beside_healthy_ones(stores: &Stores) {
-    let mut tree = monorepo();
-    edit(
-        &mut tree,
-        "astrolift.agents.toml",
-        "enabled = false",
-        "enabled = true",
-    );
+    let mut tree = both_enabled();
     edit(&mut tree, REPORTER, "max_retries = 1", "max_retries = -1");
     let report = apply(stores, &tree, "c1", 100).await;
     assert!(report.counts.diagnostics.errors > 0);
