@@ -6,9 +6,20 @@ cd "$(dirname "$0")/.."
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/astrolift-target}"
 
-if ! command -v moto_server >/dev/null 2>&1; then
-  echo "moto_server not found; installing moto[server] from PyPI" >&2
-  python3 -m pip install --quiet 'moto[server]'
+# moto 5.2.5 or newer: older 5.2.x answer CompleteMultipartUpload with an XML
+# root the AWS SDK for Rust rejects (getmoto/moto#10055).
+moto_ok() {
+  command -v moto_server >/dev/null 2>&1 && python3 - <<'PY'
+import sys
+from importlib.metadata import version
+parts = [int(p) for p in version("moto").split(".")[:3] if p.isdigit()]
+sys.exit(0 if parts >= [5, 2, 5] else 1)
+PY
+}
+if ! moto_ok; then
+  echo "installing moto[server]>=5.2.5 from PyPI" >&2
+  python3 -m pip install --quiet --upgrade 'moto[server]>=5.2.5'
+  hash -r
 fi
 
 # shellcheck disable=SC1090
