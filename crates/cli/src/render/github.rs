@@ -41,8 +41,9 @@ pub fn command(diagnostic: &Diagnostic) -> String {
 /// `file`, `line`, `col`, `endLine`, `endColumn`, `title`.
 ///
 /// Columns are only given for a single-line span (GitHub ignores or rejects
-/// them otherwise) and `endColumn` only for a non-empty one. `endColumn` is
-/// passed as our exclusive end, like SARIF's.
+/// them otherwise) and `endColumn` only for a non-empty one. GitHub's
+/// `endColumn` is inclusive (it defaults to `col`, a one-character
+/// annotation), so it is our exclusive `end_column` minus one.
 fn properties(diagnostic: &Diagnostic) -> Vec<(&'static str, String)> {
     let span = diagnostic.span;
     let mut properties = vec![
@@ -53,7 +54,7 @@ fn properties(diagnostic: &Diagnostic) -> Vec<(&'static str, String)> {
         properties.push(("col", span.column.to_string()));
         if span.end_column > span.column {
             properties.push(("endLine", span.end_line.to_string()));
-            properties.push(("endColumn", span.end_column.to_string()));
+            properties.push(("endColumn", (span.end_column - 1).to_string()));
         }
     } else {
         properties.push(("endLine", span.end_line.to_string()));
