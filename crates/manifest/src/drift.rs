@@ -13,12 +13,12 @@ use std::fmt::{self, Write as _};
 
 use serde::Serialize;
 
-use crate::diagnostic::Diagnostic;
-use crate::discovery::discover;
+use crate::diagnostic::{Diagnostic, Severity};
 use crate::limits::Limits;
-use crate::resolved::ResolvedEnvironment;
+use crate::resolved::{AgentRuntime, ResolvedEnvironment};
 use crate::tree::SourceTree;
-use crate::workspace::validate_workspace;
+use crate::validate::{ValidateOptions, validate_repository};
+use crate::workspace::{WorkspaceManifest, validate_workspace};
 
 /// How bad a drift is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -346,27 +346,30 @@ impl Drifts {
 /// How one workspace manifest compares between two trees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum WorkspaceStatus {
+pub enum EnvironmentStatus {
     Added,
     Removed,
     Changed,
     Unchanged,
 }
 
-/// The drift of one workspace manifest (matched by `metadata.slug`).
+/// The drift of one environment: a workspace manifest (`workspace/<slug>`,
+/// matched by `metadata.slug`) or a native agent (`agent/<name>`, its image,
+/// policy, `[environment]` and `[secrets]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct WorkspaceDrift {
-    pub slug: String,
+pub struct EnvironmentDrift {
+    /// `workspace/<slug>` or `agent/<name>`.
+    pub id: String,
     pub old_path: Option<String>,
     pub new_path: Option<String>,
-    pub status: WorkspaceStatus,
+    pub status: EnvironmentStatus,
     pub drifts: Vec<Drift>,
 }
 
 /// What `astrolift drift OLD NEW` prints.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DriftReport {
-    pub workspaces: Vec<WorkspaceDrift>,
+    pub environments: Vec<EnvironmentDrift>,
     /// Problems reading either tree's manifests (paths are relative to their tree).
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -374,33 +377,33 @@ pub struct DriftReport {
 impl DriftReport {
     /// True when any drift would fail a resume.
     pub fn has_critical(&self) -> bool {
-        self.workspaces
+        self.environments
             .iter()
             .flat_map(|w| &w.drifts)
             .any(|d| d.severity == DriftSeverity::Critical)
     }
 
-    /// The human form: one block per workspace, one line per drift.
+    /// The human form: one block per environment, one line per drift.
     pub fn to_text(&self) -> String {
         let mut text = String::new();
-        for workspace in &self.workspaces {
+        for workspace in &self.environments {
             let status = render(&workspace.status);
-            let _ = writeln!(text, "{} ({status})", workspace.slug);
+            let _ = writeln!(text, "{} ({status})", workspace.id);
             for drift in &workspace.drifts {
                 let _ = writeln!(text, "  {drift}");
             }
         }
-        if self.workspaces.is_empty() {
-            text.push_str("no workspace manifests in either tree\n");
+        if self.environments.is_empty() {
+            text.push_str("no agent or workspace manifests in either tree\n");
         }
         text
     }
 }
 
-/// Compares the workspace manifests discovered in two trees (as
-/// [`crate::discovery`] finds them, federation globs included), matched by
-/// `metadata.slug`. A manifest with errors still resolves best-effort; its
-/// diagnostics are in the report.
+/// Compares two trees: the workspace manifests (as [`crate::discovery`]
+/// finds them, federation globs included), matched by `metadata.slug`, and
+/// the native agents, matched by name. A manifest with errors still resolves
+/// best-effort; its diagnostics are in the report.
 pub fn drift_between_trees(
     old: &dyn SourceTree,
     new: &dyn SourceTree,
@@ -409,27 +412,27 @@ pub fn drift_between_trees(
     let mut diagnostics = Vec::new();
     let old_envs = resolve_tree(old, limits, &mut diagnostics);
     let new_envs = resolve_tree(new, limits, &mut diagnostics);
-    let slugs: BTreeSet<&String> = old_envs.keys().chain(new_envs.keys()).collect();
-    let workspaces = slugs
+    let ids: BTreeSet<&String> = old_envs.keys().chain(new_envs.keys()).collect();
+    let environments = ids
         .into_iter()
-        .map(|slug| {
-            let before = old_envs.get(slug);
-            let after = new_envs.get(slug);
+        .map(|id| {
+            let before = old_envs.get(id);
+            let after = new_envs.get(id);
             let (status, drifts) = match (before, after) {
                 (Some((_, b)), Some((_, a))) => {
                     let drifts = drift(b, a);
                     let status = if drifts.is_empty() {
-                        WorkspaceStatus::Unchanged
+                        EnvironmentStatus::Unchanged
                     } else {
-                        WorkspaceStatus::Changed
+                        EnvironmentStatus::Changed
                     };
                     (status, drifts)
                 }
-                (None, _) => (WorkspaceStatus::Added, Vec::new()),
-                (_, None) => (WorkspaceStatus::Removed, Vec::new()),
+                (None, _) => (EnvironmentStatus::Added, Vec::new()),
+                (_, None) => (EnvironmentStatus::Removed, Vec::new()),
             };
-            WorkspaceDrift {
-                slug: slug.clone(),
+            EnvironmentDrift {
+                id: id.clone(),
                 old_path: before.map(|(p, _)| p.clone()),
                 new_path: after.map(|(p, _)| p.clone()),
                 status,
@@ -438,27 +441,50 @@ pub fn drift_between_trees(
         })
         .collect();
     DriftReport {
-        workspaces,
+        environments,
         diagnostics,
     }
 }
 
-/// Slug (or path, when the slug is missing) → (path, resolved environment).
+/// `workspace/<slug>` (or the path, when the slug is missing) and
+/// `agent/<name>` → (manifest path, resolved environment).
 fn resolve_tree(
     tree: &dyn SourceTree,
     limits: &Limits,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> BTreeMap<String, (String, ResolvedEnvironment)> {
+    let options = ValidateOptions {
+        limits: *limits,
+        ..ValidateOptions::default()
+    };
+    let validation = validate_repository(tree, &options);
+    // Notices (such as "no agent manifest") are validation's to report, not drift's.
+    diagnostics.extend(
+        validation
+            .diagnostics
+            .into_iter()
+            .filter(|d| d.severity != Severity::Notice),
+    );
     let mut out = BTreeMap::new();
-    let discovery = discover(tree, limits);
-    for path in discovery.workspace_manifests {
+    for agent in &validation.agents {
+        let runtime = AgentRuntime::from_agent(agent);
+        let mut resolved =
+            ResolvedEnvironment::resolve(&WorkspaceManifest::default(), Some(&runtime));
+        resolved.manifest = agent.name.clone();
+        resolved.surfaces.clear();
+        out.insert(
+            format!("agent/{}", agent.name),
+            (agent.manifest.clone(), resolved),
+        );
+    }
+    for path in validation.workspace_manifests {
         let (manifest, found) = validate_workspace(tree, &path, limits);
         diagnostics.extend(found);
         if let Some(manifest) = manifest {
             let key = if manifest.metadata.slug.is_empty() {
-                path.clone()
+                format!("workspace/{path}")
             } else {
-                manifest.metadata.slug.clone()
+                format!("workspace/{}", manifest.metadata.slug)
             };
             out.insert(key, (path, ResolvedEnvironment::resolve(&manifest, None)));
         }

@@ -345,3 +345,28 @@ fn drift_between_two_trees() {
     insta::assert_snapshot!("drift_between_trees_text", report.to_text());
     insta::assert_json_snapshot!("drift_between_trees_json", report);
 }
+
+#[test]
+fn native_agents_drift_by_name() {
+    let manifest = |image: &str, level: &str| {
+        format!(
+            "astrolift_version = 1\nname = \"triage\"\n\n[[workloads]]\nname = \"triage\"\nkind = \"agent\"\n\n  [[workloads.containers]]\n  name = \"agent\"\n  is_primary = true\n  image_ref = \"{image}\"\n\n[environment]\nLOG_LEVEL = \"{level}\"\n\n[secrets]\nAPI = \"secret://agents/api\"\n"
+        )
+    };
+    let old = MemTree::from_files([("astrolift.toml", manifest("ghcr.io/a/b:1", "info"))]);
+    let new = MemTree::from_files([("astrolift.toml", manifest("ghcr.io/a/b:2", "debug"))]);
+    let report = drift_between_trees(&old, &new, &Limits::DEFAULT);
+    let kinds: Vec<_> = report
+        .environments
+        .iter()
+        .flat_map(|w| w.drifts.iter().map(|d| d.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [K::EnvVarChanged, K::ImageChanged],
+        "{}",
+        report.to_text()
+    );
+    assert_eq!(report.environments[0].id, "agent/triage");
+    assert!(!report.has_critical());
+}
