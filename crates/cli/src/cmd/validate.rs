@@ -1,12 +1,14 @@
 //! `astrolift validate [DIR] [--config PATH]... [--format human|json|sarif|github]`.
 
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use astrolift_cli::render::{self, Format, Report, Style};
-use astrolift_manifest::{DirTree, Limits, ValidateOptions, diagnostic, validate_repository};
+use astrolift_manifest::{
+    DirTree, Limits, SourceTree, ValidateOptions, diagnostic, validate_repository,
+};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -47,15 +49,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         diagnostics: &validation.diagnostics,
     };
 
-    let mut stdout = anstream::stdout().lock();
-    render::render(args.format, &report, &tree, Style::Styled, &mut stdout)
-        .and_then(|()| stdout.flush())
-        .context("cannot write the report")?;
+    write_report(args.format, &report, &tree).context("cannot write the report")?;
+    tracing::debug!(
+        files = tree.entries().len(),
+        agents = agents.len(),
+        diagnostics = validation.diagnostics.len(),
+        "validated"
+    );
     Ok(if validation.has_errors() {
         super::EXIT_FINDINGS.into()
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Human output goes through `anstream`, which drops colours unless stdout
+/// is a terminal (and honours `NO_COLOR` / `CLICOLOR_FORCE`); the machine
+/// formats are written as they are, buffered.
+fn write_report(format: Format, report: &Report<'_>, tree: &DirTree) -> std::io::Result<()> {
+    let mut out: Box<dyn Write> = match format {
+        Format::Human => Box::new(BufWriter::new(anstream::stdout().lock())),
+        _ => Box::new(BufWriter::new(std::io::stdout().lock())),
+    };
+    render::render(format, report, tree, Style::Styled, &mut out)?;
+    out.flush()
 }
 
 /// `--config PATH` as a repo-relative POSIX path: relative paths are taken

@@ -63,11 +63,14 @@ fn properties(diagnostic: &Diagnostic) -> Vec<(&'static str, String)> {
     properties
 }
 
-/// `escapeData`: `%`, `\r` and `\n` in a command's message.
+/// `escapeData`: `%`, `\r` and `\n` in a command's message. Other control
+/// characters (an escape sequence in a hostile key name, say) become U+FFFD
+/// so they cannot drive the log viewer.
 pub fn escape_data(text: &str) -> String {
     text.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
+        .replace(|c: char| c.is_control() && c != '\t', "\u{fffd}")
 }
 
 /// `escapeProperty`: `escapeData` plus `:` and `,` in a property value.
@@ -83,5 +86,6 @@ mod tests {
     fn escapes_like_the_actions_toolkit() {
         assert_eq!(escape_data("100%\r\nnext"), "100%25%0D%0Anext");
         assert_eq!(escape_property("a:b,c%"), "a%3Ab%2Cc%25");
+        assert_eq!(escape_data("a\u{1b}[31m\tb"), "a\u{fffd}[31m\tb");
     }
 }
