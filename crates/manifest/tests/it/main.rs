@@ -4,6 +4,8 @@ mod catalogue;
 mod examples;
 mod fixtures;
 mod props;
+mod rules;
+mod scale;
 mod support;
 
 mod h5_config;
