@@ -59,7 +59,15 @@ start() {
 
 stop() {
   if is_running; then
-    kill "$(cat "$pid_file")"
+    local pid
+    pid="$(cat "$pid_file")"
+    kill "$pid"
+    # moto exits from its SIGTERM handler, which can take a few seconds when it is busy.
+    for _ in $(seq 1 100); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
   fi
   rm -f "$pid_file" "$state_dir/moto.port"
 }
