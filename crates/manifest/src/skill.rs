@@ -18,8 +18,9 @@ use crate::files;
 use crate::limits::Limits;
 use crate::model::LocalSkill;
 use crate::paths;
-use crate::toml_walk::closest;
+use crate::toml_walk::unknown_key_help;
 use crate::tree::SourceTree;
+use crate::yaml;
 
 /// The file that makes a directory a skill.
 pub const SKILL_FILE: &str = "SKILL.md";
@@ -212,13 +213,7 @@ impl SkillFile<'_> {
         if split.yaml.trim().is_empty() {
             return Some(Entries(Vec::new()));
         }
-        // Both structs are non-exhaustive: start from the defaults, then bound them.
-        let mut budget = serde_saphyr::Budget::default();
-        budget.max_depth = limits.yaml_depth;
-        budget.max_aliases = limits.yaml_aliases;
-        let mut options = serde_saphyr::Options::default();
-        options.budget = Some(budget);
-        options.with_snippet = false;
+        let options = frontmatter_options(limits);
         match serde_saphyr::from_str_with_options::<Entries>(split.yaml, options) {
             Ok(entries) => Some(entries),
             Err(error) => {
@@ -305,10 +300,7 @@ impl SkillFile<'_> {
                 skill.allowed_tools = self.allowed_tools(&field.value.value, value_span)
             }
             other => {
-                let help = match closest(other, FRONTMATTER_KEYS) {
-                    Some(best) => format!("did you mean `{best}`?"),
-                    None => format!("known fields: {}", FRONTMATTER_KEYS.join(", ")),
-                };
+                let help = unknown_key_help(other, FRONTMATTER_KEYS);
                 self.report(
                     &UNKNOWN_FIELD,
                     key_span,
@@ -421,6 +413,31 @@ impl SkillFile<'_> {
         let last = self.diagnostics.len() - 1;
         &mut self.diagnostics[last]
     }
+}
+
+/// Parser options with the same bounds as every other YAML this crate reads
+/// (`yaml.rs`): the §11 depth and alias limits, a node cap, a cap on events
+/// replayed through aliases (so an alias bomb fails in milliseconds), and
+/// duplicate keys rejected. The option structs are non-exhaustive, so they
+/// start from the defaults.
+fn frontmatter_options(limits: &Limits) -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_depth = limits.yaml_depth;
+    budget.flow_nesting_limit = limits.yaml_depth;
+    budget.max_aliases = limits.yaml_aliases;
+    budget.max_nodes = yaml::MAX_NODES;
+    budget.max_documents = 1;
+    budget.max_events = yaml::MAX_NODES.saturating_mul(4);
+    budget.max_recorded_anchor_events = yaml::MAX_REPLAYED_EVENTS;
+    let mut alias_limits = serde_saphyr::options::AliasLimits::default();
+    alias_limits.max_total_replayed_events = yaml::MAX_REPLAYED_EVENTS;
+    alias_limits.max_replay_stack_depth = limits.yaml_depth;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options.alias_limits = alias_limits;
+    options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::Error;
+    options.with_snippet = false;
+    options
 }
 
 /// The span of a spanned frontmatter node, shifted below the opening fence.

@@ -126,3 +126,48 @@ fn every_diagnostic_code_is_in_the_catalogue() {
         }
     }
 }
+
+/// A frontmatter that would expand to billions of nodes, or nest past the
+/// YAML depth limit, is a diagnostic in milliseconds, never a hang.
+#[test]
+fn hostile_frontmatter_is_bounded() {
+    let mut bomb =
+        String::from("---\nname: big\ndescription: d\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..12 {
+        let prev = i - 1;
+        bomb.push_str(&format!(
+            "a{i}: &a{i} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"
+        ));
+    }
+    bomb.push_str("---\n");
+    let deep = format!(
+        "---\nname: deep\ndescription: d\nmetadata: {}{}\n---\n",
+        "[".repeat(5_000),
+        "]".repeat(5_000)
+    );
+    for (dir, text) in [("big", bomb), ("deep", deep)] {
+        let manifest = MANIFEST
+            .replace("./skills/big", &format!("./skills/{dir}"))
+            .replace("brief = \"brief/README.md\"\n", "");
+        let tree = MemTree::from_files([
+            ("astrolift.toml".to_owned(), manifest),
+            (format!("skills/{dir}/SKILL.md"), text),
+        ]);
+        let start = std::time::Instant::now();
+        let validation = validate(&tree);
+        println!("{dir}: {:?}", start.elapsed());
+        assert!(
+            start.elapsed().as_secs() < 5,
+            "{dir}: took {:?}",
+            start.elapsed()
+        );
+        assert!(
+            validation
+                .diagnostics
+                .iter()
+                .any(|d| d.code == "skill/invalid-frontmatter"),
+            "{dir}: {:#?}",
+            validation.diagnostics
+        );
+    }
+}
