@@ -30,6 +30,9 @@ pub struct AgentManifest {
     /// `[secrets]`: name to `secret://` reference. Never a plaintext value.
     pub secrets: BTreeMap<String, String>,
     pub package: PackageSpec,
+    /// `[[triggers]]`: the bindings complete enough to register.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub triggers: Vec<crate::triggers::TriggerSpec>,
 }
 
 /// The agent's brief and the context files its relative links name.

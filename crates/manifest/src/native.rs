@@ -22,6 +22,7 @@ use crate::paths::{self, SLUG_RULE};
 use crate::skill;
 use crate::toml_walk::{TomlFile, key_span};
 use crate::tree::SourceTree;
+use crate::triggers;
 
 /// The runtime variables the dispatcher owns (seed 000, "Runtime environment").
 /// A manifest `[environment]` that sets one is ignored with a warning; the
@@ -169,7 +170,7 @@ pub const CODES: &[&Code] = &[
     &INVALID_MOUNT,
 ];
 
-/// Top-level keys. `triggers` is read by the trigger-binding rules.
+/// Top-level keys. `triggers` is read by the trigger-binding rules (`triggers.rs`).
 pub const ROOT_KEYS: &[&str] = &[
     "astrolift_version",
     "name",
@@ -244,6 +245,7 @@ impl<'i> ManifestReader<'_, 'i, '_> {
         let workload = self.workloads(table);
         let environment = self.environment(table);
         let secrets = self.secrets(table);
+        let triggers = triggers::validate_triggers(self.file, table);
         let agent = AgentManifest {
             manifest: discovered.manifest.clone(),
             dir: self.dir.clone(),
@@ -256,6 +258,7 @@ impl<'i> ManifestReader<'_, 'i, '_> {
             environment,
             secrets,
             package,
+            triggers,
         };
         NativeManifest { agent, name_span }
     }
