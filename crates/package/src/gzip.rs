@@ -9,6 +9,12 @@
 //! header written here (no name, mtime 0, OS 255) and the CRC-32/length
 //! trailer.
 //!
+//! A chunk whose bytes are near-uniform (random data, media, archives) is
+//! written as stored blocks instead: deflate cannot shrink it (level 6 adds
+//! bytes) and spends most of its time trying. The test is a chi-square
+//! against the uniform byte distribution below [`UNIFORM_CHI_SQUARE`], in
+//! integer arithmetic so that every machine decides alike.
+//!
 //! Written by hand because `GzBuilder` compresses on one thread only. The
 //! bytes depend only on the input, the level and the chunk size, never on the
 //! number of threads or their timing: each chunk is a pure function of
@@ -26,6 +32,12 @@ use flate2::{Compress, Compression, Crc, FlushCompress, Status};
 /// archive format: changing it changes every digest.
 pub const CHUNK: usize = 1 << 20;
 const WINDOW: usize = 32 * 1024;
+/// Chunks whose byte histogram has a chi-square below this (255 degrees of
+/// freedom: random data scores about 255) are stored, not deflated. Part of
+/// the archive format.
+pub const UNIFORM_CHI_SQUARE: u128 = 1024;
+/// Shorter chunks are always deflated.
+const MIN_STORED_CHUNK: usize = 4096;
 
 struct Job {
     dictionary: Vec<u8>,
@@ -49,7 +61,7 @@ pub struct ParallelGzip<W: Write> {
     chunk: Vec<u8>,
     dictionary: Vec<u8>,
     crc: Crc,
-    inline: Compress,
+    inline: Deflater,
     pool: Option<Pool>,
     header_written: bool,
 }
@@ -76,7 +88,7 @@ impl<W: Write> ParallelGzip<W> {
             chunk: Vec::with_capacity(CHUNK),
             dictionary: Vec::new(),
             crc: Crc::new(),
-            inline: Compress::new(Compression::new(level), false),
+            inline: Deflater::new(level),
             pool,
             header_written: false,
         }
@@ -122,7 +134,7 @@ impl<W: Write> ParallelGzip<W> {
         self.dictionary = data[data.len().saturating_sub(WINDOW)..].to_vec();
         match &mut self.pool {
             None => {
-                let bytes = deflate_chunk(&mut self.inline, &dictionary, &data, last)?;
+                let bytes = self.inline.chunk(&dictionary, &data, last)?;
                 self.inner.write_all(&bytes)
             }
             Some(pool) => {
@@ -208,14 +220,14 @@ impl Drop for Pool {
 }
 
 fn worker(queue: &Mutex<Receiver<Job>>, level: u32) {
-    let mut compress = Compress::new(Compression::new(level), false);
+    let mut deflater = Deflater::new(level);
     loop {
         let job = match queue.lock() {
             Ok(queue) => queue.recv(),
             Err(_) => return,
         };
         let Ok(job) = job else { return };
-        let result = deflate_chunk(&mut compress, &job.dictionary, &job.data, job.last);
+        let result = deflater.chunk(&job.dictionary, &job.data, job.last);
         // The writer may have gone away after an error; nothing to do then.
         let _ = job.reply.send(result);
     }
@@ -225,6 +237,52 @@ fn receive(reply: &Receiver<io::Result<Vec<u8>>>) -> io::Result<Vec<u8>> {
     reply
         .recv()
         .map_err(|_| io::Error::other("a compression worker stopped"))?
+}
+
+/// The two compressors a chunk may go through: the archive's level, and
+/// stored blocks for near-uniform data.
+struct Deflater {
+    deflate: Compress,
+    store: Compress,
+}
+
+impl Deflater {
+    fn new(level: u32) -> Self {
+        Self {
+            deflate: Compress::new(Compression::new(level), false),
+            store: Compress::new(Compression::none(), false),
+        }
+    }
+
+    fn chunk(&mut self, dictionary: &[u8], data: &[u8], last: bool) -> io::Result<Vec<u8>> {
+        let compress = if is_near_uniform(data) {
+            &mut self.store
+        } else {
+            &mut self.deflate
+        };
+        deflate_chunk(compress, dictionary, data, last)
+    }
+}
+
+/// Chi-square of the byte histogram against uniform, below the threshold:
+/// sum((256·count − n)²) / (256·n) < T, compared without division.
+fn is_near_uniform(data: &[u8]) -> bool {
+    if data.len() < MIN_STORED_CHUNK {
+        return false;
+    }
+    let mut counts = [0u64; 256];
+    for &byte in data {
+        counts[usize::from(byte)] += 1;
+    }
+    let n = data.len() as u128;
+    let sum: u128 = counts
+        .iter()
+        .map(|&c| {
+            let d = (256 * u128::from(c)).abs_diff(n);
+            d * d
+        })
+        .sum();
+    sum < UNIFORM_CHI_SQUARE * 256 * n
 }
 
 /// Raw deflate of one chunk, primed with `dictionary`; sync-flushed unless last.
@@ -261,5 +319,51 @@ fn deflate_chunk(
             return Ok(out);
         }
         out.reserve(64 * 1024);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noise(len: usize) -> Vec<u8> {
+        let mut state = 0x2545_f491_u64;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_near_uniform_chunks_are_stored() {
+        assert!(is_near_uniform(&noise(CHUNK)));
+        assert!(!is_near_uniform(&noise(100)), "short chunks are deflated");
+        let text: Vec<u8> = b"let x = slice(tree);\n".repeat(50_000);
+        assert!(!is_near_uniform(&text));
+        assert!(!is_near_uniform(&vec![0u8; CHUNK]));
+    }
+
+    #[test]
+    fn stored_chunks_cost_a_few_bytes_and_round_trip() -> io::Result<()> {
+        let data = noise(3 * CHUNK + 123);
+        let mut gzip = ParallelGzip::new(Vec::new(), 6, 1);
+        gzip.write_all(&data)?;
+        let bytes = gzip.finish()?;
+        assert!(
+            bytes.len() < data.len() + data.len() / 1000,
+            "{}",
+            bytes.len()
+        );
+        let mut decoded = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::GzDecoder::new(bytes.as_slice()),
+            &mut decoded,
+        )?;
+        assert_eq!(decoded, data);
+        Ok(())
     }
 }

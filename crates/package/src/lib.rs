@@ -10,14 +10,16 @@
 //! - the slice of each agent ([`slice`] / [`Slice::build`]): `root`,
 //!   `include`/`exclude`, `executables`, `[[package.shared]]`, local skills,
 //!   brief and context files;
-//! - the archive format ([`write_archive`]) and its digest;
+//! - the archive format ([`write_archive`], gzip in [`gzip`]) and its digest;
 //! - the snapshot format ([`snapshot`], [`Snapshot::canonical_json`],
 //!   [`Snapshot::digest`], the agent's version).
 //!
 //! Invariants:
 //! - **No I/O beyond reading a source tree and writing the archive to the
-//!   writer it is given** (plus the tarball's own spool file). No network, no
-//!   AWS, no clock, no environment variables. Storage is the `store` crate's.
+//!   writer it is given** (plus the tarball's own anonymous spool file). No
+//!   network, no AWS, no clock, no environment variables. Storage is the
+//!   `store` crate's. Compression may use a few worker threads; they never
+//!   change a byte of the output.
 //! - **Deterministic.** The same files (paths, bytes, `executables` matches)
 //!   give the same archive bytes and digest on any machine, in any walk
 //!   order, with any timestamps, owners or umask. Source permission bits are
@@ -64,3 +66,32 @@ pub use slice::{Slice, SliceError, SliceFile, slice};
 pub use snapshot::{Snapshot, snapshot};
 pub use source::PayloadTree;
 pub use tarball::{SourceTarball, TarballError, TarballOptions, TarballTree};
+
+/// One agent, packaged: its archive's output and its snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packaged {
+    pub slice: Slice,
+    pub output: PackageOutput,
+    pub snapshot: Snapshot,
+}
+
+/// Slices, archives (to `writer`) and snapshots one agent; every failure is
+/// a diagnostic on its manifest. On an error after the first byte (a read or
+/// write failure) the writer holds a partial archive: write to a temp file
+/// and keep it only on `Ok`.
+pub fn package_agent<W: std::io::Write>(
+    manifest: &astrolift_manifest::model::AgentManifest,
+    tree: &dyn PayloadTree,
+    limits: &astrolift_manifest::Limits,
+    writer: W,
+) -> Result<Packaged, Vec<astrolift_manifest::Diagnostic>> {
+    let slice = slice(manifest, tree, limits)?;
+    let failed = |e: PackageError| vec![e.to_diagnostic(&manifest.manifest, &manifest.name)];
+    let output = write_archive(&slice, tree, writer).map_err(failed)?;
+    let snapshot = snapshot(manifest, &slice, tree, &output).map_err(failed)?;
+    Ok(Packaged {
+        slice,
+        output,
+        snapshot,
+    })
+}

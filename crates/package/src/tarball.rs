@@ -243,6 +243,14 @@ impl<'o> Indexer<'o> {
         let kind = entry.header().entry_type();
         let raw_name = entry.path_bytes().into_owned();
         match kind {
+            EntryType::GNULongName | EntryType::XHeader
+                if self.pending.long_name.is_some() || self.pending.pax.is_some() =>
+            {
+                return Err(unsupported(
+                    &raw_name,
+                    "two extension headers describe one entry",
+                ));
+            }
             EntryType::GNULongName => {
                 let mut name = self.read_extension(&mut entry, &raw_name)?;
                 while name.last() == Some(&0) {
@@ -564,6 +572,9 @@ impl SourceTree for TarballTree {
                 size: entry.size,
                 limit,
             });
+        }
+        if let Some(Location::Memory(bytes)) = self.location(path) {
+            return Ok(Cow::Borrowed(bytes));
         }
         let mut reader = self.open_file(path)?;
         let mut bytes = Vec::with_capacity(usize::try_from(entry.size).unwrap_or(0));

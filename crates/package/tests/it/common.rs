@@ -27,6 +27,7 @@ pub fn manifest(name: &str, dir: &str) -> AgentManifest {
         workload: None,
         environment: Default::default(),
         secrets: Default::default(),
+        triggers: Vec::new(),
         package: PackageSpec {
             declared: true,
             root: dir.to_owned(),

@@ -6,22 +6,25 @@ use std::path::Path;
 
 use astrolift_manifest::model::{AgentManifest, SharedMount};
 use astrolift_manifest::{DirTree, Limits, ValidateOptions, validate_repository};
-use astrolift_package::{PayloadTree, snapshot};
+use astrolift_package::{PayloadTree, package_agent};
 
-use crate::common::{brief, local_skill, manifest, package};
+use crate::common::{brief, local_skill, manifest};
 
 fn fixtures() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"))
 }
 
 fn line(agent: &AgentManifest, tree: &dyn PayloadTree) -> String {
-    let (slice, output, _) = package(agent, tree);
-    let version = snapshot(agent, &slice, tree, &output)
-        .expect("snapshot")
-        .digest();
+    let packaged = package_agent(agent, tree, &Limits::DEFAULT, std::io::sink())
+        .unwrap_or_else(|d| panic!("{}: {d:#?}", agent.name));
+    let output = &packaged.output;
     format!(
-        "{}: payload {} ({} files, {} bytes) version {version}",
-        agent.name, output.digest, output.files, output.size
+        "{}: payload {} ({} files, {} bytes) version {}",
+        agent.name,
+        output.digest,
+        output.files,
+        output.size,
+        packaged.snapshot.digest()
     )
 }
 

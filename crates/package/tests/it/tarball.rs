@@ -249,6 +249,20 @@ fn hostile_tarballs_are_rejected_naming_the_entry() {
     case("oversized-long-name", &t);
 
     let mut t = RawTar::github(TOP);
+    t.entry(
+        b"PaxHeader/a",
+        EntryType::XHeader,
+        &pax_record("path", &format!("{TOP}/a")),
+    )
+    .entry(
+        b"././@LongLink",
+        EntryType::GNULongName,
+        format!("{TOP}/../b\0").as_bytes(),
+    )
+    .file(&format!("{TOP}/innocent"), b"x", 0o644);
+    case("two-extension-headers", &t);
+
+    let mut t = RawTar::github(TOP);
     t.file(&format!("{TOP}/twice"), b"1", 0o644)
         .file(&format!("{TOP}/twice"), b"2", 0o644);
     case("duplicate-entry", &t);
