@@ -18,6 +18,7 @@ use crate::files;
 use crate::limits::Limits;
 use crate::model::LocalSkill;
 use crate::paths;
+use crate::position::LineIndex;
 use crate::toml_walk::unknown_key_help;
 use crate::tree::SourceTree;
 use crate::yaml;
@@ -122,18 +123,41 @@ pub fn read_local_skill(
     checker.parse(&text, limits)
 }
 
-/// The frontmatter split out of a SKILL.md: YAML text, the line it starts on
-/// (0-based offset added to parser lines) and the body after it.
+/// The frontmatter split out of a SKILL.md: the YAML text, the byte offset
+/// where it starts, and the body after it.
 struct Split<'t> {
     yaml: &'t str,
-    line_offset: u32,
+    yaml_start: usize,
     body: &'t str,
+}
+
+/// Maps parser positions inside the frontmatter to positions in SKILL.md.
+struct Frame<'t> {
+    index: LineIndex<'t>,
+    yaml_start: usize,
+}
+
+impl Frame<'_> {
+    /// The span of a node: exact from byte offsets (string input always has
+    /// them), else the parser's line and column below the opening fence.
+    fn span(&self, location: serde_saphyr::Location) -> Span {
+        let span = location.span();
+        match (span.byte_offset(), span.byte_len()) {
+            (Some(offset), Some(len)) => {
+                let start = self
+                    .yaml_start
+                    .saturating_add(usize::try_from(offset).unwrap_or(usize::MAX));
+                let end = start.saturating_add(usize::try_from(len).unwrap_or(0).max(1));
+                self.index.span(start..end)
+            }
+            _ => point(location.line(), location.column()),
+        }
+    }
 }
 
 /// Splits `---\n<yaml>\n---\n<body>`. Written by hand: the fence rules are
 /// two lines of logic and no frontmatter crate reports positions.
 fn split_frontmatter(text: &str) -> Result<Split<'_>, &'static str> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = text.split_inclusive('\n');
     let first = lines.next().unwrap_or("");
     if first.trim_end() != "---" {
@@ -146,7 +170,7 @@ fn split_frontmatter(text: &str) -> Result<Split<'_>, &'static str> {
         if fence == "---" || fence == "..." {
             return Ok(Split {
                 yaml: &text[yaml_start..offset],
-                line_offset: 1,
+                yaml_start,
                 body: &text[offset + line.len()..],
             });
         }
@@ -195,6 +219,7 @@ struct Field<'e> {
 
 impl SkillFile<'_> {
     fn parse(&mut self, text: &str, limits: &Limits) -> Option<LocalSkill> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let split = match split_frontmatter(text) {
             Ok(split) => split,
             Err(message) => {
@@ -205,11 +230,20 @@ impl SkillFile<'_> {
                 return None;
             }
         };
-        let entries = self.parse_yaml(&split, limits)?;
-        Some(self.check_fields(&entries, split.line_offset, split.body))
+        let frame = Frame {
+            index: LineIndex::new(text),
+            yaml_start: split.yaml_start,
+        };
+        let entries = self.parse_yaml(&split, &frame, limits)?;
+        Some(self.check_fields(&entries, &frame, split.body))
     }
 
-    fn parse_yaml(&mut self, split: &Split<'_>, limits: &Limits) -> Option<Entries> {
+    fn parse_yaml(
+        &mut self,
+        split: &Split<'_>,
+        frame: &Frame<'_>,
+        limits: &Limits,
+    ) -> Option<Entries> {
         if split.yaml.trim().is_empty() {
             return Some(Entries(Vec::new()));
         }
@@ -217,9 +251,7 @@ impl SkillFile<'_> {
         match serde_saphyr::from_str_with_options::<Entries>(split.yaml, options) {
             Ok(entries) => Some(entries),
             Err(error) => {
-                let span = error.location().map_or(Span::FILE, |l| {
-                    point(l.line(), l.column(), split.line_offset)
-                });
+                let span = error.location().map_or(Span::FILE, |l| frame.span(l));
                 let message = first_line(&error.without_snippet().to_string());
                 self.report(
                     &INVALID_FRONTMATTER,
@@ -231,7 +263,7 @@ impl SkillFile<'_> {
         }
     }
 
-    fn check_fields(&mut self, entries: &Entries, line_offset: u32, body: &str) -> LocalSkill {
+    fn check_fields(&mut self, entries: &Entries, frame: &Frame<'_>, body: &str) -> LocalSkill {
         let mut skill = LocalSkill {
             name: String::new(),
             description: String::new(),
@@ -245,7 +277,7 @@ impl SkillFile<'_> {
         for (key, value) in &entries.0 {
             let field = Field { key, value };
             seen.push(key.value.as_str());
-            self.check_field(&field, line_offset, &mut skill);
+            self.check_field(&field, frame, &mut skill);
         }
         for required in ["name", "description"] {
             if !seen.contains(&required) {
@@ -259,10 +291,10 @@ impl SkillFile<'_> {
         skill
     }
 
-    fn check_field(&mut self, field: &Field<'_>, line_offset: u32, skill: &mut LocalSkill) {
+    fn check_field(&mut self, field: &Field<'_>, frame: &Frame<'_>, skill: &mut LocalSkill) {
         let key = field.key.value.as_str();
-        let key_span = spanned(field.key, line_offset);
-        let value_span = spanned(field.value, line_offset);
+        let key_span = frame.span(field.key.referenced);
+        let value_span = frame.span(field.value.referenced);
         match key {
             "name" => {
                 if let Some(name) = self.string(key, &field.value.value, value_span) {
@@ -440,22 +472,12 @@ fn frontmatter_options(limits: &Limits) -> serde_saphyr::Options {
     options
 }
 
-/// The span of a spanned frontmatter node, shifted below the opening fence.
-fn spanned<T>(node: &Spanned<T>, line_offset: u32) -> Span {
-    let location = node.referenced;
-    let mut span = point(location.line(), location.column(), line_offset);
-    let len = u32::try_from(location.span().len()).unwrap_or(0);
-    if len > 0 {
-        span.end_column = span.column.saturating_add(len);
-    }
-    span
-}
-
-/// A one-character span at a parser position (1-based line and column).
-fn point(line: u64, column: u64, line_offset: u32) -> Span {
+/// A one-character span at a parser position (1-based line and column of the
+/// frontmatter), moved below the opening `---` line.
+fn point(line: u64, column: u64) -> Span {
     let line = u32::try_from(line.max(1))
         .unwrap_or(u32::MAX)
-        .saturating_add(line_offset);
+        .saturating_add(1);
     let column = u32::try_from(column.max(1)).unwrap_or(u32::MAX);
     Span {
         line,
