@@ -30,7 +30,17 @@ pub fn read_text(
     limit: u64,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<String> {
-    let error = match tree.read_text(path, limit) {
+    // The listing already knows the size: an oversized file is never opened.
+    let listed_size = tree.entry(path).map_or(0, |e| e.size);
+    let result = if listed_size > limit {
+        Err(ReadError::TooLarge {
+            size: listed_size,
+            limit,
+        })
+    } else {
+        tree.read_text(path, limit)
+    };
+    let error = match result {
         Ok(text) => return Some(text),
         Err(error) => error,
     };
