@@ -10,6 +10,7 @@ use crate::limits::Limits;
 use crate::model::AgentManifest;
 use crate::native;
 use crate::tree::SourceTree;
+use crate::{config, workspace};
 
 /// What `validate_repository` is told beyond the tree.
 #[derive(Debug, Clone, Default)]
@@ -74,6 +75,13 @@ pub fn validate_repository(tree: &dyn SourceTree, options: &ValidateOptions) -> 
             diagnostics.push(diagnostic);
         }
         agents.push(manifest.agent);
+    }
+    for path in &discovery.workspace_manifests {
+        let (_, found) = workspace::validate_workspace(tree, path, &options.limits);
+        diagnostics.extend(found);
+    }
+    for path in &options.config_paths {
+        diagnostics.extend(config::load_config(tree, path, &options.limits).diagnostics);
     }
     diagnostic::sort(&mut diagnostics);
     Validation {

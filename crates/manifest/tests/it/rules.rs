@@ -171,3 +171,34 @@ fn hostile_frontmatter_is_bounded() {
         );
     }
 }
+
+#[test]
+fn config_paths_are_validated_with_the_repository() {
+    let tree = MemTree::from_files([
+        (
+            "astrolift.toml",
+            MANIFEST.replace(
+                "brief = \"brief/README.md\"\nskills = [\"./skills/big\"]\n",
+                "",
+            ),
+        ),
+        (
+            "configs/main.toml",
+            "include = [\"missing.toml\"]\n".to_owned(),
+        ),
+    ]);
+    let options = ValidateOptions {
+        config_paths: vec!["configs/main.toml".to_owned()],
+        ..ValidateOptions::default()
+    };
+    let validation = validate_repository(&tree, &options);
+    assert!(
+        validation
+            .diagnostics
+            .iter()
+            .any(|d| d.path == "configs/main.toml" && d.is_error()),
+        "{:#?}",
+        validation.diagnostics
+    );
+    assert!(!validate(&tree).has_errors());
+}
