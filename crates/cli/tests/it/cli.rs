@@ -171,14 +171,27 @@ fn which(program: &str) -> Result<std::path::PathBuf, ()> {
 #[test]
 fn config_paths_reach_the_validator() {
     let dir = fixture("valid-single");
-    let run = astrolift([
-        "validate".as_ref(),
-        dir.as_os_str(),
-        "--config".as_ref(),
-        "configs/missing.toml".as_ref(),
-        "--format".as_ref(),
-        "json".as_ref(),
-    ]);
-    assert_ne!(run.code, 2, "{run:?}");
-    json(&run.stdout);
+    // Relative to DIR, or starting with DIR: the same repo-relative path.
+    for config in [
+        std::path::PathBuf::from("configs/missing.toml"),
+        dir.join("configs/missing.toml"),
+    ] {
+        let run = astrolift([
+            "validate".as_ref(),
+            dir.as_os_str(),
+            "--config".as_ref(),
+            config.as_os_str(),
+            "--format".as_ref(),
+            "json".as_ref(),
+        ]);
+        assert_eq!(run.code, 1, "a missing config is an error: {run:?}");
+        let document = json(&run.stdout);
+        let paths: Vec<_> = document["diagnostics"]
+            .as_array()
+            .expect("diagnostics")
+            .iter()
+            .map(|d| d["path"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(paths, ["configs/missing.toml"], "{config:?}");
+    }
 }
