@@ -19,4 +19,5 @@
 //! `store` crate). This crate only translates between HTTP and our types.
 #![forbid(unsafe_code)]
 
+pub mod github;
 pub mod webhook;

@@ -1,0 +1,384 @@
+//! Check runs: created `in_progress`, completed with output and annotations.
+//!
+//! GitHub's limits, enforced here so a request is never refused for size:
+//! at most 50 annotations per request (GitHub appends annotations across
+//! updates, so the rest go in extra PATCHes before the completing one);
+//! `summary` and `text` under 65,535 (we count bytes, which is stricter than
+//! GitHub's characters) with a note saying how much was cut; titles of at
+//! most 255 characters; annotation messages and raw details of at most 64 KiB.
+
+use astrolift_manifest::{Counts, Diagnostic, Severity};
+use http::Method;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::client::{GitHubError, Installation, RepoPath};
+
+/// The check run's name (DESIGN.md §8).
+pub const CHECK_RUN_NAME: &str = "Astrolift";
+/// Annotations per request.
+pub const ANNOTATIONS_PER_REQUEST: usize = 50;
+/// `output.summary` and `output.text`, bytes.
+pub const MAX_OUTPUT_TEXT: usize = 65_535;
+/// `output.title` and annotation titles, characters.
+pub const MAX_TITLE_CHARS: usize = 255;
+/// Annotation `message` and `raw_details`, bytes.
+pub const MAX_ANNOTATION_TEXT: usize = 64 * 1024;
+
+/// How a completed run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Conclusion {
+    Success,
+    Failure,
+    Neutral,
+    Cancelled,
+    Skipped,
+    TimedOut,
+    ActionRequired,
+}
+
+impl Conclusion {
+    /// DESIGN.md §8: `failure` with any error, `neutral` with only warnings
+    /// or notices, `success` with none.
+    pub fn of(diagnostics: &[Diagnostic]) -> Self {
+        let counts = Counts::of(diagnostics);
+        if counts.errors > 0 {
+            Conclusion::Failure
+        } else if counts.warnings + counts.notices > 0 {
+            Conclusion::Neutral
+        } else {
+            Conclusion::Success
+        }
+    }
+}
+
+/// An annotation's level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AnnotationLevel {
+    Notice,
+    Warning,
+    Failure,
+}
+
+impl From<Severity> for AnnotationLevel {
+    fn from(severity: Severity) -> Self {
+        match severity {
+            Severity::Error => AnnotationLevel::Failure,
+            Severity::Warning => AnnotationLevel::Warning,
+            Severity::Notice => AnnotationLevel::Notice,
+        }
+    }
+}
+
+/// One line annotation. Columns are 1-based and inclusive, and GitHub
+/// accepts them only when `start_line == end_line`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Annotation {
+    pub path: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_column: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_column: Option<u32>,
+    pub annotation_level: AnnotationLevel,
+    pub title: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_details: Option<String>,
+}
+
+impl Annotation {
+    /// The annotation for a diagnostic, or `None` for a diagnostic about the
+    /// repository as a whole (empty path): GitHub needs a file, so those
+    /// belong in the summary. Our `end_column` is exclusive, GitHub's
+    /// inclusive; columns are kept only on single-line spans.
+    pub fn from_diagnostic(diagnostic: &Diagnostic) -> Option<Self> {
+        if diagnostic.path.is_empty() {
+            return None;
+        }
+        let span = diagnostic.span;
+        let start_line = span.line.max(1);
+        let end_line = span.end_line.max(start_line);
+        let (start_column, end_column) = if start_line == end_line && span.column > 0 {
+            let end = span.end_column.saturating_sub(1).max(span.column);
+            (Some(span.column), Some(end))
+        } else {
+            (None, None)
+        };
+        let message = match &diagnostic.help {
+            Some(help) => format!("{}\n\nhelp: {help}", diagnostic.message),
+            None => diagnostic.message.clone(),
+        };
+        Some(Self {
+            path: diagnostic.path.clone(),
+            start_line,
+            end_line,
+            start_column,
+            end_column,
+            annotation_level: diagnostic.severity.into(),
+            title: diagnostic.code.clone(),
+            message,
+            raw_details: None,
+        })
+    }
+
+    /// The annotation within GitHub's field limits.
+    fn within_limits(mut self) -> Self {
+        self.title = trim_chars(&self.title, MAX_TITLE_CHARS);
+        self.message = trim_with_note(&self.message, MAX_ANNOTATION_TEXT);
+        self.raw_details = self
+            .raw_details
+            .map(|details| trim_with_note(&details, MAX_ANNOTATION_TEXT));
+        if self.start_line != self.end_line {
+            self.start_column = None;
+            self.end_column = None;
+        }
+        self
+    }
+}
+
+/// The run's output: title, Markdown summary and text, and annotations.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckRunOutput {
+    pub title: String,
+    pub summary: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub annotations: Vec<Annotation>,
+}
+
+impl CheckRunOutput {
+    /// The output within GitHub's limits: trimmed title, summary and text,
+    /// and each annotation's fields.
+    pub fn within_limits(self) -> Self {
+        Self {
+            title: trim_chars(&self.title, MAX_TITLE_CHARS),
+            summary: trim_with_note(&self.summary, MAX_OUTPUT_TEXT),
+            text: self.text.map(|text| trim_with_note(&text, MAX_OUTPUT_TEXT)),
+            annotations: self
+                .annotations
+                .into_iter()
+                .map(Annotation::within_limits)
+                .collect(),
+        }
+    }
+
+    /// The `output` object of one request carrying `annotations`.
+    fn body(&self, annotations: &[Annotation], with_text: bool) -> serde_json::Value {
+        let mut output = json!({
+            "title": self.title,
+            "summary": self.summary,
+            "annotations": annotations,
+        });
+        if let (true, Some(text)) = (with_text, &self.text) {
+            output["text"] = json!(text);
+        }
+        output
+    }
+}
+
+/// A check run as GitHub returns it (the fields we read).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CheckRun {
+    pub id: u64,
+    pub status: String,
+    #[serde(default)]
+    pub conclusion: Option<String>,
+    #[serde(default)]
+    pub html_url: Option<String>,
+}
+
+impl Installation {
+    /// Creates the check run `name` on `head_sha`, `in_progress`; returns its id.
+    pub async fn create_in_progress(
+        &self,
+        repo: &RepoPath,
+        head_sha: &str,
+        name: &str,
+    ) -> Result<u64, GitHubError> {
+        let url = self
+            .app
+            .api_url(&["repos", &repo.owner, &repo.name, "check-runs"]);
+        let body = json!({ "name": name, "head_sha": head_sha, "status": "in_progress" });
+        let request = self.request(Method::POST, url, Some(body));
+        let run: CheckRun = self.app.send_json(&request).await?;
+        Ok(run.id)
+    }
+
+    /// Completes run `id`: every annotation batch but the last in its own
+    /// PATCH, then the last with the conclusion. Makes ⌈annotations/50⌉
+    /// requests (at least one).
+    pub async fn complete(
+        &self,
+        repo: &RepoPath,
+        id: u64,
+        conclusion: Conclusion,
+        output: CheckRunOutput,
+    ) -> Result<CheckRun, GitHubError> {
+        let output = output.within_limits();
+        let mut batches: Vec<&[Annotation]> =
+            output.annotations.chunks(ANNOTATIONS_PER_REQUEST).collect();
+        let last = batches.pop().unwrap_or(&[]);
+        for batch in batches {
+            self.update(repo, id, json!({ "output": output.body(batch, false) }))
+                .await?;
+        }
+        let body = json!({
+            "status": "completed",
+            "conclusion": conclusion,
+            "output": output.body(last, true),
+        });
+        self.update(repo, id, body).await
+    }
+
+    /// Completes run `id` as `failure` with a plain explanation: what the
+    /// pipeline does when it cannot finish, so no run stays `in_progress`.
+    pub async fn fail_run(
+        &self,
+        repo: &RepoPath,
+        id: u64,
+        explanation: &str,
+    ) -> Result<CheckRun, GitHubError> {
+        let output = CheckRunOutput {
+            title: "Astrolift could not check this commit".to_owned(),
+            summary: explanation.to_owned(),
+            text: None,
+            annotations: Vec::new(),
+        };
+        self.complete(repo, id, Conclusion::Failure, output).await
+    }
+
+    async fn update(
+        &self,
+        repo: &RepoPath,
+        id: u64,
+        body: serde_json::Value,
+    ) -> Result<CheckRun, GitHubError> {
+        let id = id.to_string();
+        let url = self
+            .app
+            .api_url(&["repos", &repo.owner, &repo.name, "check-runs", &id]);
+        let request = self.request(Method::PATCH, url, Some(body));
+        self.app.send_json(&request).await
+    }
+}
+
+/// At most `max` characters.
+pub fn trim_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((index, _)) => text[..index].to_owned(),
+        None => text.to_owned(),
+    }
+}
+
+/// At most `max` bytes in all, cut on a UTF-8 boundary, ending with a note
+/// saying how many bytes were cut when any were.
+pub fn trim_with_note(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    // The note's length depends on the count it states; a few more digits
+    // than the text's length can have is a safe reserve.
+    let reserve = note(text.len(), max).len();
+    let mut keep = max.saturating_sub(reserve);
+    while !text.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    format!("{}{}", &text[..keep], note(text.len() - keep, max))
+}
+
+fn note(cut: usize, max: usize) -> String {
+    format!("\n\n… {cut} bytes cut (GitHub limits this field to {max} bytes).")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use astrolift_manifest::{Code, Span};
+
+    const CODE: Code = Code::new("manifest/test", Severity::Error, "a test code");
+
+    fn diagnostic(span: Span) -> Diagnostic {
+        Diagnostic::new(&CODE, "agents/a/astrolift.toml", span, "bad value")
+    }
+
+    #[test]
+    fn single_line_columns_become_inclusive() {
+        let span = Span {
+            line: 3,
+            column: 5,
+            end_line: 3,
+            end_column: 9,
+        };
+        let annotation = Annotation::from_diagnostic(&diagnostic(span));
+        let annotation = annotation.unwrap_or_else(|| panic!("a file diagnostic annotates"));
+        assert_eq!((annotation.start_line, annotation.end_line), (3, 3));
+        assert_eq!(
+            (annotation.start_column, annotation.end_column),
+            (Some(5), Some(8))
+        );
+        assert_eq!(annotation.annotation_level, AnnotationLevel::Failure);
+        assert_eq!(annotation.title, "manifest/test");
+    }
+
+    #[test]
+    fn multi_line_spans_drop_columns_and_file_spans_stay_valid() {
+        let span = Span {
+            line: 2,
+            column: 5,
+            end_line: 4,
+            end_column: 2,
+        };
+        let annotation = Annotation::from_diagnostic(&diagnostic(span));
+        let columns = annotation.map(|a| (a.start_column, a.end_column));
+        assert_eq!(columns, Some((None, None)));
+        let file = Annotation::from_diagnostic(&diagnostic(Span::FILE));
+        let columns = file.map(|a| (a.start_line, a.start_column, a.end_column));
+        assert_eq!(columns, Some((1, Some(1), Some(1))));
+    }
+
+    #[test]
+    fn repository_diagnostics_are_not_annotations() {
+        let mut repo_level = diagnostic(Span::FILE);
+        repo_level.path.clear();
+        assert_eq!(Annotation::from_diagnostic(&repo_level), None);
+    }
+
+    #[test]
+    fn conclusion_follows_the_worst_severity() {
+        let error = diagnostic(Span::FILE);
+        let warning = diagnostic(Span::FILE).with_severity(Severity::Warning);
+        assert_eq!(Conclusion::of(&[]), Conclusion::Success);
+        assert_eq!(
+            Conclusion::of(std::slice::from_ref(&warning)),
+            Conclusion::Neutral
+        );
+        assert_eq!(Conclusion::of(&[warning, error]), Conclusion::Failure);
+    }
+
+    #[test]
+    fn trimming_cuts_on_a_char_boundary_and_says_how_much() {
+        let text = "é".repeat(40_000);
+        let trimmed = trim_with_note(&text, MAX_OUTPUT_TEXT);
+        assert!(trimmed.len() <= MAX_OUTPUT_TEXT);
+        let kept = trimmed.split("\n\n…").next().map_or(0, str::len);
+        let expected = format!("… {} bytes cut", text.len() - kept);
+        assert!(
+            trimmed.ends_with("bytes)."),
+            "{}",
+            &trimmed[trimmed.len() - 80..]
+        );
+        assert!(trimmed.contains(&expected));
+        assert_eq!(trim_with_note("short", MAX_OUTPUT_TEXT), "short");
+        assert_eq!(
+            trim_chars(&"ü".repeat(300), MAX_TITLE_CHARS)
+                .chars()
+                .count(),
+            255
+        );
+    }
+}

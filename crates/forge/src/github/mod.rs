@@ -1,0 +1,30 @@
+//! The GitHub REST side: App auth, the client, retries, tarballs, check runs.
+//!
+//! ```text
+//! let app = GitHubApp::from_env()?;                  // GITHUB_API_URL, GITHUB_APP_ID, key
+//! let gh = app.installation(installation_id);        // token fetched once, then cached
+//! let run = gh.create_in_progress(&repo, sha, CHECK_RUN_NAME).await?;
+//! let tree = gh.tarball(&repo, sha).await?
+//!     .read_blocking(move |r| SourceTarball::read(r, &limits)).await?;
+//! gh.complete(&repo, run, Conclusion::of(&diagnostics), output).await?;  // or gh.fail_run(..)
+//! ```
+
+mod app;
+mod checks;
+mod client;
+pub mod retry;
+mod tarball;
+
+pub use app::{
+    AppCredentials, AppJwtClaims, Clock, CredentialsError, InstallationToken, JWT_BACKDATE,
+    JWT_LIFETIME, SystemClock, TOKEN_REFRESH_MARGIN,
+};
+pub use checks::{
+    ANNOTATIONS_PER_REQUEST, Annotation, AnnotationLevel, CHECK_RUN_NAME, CheckRun, CheckRunOutput,
+    Conclusion, MAX_ANNOTATION_TEXT, MAX_OUTPUT_TEXT, MAX_TITLE_CHARS, trim_chars, trim_with_note,
+};
+pub use client::{
+    API_VERSION, DEFAULT_API_URL, GitHubApp, GitHubConfig, GitHubError, Installation, RepoPath,
+};
+pub use retry::RetryPolicy;
+pub use tarball::TarballDownload;
