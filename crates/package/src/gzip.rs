@@ -9,11 +9,14 @@
 //! header written here (no name, mtime 0, OS 255) and the CRC-32/length
 //! trailer.
 //!
-//! A chunk whose bytes are near-uniform (random data, media, archives) is
-//! written as stored blocks instead: deflate cannot shrink it (level 6 adds
-//! bytes) and spends most of its time trying. The test is a chi-square
-//! against the uniform byte distribution below [`UNIFORM_CHI_SQUARE`], in
-//! integer arithmetic so that every machine decides alike.
+//! Inside a chunk, each [`SEGMENT`] whose bytes are near-uniform (random
+//! data, media, archives) is written as stored blocks instead: deflate
+//! cannot shrink it (level 6 adds bytes) and spends most of its time trying.
+//! Consecutive segments with the same decision form one run, compressed in
+//! one go (primed with the 32 KiB before it, sync-flushed), so text keeps
+//! deflate's full context. The test is a chi-square against the uniform byte
+//! distribution below [`UNIFORM_CHI_SQUARE`], in integer arithmetic so that
+//! every machine decides alike.
 //!
 //! Written by hand because `GzBuilder` compresses on one thread only. The
 //! bytes depend only on the input, the level and the chunk size, never on the
@@ -36,8 +39,10 @@ const WINDOW: usize = 32 * 1024;
 /// freedom: random data scores about 255) are stored, not deflated. Part of
 /// the archive format.
 pub const UNIFORM_CHI_SQUARE: u128 = 1024;
-/// Shorter chunks are always deflated.
-const MIN_STORED_CHUNK: usize = 4096;
+/// The unit of the stored-or-deflated decision. Part of the archive format.
+pub const SEGMENT: usize = 64 * 1024;
+/// Shorter segments (the tail of the stream) are always deflated.
+const MIN_STORED_SEGMENT: usize = 4096;
 
 struct Job {
     dictionary: Vec<u8>,
@@ -254,20 +259,50 @@ impl Deflater {
         }
     }
 
+    /// The chunk as runs of stored and deflated segments.
     fn chunk(&mut self, dictionary: &[u8], data: &[u8], last: bool) -> io::Result<Vec<u8>> {
-        let compress = if is_near_uniform(data) {
-            &mut self.store
-        } else {
-            &mut self.deflate
-        };
-        deflate_chunk(compress, dictionary, data, last)
+        let runs = runs(data);
+        if runs.is_empty() {
+            return deflate_chunk(&mut self.deflate, dictionary, data, last);
+        }
+        let mut out = Vec::with_capacity(data.len() + data.len() / 100 + 1024);
+        for (start, end, stored) in runs {
+            let is_last = last && end == data.len();
+            let bytes = if stored {
+                deflate_chunk(&mut self.store, &[], &data[start..end], is_last)?
+            } else {
+                let primer = if start == 0 {
+                    dictionary
+                } else {
+                    &data[start.saturating_sub(WINDOW)..start]
+                };
+                deflate_chunk(&mut self.deflate, primer, &data[start..end], is_last)?
+            };
+            out.extend_from_slice(&bytes);
+        }
+        Ok(out)
     }
+}
+
+/// `(start, end, stored)` runs of consecutive segments with one decision.
+fn runs(data: &[u8]) -> Vec<(usize, usize, bool)> {
+    let mut runs: Vec<(usize, usize, bool)> = Vec::new();
+    for (index, segment) in data.chunks(SEGMENT).enumerate() {
+        let start = index * SEGMENT;
+        let end = start + segment.len();
+        let stored = is_near_uniform(segment);
+        match runs.last_mut() {
+            Some(run) if run.2 == stored => run.1 = end,
+            _ => runs.push((start, end, stored)),
+        }
+    }
+    runs
 }
 
 /// Chi-square of the byte histogram against uniform, below the threshold:
 /// sum((256·count − n)²) / (256·n) < T, compared without division.
 fn is_near_uniform(data: &[u8]) -> bool {
-    if data.len() < MIN_STORED_CHUNK {
+    if data.len() < MIN_STORED_SEGMENT {
         return false;
     }
     let mut counts = [0u64; 256];
@@ -340,11 +375,35 @@ mod tests {
 
     #[test]
     fn only_near_uniform_chunks_are_stored() {
-        assert!(is_near_uniform(&noise(CHUNK)));
-        assert!(!is_near_uniform(&noise(100)), "short chunks are deflated");
+        assert!(is_near_uniform(&noise(SEGMENT)));
+        assert!(!is_near_uniform(&noise(100)), "short segments are deflated");
         let text: Vec<u8> = b"let x = slice(tree);\n".repeat(50_000);
         assert!(!is_near_uniform(&text));
         assert!(!is_near_uniform(&vec![0u8; CHUNK]));
+    }
+
+    #[test]
+    fn mixed_chunks_round_trip_and_text_still_compresses() -> io::Result<()> {
+        let mut data = b"fn archive() {}\n".repeat(10_000);
+        data.extend(noise(200_000));
+        data.extend(b"fn archive() {}\n".repeat(80_000));
+        data.extend(noise(5_000));
+        let runs = runs(&data[..CHUNK]);
+        assert!(
+            runs.iter().any(|r| r.2) && runs.iter().any(|r| !r.2),
+            "{runs:?}"
+        );
+        let mut gzip = ParallelGzip::new(Vec::new(), 6, 1);
+        gzip.write_all(&data)?;
+        let bytes = gzip.finish()?;
+        assert!(bytes.len() < 220_000, "{}", bytes.len());
+        let mut decoded = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::GzDecoder::new(bytes.as_slice()),
+            &mut decoded,
+        )?;
+        assert_eq!(decoded, data);
+        Ok(())
     }
 
     #[test]
