@@ -42,13 +42,3 @@ fn monorepo_example_is_clean() {
         ],
     );
 }
-
-#[test]
-#[ignore = "prints the examples' models for a manual look"]
-fn print_examples() {
-    for example in ["single-agent", "monorepo"] {
-        let dir = crate_dir().join("../../examples").join(example);
-        let json = crate::support::to_json(&validate_dir(&dir));
-        println!("{json:#}");
-    }
-}

@@ -1,6 +1,5 @@
-//! A scaling check, not a benchmark: validation of a generated monorepo grows
-//! linearly with the number of agents. Ignored by default; run with
-//! `cargo test -p astrolift-manifest --release --test it scale -- --ignored --nocapture`.
+//! A generated monorepo (N agents, each with a brief, a context file and two
+//! local skills, behind a federation file) validates clean.
 
 use std::time::Instant;
 
@@ -41,31 +40,26 @@ pub fn generated_monorepo(n: usize) -> MemTree {
     tree
 }
 
+/// A generated monorepo validates clean and its models come out in
+/// selection order. Timing is printed, not asserted (CI machines are shared);
+/// for the scaling figures run it in release with a larger N:
+/// `ASTROLIFT_SCALE_N=10000 cargo test -p astrolift-manifest --release --test it scale -- --nocapture`.
 #[test]
-#[ignore = "timing; run in release with --ignored --nocapture"]
-fn validation_scales_linearly() {
-    let mut per_agent = Vec::new();
-    for n in [100, 1_000, 10_000] {
-        let tree = generated_monorepo(n);
-        let start = Instant::now();
-        let discovery = astrolift_manifest::discovery::discover(&tree, &Default::default());
-        println!("{n:>6} agents: discovery {:?}", start.elapsed());
-        drop(discovery);
-        let start = Instant::now();
-        let validation = validate(&tree);
-        let elapsed = start.elapsed();
-        assert_eq!(validation.agents.len(), n);
-        assert!(
-            !validation.has_errors(),
-            "{:#?}",
-            &validation.diagnostics[..3.min(validation.diagnostics.len())]
-        );
-        println!(
-            "{n:>6} agents: {elapsed:?} ({:?} per agent)",
-            elapsed / n as u32
-        );
-        per_agent.push(elapsed.as_secs_f64() / n as f64);
-    }
-    // Linear: the per-agent time at 10,000 stays within 3x of that at 1,000.
-    assert!(per_agent[2] < per_agent[1] * 3.0, "{per_agent:?}");
+fn generated_monorepo_validates_clean() {
+    let n = std::env::var("ASTROLIFT_SCALE_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let tree = generated_monorepo(n);
+    let start = Instant::now();
+    let validation = validate(&tree);
+    let elapsed = start.elapsed();
+    println!("{n} agents validated in {elapsed:?}");
+    assert_eq!(validation.agents.len(), n);
+    assert!(
+        validation.diagnostics.is_empty(),
+        "{:#?}",
+        validation.diagnostics.first()
+    );
+    assert_eq!(validation.agents[0].alias.as_deref(), Some("a0"));
 }
