@@ -43,7 +43,7 @@ impl Validation {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
 
-    /// Errors that belong to one manifest's agent (its own file, brief, skills…).
+    /// The `agents` entries of the JSON output, in discovery order.
     pub fn summaries(&self) -> Vec<AgentSummary> {
         self.agents
             .iter()
@@ -57,8 +57,12 @@ impl Validation {
     }
 }
 
-/// Discovers and validates every agent manifest of `tree`.
+/// Discovers and validates every agent manifest of `tree`, then the
+/// discovered workspace manifests and `options.config_paths`.
 ///
+/// Agents come in discovery order (federation entries as listed, then
+/// auto-registered ones; without federation, path order); a manifest that
+/// cannot be read has no model, only its diagnostic. Diagnostics are sorted.
 /// Never fails: every problem is a diagnostic. Never panics on any input.
 pub fn validate_repository(tree: &dyn SourceTree, options: &ValidateOptions) -> Validation {
     let discovery = discover(tree, &options.limits);
