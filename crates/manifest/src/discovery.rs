@@ -55,7 +55,7 @@ pub struct DiscoveredAgent {
 #[derive(Debug, Clone, Default)]
 pub struct Discovery {
     /// In selection order: federation entries as listed, then auto-registered
-    /// ones in path order; without federation, the root manifest first.
+    /// ones in path order; without federation, path order.
     pub agents: Vec<DiscoveredAgent>,
     /// True when `astrolift.agents.toml` drove the selection.
     pub federated: bool,
