@@ -478,8 +478,8 @@ fn resolve_tree(
         );
     }
     for path in validation.workspace_manifests {
-        let (manifest, found) = validate_workspace(tree, &path, limits);
-        diagnostics.extend(found);
+        // validate_repository already reported this file's diagnostics.
+        let (manifest, _) = validate_workspace(tree, &path, limits);
         if let Some(manifest) = manifest {
             let key = if manifest.metadata.slug.is_empty() {
                 format!("workspace/{path}")
