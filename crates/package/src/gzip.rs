@@ -373,6 +373,20 @@ mod tests {
             .collect()
     }
 
+    /// Gzips `data` and checks that a standard reader gets it back.
+    fn round_trip(data: &[u8]) -> io::Result<Vec<u8>> {
+        let mut gzip = ParallelGzip::new(Vec::new(), 6, 1);
+        gzip.write_all(data)?;
+        let bytes = gzip.finish()?;
+        let mut decoded = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::GzDecoder::new(bytes.as_slice()),
+            &mut decoded,
+        )?;
+        assert_eq!(decoded, data);
+        Ok(bytes)
+    }
+
     #[test]
     fn only_near_uniform_chunks_are_stored() {
         assert!(is_near_uniform(&noise(SEGMENT)));
@@ -393,36 +407,20 @@ mod tests {
             runs.iter().any(|r| r.2) && runs.iter().any(|r| !r.2),
             "{runs:?}"
         );
-        let mut gzip = ParallelGzip::new(Vec::new(), 6, 1);
-        gzip.write_all(&data)?;
-        let bytes = gzip.finish()?;
+        let bytes = round_trip(&data)?;
         assert!(bytes.len() < 220_000, "{}", bytes.len());
-        let mut decoded = Vec::new();
-        std::io::Read::read_to_end(
-            &mut flate2::read::GzDecoder::new(bytes.as_slice()),
-            &mut decoded,
-        )?;
-        assert_eq!(decoded, data);
         Ok(())
     }
 
     #[test]
     fn stored_chunks_cost_a_few_bytes_and_round_trip() -> io::Result<()> {
         let data = noise(3 * CHUNK + 123);
-        let mut gzip = ParallelGzip::new(Vec::new(), 6, 1);
-        gzip.write_all(&data)?;
-        let bytes = gzip.finish()?;
+        let bytes = round_trip(&data)?;
         assert!(
             bytes.len() < data.len() + data.len() / 1000,
             "{}",
             bytes.len()
         );
-        let mut decoded = Vec::new();
-        std::io::Read::read_to_end(
-            &mut flate2::read::GzDecoder::new(bytes.as_slice()),
-            &mut decoded,
-        )?;
-        assert_eq!(decoded, data);
         Ok(())
     }
 }

@@ -341,3 +341,36 @@ fn diagnostics_name_the_manifest_and_the_entry() {
     all.extend(astrolift_package::slice(&manifest("b", "b"), &tree, &Limits::DEFAULT).unwrap_err());
     insta::assert_json_snapshot!("slice_diagnostics", all);
 }
+
+#[cfg(unix)]
+#[test]
+fn a_symlink_in_a_local_directory_fails_only_its_agent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("a")).expect("mkdir");
+    std::fs::create_dir_all(root.join("b")).expect("mkdir");
+    std::fs::write(root.join("a/ok"), "x").expect("write");
+    std::fs::write(root.join("b/ok"), "x").expect("write");
+    std::os::unix::fs::symlink("/etc/passwd", root.join("a/passwd")).expect("symlink");
+    let tree = astrolift_manifest::DirTree::open(root, 100).expect("open");
+    let limits = Limits::DEFAULT;
+    assert!(astrolift_package::slice(&manifest("b", "b"), &tree, &limits).is_ok());
+    let diagnostics = astrolift_package::slice(&manifest("a", "a"), &tree, &limits).unwrap_err();
+    assert_eq!(diagnostics.len(), 1);
+    assert_eq!(diagnostics[0].code, "package/symlink");
+    assert!(diagnostics[0].message.contains("a/passwd"));
+}
+
+#[test]
+fn the_archive_writer_refuses_an_oversized_slice_before_writing() {
+    let tree = mem_tree(&[("a/x", "0123456789")]);
+    let mut slice = build(&manifest("a", "a"), &tree).unwrap();
+    slice.size_limit = 5;
+    let mut out = Vec::new();
+    let error = astrolift_package::write_archive(&slice, &tree, &mut out).unwrap_err();
+    assert!(matches!(
+        error,
+        astrolift_package::PackageError::TooLarge { size: 10, limit: 5 }
+    ));
+    assert!(out.is_empty(), "nothing written");
+}
