@@ -1,1 +1,279 @@
+//! A fake of the parts of GitHub's REST API the bot uses, for tests.
+//!
+//! - `POST /app/installations/{id}/access_tokens`: verifies the App JWT
+//!   (RS256, against the test key pair in `keys/`), issues 1-hour tokens;
+//! - `GET /repos/{owner}/{repo}/tarball/{ref}`: 302 to `/_codeload/...`,
+//!   which serves a GitHub-shaped `tar.gz` built from a fixture directory;
+//! - `POST /repos/{owner}/{repo}/check-runs` and `PATCH .../check-runs/{id}`:
+//!   validated like GitHub (422 otherwise), state kept, annotations appended.
+//!
+//! Faults are injected per test ([`Fault`]) and every request is recorded
+//! ([`RecordedRequest`]), authorization values redacted.
+//!
+//! The key pair is a TEST-ONLY fixture (see `keys/README.md`).
 #![forbid(unsafe_code)]
+
+mod auth;
+mod checks;
+mod faults;
+mod tarball;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use axum::Router;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, patch, post};
+use serde_json::{Value, json};
+
+pub use checks::FakeCheckRun;
+pub use faults::{Fault, FaultKind, RecordedRequest};
+
+/// The App id the fake accepts JWTs for.
+pub const TEST_APP_ID: u64 = 4242;
+/// TEST-ONLY private key (PKCS#1 PEM, like the keys GitHub hands out).
+pub const TEST_PRIVATE_KEY_PEM: &str = include_str!("../keys/test-app-private-key.pem");
+/// The matching public key, which the fake verifies JWTs against.
+pub const TEST_PUBLIC_KEY_PEM: &str = include_str!("../keys/test-app-public-key.pem");
+
+/// A repository commit the fake can serve.
+#[derive(Debug, Clone)]
+pub(crate) struct FakeRepo {
+    pub git_ref: String,
+    pub sha: String,
+    pub fixture: PathBuf,
+}
+
+/// An installation token the fake issued.
+#[derive(Debug, Clone)]
+pub(crate) struct IssuedToken {
+    pub expires_at: SystemTime,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    pub base_url: String,
+    pub clock_offset: Duration,
+    pub installations: Vec<u64>,
+    pub tokens: HashMap<String, IssuedToken>,
+    pub repos: HashMap<(String, String), Vec<FakeRepo>>,
+    pub faults: Vec<Fault>,
+    pub requests: Vec<RecordedRequest>,
+    pub check_runs: Vec<FakeCheckRun>,
+}
+
+impl State {
+    /// The fake's idea of now: the real time plus the test's offset.
+    pub fn now(&self) -> SystemTime {
+        SystemTime::now() + self.clock_offset
+    }
+}
+
+/// Shared state of one fake server.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Shared(Arc<Mutex<State>>);
+
+impl Shared {
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        // A test that panicked mid-request leaves the state usable.
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A running fake GitHub. Dropping it stops the server.
+#[derive(Debug)]
+pub struct FakeGitHub {
+    base_url: String,
+    state: Shared,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeGitHub {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl FakeGitHub {
+    /// Starts on a free port of 127.0.0.1.
+    pub async fn start() -> std::io::Result<Self> {
+        Self::start_on(SocketAddr::from(([127, 0, 0, 1], 0))).await
+    }
+
+    /// Starts on `addr`.
+    pub async fn start_on(addr: SocketAddr) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let base_url = format!("http://{}", listener.local_addr()?);
+        let state = Shared::default();
+        state.lock().base_url = base_url.clone();
+        let app = router(state.clone());
+        let server = tokio::spawn(async move {
+            if let Err(error) = axum::serve(listener, app).await {
+                eprintln!("fake GitHub stopped: {error}");
+            }
+        });
+        Ok(Self {
+            base_url,
+            state,
+            server,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`, the value for `GITHUB_API_URL`.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    pub fn app_id(&self) -> u64 {
+        TEST_APP_ID
+    }
+
+    pub fn private_key_pem(&self) -> &'static str {
+        TEST_PRIVATE_KEY_PEM
+    }
+
+    /// Makes installation `id` known (others answer 404).
+    pub fn add_installation(&self, id: u64) {
+        self.state.lock().installations.push(id);
+    }
+
+    /// Serves `fixture_dir` as `owner/repo` at `git_ref` (a branch name or
+    /// `refs/...`) and at its commit `sha` (40 hex digits).
+    pub fn add_repo(
+        &self,
+        owner: &str,
+        repo: &str,
+        git_ref: &str,
+        sha: &str,
+        fixture_dir: impl Into<PathBuf>,
+    ) {
+        let entry = FakeRepo {
+            git_ref: git_ref.to_owned(),
+            sha: sha.to_owned(),
+            fixture: fixture_dir.into(),
+        };
+        let key = (owner.to_owned(), repo.to_owned());
+        self.state.lock().repos.entry(key).or_default().push(entry);
+    }
+
+    /// Queues a fault; faults apply in the order injected.
+    pub fn inject(&self, fault: Fault) {
+        self.state.lock().faults.push(fault);
+    }
+
+    /// Moves the fake's clock (token expiry, JWT checks) forward.
+    pub fn advance_clock(&self, by: Duration) {
+        self.state.lock().clock_offset += by;
+    }
+
+    /// Every request so far, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.state.lock().requests.clone()
+    }
+
+    /// Requests whose path starts with `prefix`.
+    pub fn requests_to(&self, method: &str, prefix: &str) -> Vec<RecordedRequest> {
+        let requests = self.requests();
+        requests
+            .into_iter()
+            .filter(|r| r.method == method && r.path.starts_with(prefix))
+            .collect()
+    }
+
+    /// Every check run, with its full state.
+    pub fn check_runs(&self) -> Vec<FakeCheckRun> {
+        self.state.lock().check_runs.clone()
+    }
+}
+
+fn router(state: Shared) -> Router {
+    Router::new()
+        .route(
+            "/app/installations/{id}/access_tokens",
+            post(auth::access_token),
+        )
+        .route(
+            "/repos/{owner}/{repo}/tarball/{*git_ref}",
+            get(tarball::redirect),
+        )
+        .route(
+            "/_codeload/{owner}/{repo}/legacy.tar.gz/{sha}",
+            get(tarball::download),
+        )
+        .route("/repos/{owner}/{repo}/check-runs", post(checks::create))
+        .route(
+            "/repos/{owner}/{repo}/check-runs/{id}",
+            patch(checks::update),
+        )
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            faults::record_and_inject,
+        ))
+        .with_state(state)
+}
+
+async fn not_found() -> Response {
+    github_error(
+        StatusCode::NOT_FOUND,
+        "Not Found",
+        "https://docs.github.com/rest",
+    )
+}
+
+/// GitHub's error shape: `{"message", "documentation_url", "status"}`.
+pub(crate) fn github_error(status: StatusCode, message: &str, documentation_url: &str) -> Response {
+    let body = json!({
+        "message": message,
+        "documentation_url": documentation_url,
+        "status": status.as_u16().to_string(),
+    });
+    json_response(status, body, HeaderMap::new())
+}
+
+pub(crate) fn json_response(status: StatusCode, body: Value, mut headers: HeaderMap) -> Response {
+    headers.insert(
+        "content-type",
+        HeaderValue::from_static("application/json; charset=utf-8"),
+    );
+    headers.insert(
+        "x-github-media-type",
+        HeaderValue::from_static("github.v3; format=json"),
+    );
+    (status, headers, body.to_string()).into_response()
+}
+
+/// The installation token of `Authorization: Bearer|token <token>`, if the
+/// fake issued it and it has not expired.
+pub(crate) fn valid_token(state: &State, headers: &HeaderMap) -> bool {
+    let Some(token) = bearer(headers) else {
+        return false;
+    };
+    let now = state.now();
+    state
+        .tokens
+        .get(token)
+        .is_some_and(|issued| issued.expires_at > now)
+}
+
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get("authorization")?.to_str().ok()?;
+    value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("token "))
+        .map(str::trim)
+}
+
+pub(crate) fn bad_credentials() -> Response {
+    github_error(
+        StatusCode::UNAUTHORIZED,
+        "Bad credentials",
+        "https://docs.github.com/rest",
+    )
+}

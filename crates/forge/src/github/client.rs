@@ -300,8 +300,7 @@ impl GitHubApp {
             .expires_at
             .parse::<jiff::Timestamp>()
             .map_err(|_| protocol(&Method::POST, &path, "`expires_at` is not an RFC 3339 time"))?;
-        let expires_at = std::time::SystemTime::try_from(expires_at)
-            .map_err(|_| protocol(&Method::POST, &path, "`expires_at` is out of range"))?;
+        let expires_at = std::time::SystemTime::from(expires_at);
         Ok(InstallationToken {
             token: SecretString::from(answer.token),
             expires_at,

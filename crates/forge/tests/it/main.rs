@@ -1,3 +1,5 @@
 //! Integration tests of the forge crate: one binary, one module per area.
 
 mod ingress;
+
+mod github;

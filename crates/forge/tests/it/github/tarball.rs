@@ -1,0 +1,95 @@
+//! Tarball download through the redirect, streamed into the package reader.
+
+use astrolift_forge::github::GitHubError;
+use astrolift_manifest::Limits;
+use astrolift_manifest::tree::SourceTree;
+use astrolift_package::SourceTarball;
+use tokio::io::AsyncReadExt;
+
+use super::{SHA, setup};
+
+#[tokio::test]
+async fn the_tarball_streams_through_the_redirect_into_the_package_reader() {
+    let setup = setup().await;
+    let download = setup
+        .installation()
+        .tarball(&setup.repo(), SHA)
+        .await
+        .expect("download starts");
+    let tree = download
+        .read_blocking(|reader| SourceTarball::read(reader, &Limits::DEFAULT))
+        .await
+        .expect("the reader task runs")
+        .expect("a GitHub-shaped tarball");
+    assert_eq!(tree.top_directory(), "octo-agents-8f3c2a1");
+    let paths: Vec<&str> = tree.entries().iter().map(|e| e.path.as_str()).collect();
+    assert!(
+        paths.contains(&"agents/support/astrolift.toml"),
+        "{paths:?}"
+    );
+    assert!(
+        paths.contains(&"agents/support/prompts/system.md"),
+        "{paths:?}"
+    );
+    let manifest = tree
+        .read("agents/support/astrolift.toml", 1024)
+        .expect("readable");
+    assert!(String::from_utf8_lossy(&manifest).contains("name = \"support\""));
+
+    let api = setup.fake.requests_to("GET", "/repos/octo/agents/tarball/");
+    let codeload = setup.fake.requests_to("GET", "/_codeload/");
+    assert_eq!((api.len(), codeload.len()), (1, 1));
+    assert_eq!(api[0].path, format!("/repos/octo/agents/tarball/{SHA}"));
+    assert_eq!(
+        codeload[0].query.as_deref(),
+        Some("token=GHSAT0FAKEDOWNLOADTOKEN")
+    );
+}
+
+#[tokio::test]
+async fn a_branch_ref_resolves_and_the_body_reads_as_async() {
+    let setup = setup().await;
+    let download = setup
+        .installation()
+        .tarball(&setup.repo(), "refs/heads/main")
+        .await
+        .expect("starts");
+    let mut bytes = Vec::new();
+    download
+        .into_async_read()
+        .read_to_end(&mut bytes)
+        .await
+        .expect("reads");
+    assert_eq!(bytes.get(..2), Some(&[0x1f, 0x8b][..]), "gzip magic");
+}
+
+#[tokio::test]
+async fn an_unknown_repository_is_a_404_not_retried() {
+    let setup = setup().await;
+    let repo = astrolift_forge::github::RepoPath::parse("octo/missing").expect("valid name");
+    let error = setup
+        .installation()
+        .tarball(&repo, SHA)
+        .await
+        .expect_err("404");
+    assert_eq!(error.status().map(|s| s.as_u16()), Some(404), "{error}");
+    assert!(matches!(error, GitHubError::Status { .. }));
+    assert_eq!(setup.fake.requests_to("GET", "/repos/").len(), 1);
+}
+
+#[test]
+fn repository_names_are_checked_before_any_request() {
+    use astrolift_forge::github::RepoPath;
+    for bad in [
+        "octo",
+        "octo/",
+        "/repo",
+        "octo/../x",
+        "octo/a b",
+        "octo/a/b",
+        "../x",
+    ] {
+        assert!(RepoPath::parse(bad).is_err(), "{bad}");
+    }
+    assert!(RepoPath::parse("octo-org/agents.repo_1").is_ok());
+}
