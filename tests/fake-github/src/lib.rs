@@ -57,6 +57,8 @@ pub(crate) struct IssuedToken {
 #[derive(Debug, Default)]
 pub(crate) struct State {
     pub base_url: String,
+    /// Where tarball downloads are served from (`base_url` unless moved).
+    pub download_base_url: String,
     pub clock_offset: Duration,
     pub installations: Vec<u64>,
     pub tokens: HashMap<String, IssuedToken>,
@@ -111,7 +113,11 @@ impl FakeGitHub {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let base_url = format!("http://{}", listener.local_addr()?);
         let state = Shared::default();
-        state.lock().base_url = base_url.clone();
+        {
+            let mut state = state.lock();
+            state.base_url = base_url.clone();
+            state.download_base_url = base_url.clone();
+        }
         let app = router(state.clone());
         let server = tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, app).await {
@@ -165,6 +171,20 @@ impl FakeGitHub {
     /// Queues a fault; faults apply in the order injected.
     pub fn inject(&self, fault: Fault) {
         self.state.lock().faults.push(fault);
+    }
+
+    /// Redirects tarball downloads to `http://localhost:PORT` (the same
+    /// server under another host name), as github.com sends them to
+    /// codeload.github.com: the client must not send its token there.
+    pub fn serve_downloads_from_another_host(&self) {
+        let mut state = self.state.lock();
+        state.download_base_url = state.base_url.replace("127.0.0.1", "localhost");
+    }
+
+    /// Revokes every installation token issued so far (as when an
+    /// installation is suspended and restored).
+    pub fn revoke_tokens(&self) {
+        self.state.lock().tokens.clear();
     }
 
     /// Moves the fake's clock (token expiry, JWT checks) forward.

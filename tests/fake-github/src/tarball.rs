@@ -34,7 +34,7 @@ pub(crate) async fn redirect(
     };
     let location = format!(
         "{}/_codeload/{owner}/{repo}/legacy.tar.gz/{}?token=GHSAT0FAKEDOWNLOADTOKEN",
-        state.base_url, found.sha
+        state.download_base_url, found.sha
     );
     let mut response = StatusCode::FOUND.into_response();
     if let Ok(location) = HeaderValue::from_str(&location) {

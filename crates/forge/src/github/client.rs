@@ -350,8 +350,22 @@ impl GitHubApp {
                 Decision::RateLimitedTooLong(wait) => {
                     return Err(failure.into_rate_limited(request, wait));
                 }
-                Decision::Stop => return Err(failure.into_error(request)),
+                Decision::Stop => {
+                    self.forget_rejected_token(request, &failure).await;
+                    return Err(failure.into_error(request));
+                }
             }
+        }
+    }
+
+    /// A 401 to an installation token means it was revoked (or the
+    /// installation suspended): drop it so the next call fetches a new one.
+    async fn forget_rejected_token(&self, request: &ApiRequest, failure: &Failure) {
+        let (Auth::Installation(id), Failure::Answer(answer)) = (request.auth, failure) else {
+            return;
+        };
+        if answer.status == StatusCode::UNAUTHORIZED {
+            *self.inner.tokens.slot(id).lock().await = None;
         }
     }
 
@@ -563,6 +577,49 @@ impl Installation {
             body,
             auth: Auth::Installation(self.id),
             streaming: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEST_KEY: &str =
+        include_str!("../../../../tests/fake-github/keys/test-app-private-key.pem");
+
+    fn app(api_url: &str) -> GitHubApp {
+        let config = GitHubConfig::new(api_url).unwrap_or_else(|e| panic!("{e}"));
+        let credentials = AppCredentials::new(1, SecretString::from(TEST_KEY.to_owned()))
+            .unwrap_or_else(|e| panic!("{e}"));
+        GitHubApp::new(config, credentials).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn paths_stay_under_an_enterprise_base_path_and_are_encoded() {
+        let app = app("https://ghe.example.com/api/v3/");
+        let url = app.api_url(&["repos", "o", "r", "tarball", "feature#1 x"]);
+        assert_eq!(
+            url.as_str(),
+            "https://ghe.example.com/api/v3/repos/o/r/tarball/feature%231%20x"
+        );
+        let public = GitHubApp::api_url(
+            &self::app(DEFAULT_API_URL),
+            &["app", "installations", "7", "access_tokens"],
+        );
+        assert_eq!(
+            public.as_str(),
+            "https://api.github.com/app/installations/7/access_tokens"
+        );
+    }
+
+    #[test]
+    fn only_http_base_urls_are_accepted() {
+        for bad in ["ftp://x", "not a url", "file:///tmp"] {
+            assert!(
+                matches!(GitHubConfig::new(bad), Err(GitHubError::BadApiUrl(_))),
+                "{bad}"
+            );
         }
     }
 }

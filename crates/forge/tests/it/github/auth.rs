@@ -147,6 +147,26 @@ async fn the_fake_refuses_expired_and_far_future_jwts() {
 }
 
 #[tokio::test]
+async fn a_revoked_token_fails_once_then_is_replaced() {
+    let setup = super::setup().await;
+    let gh = setup.installation();
+    let repo = setup.repo();
+    gh.create_in_progress(&repo, super::SHA, "Astrolift")
+        .await
+        .expect("created");
+    setup.fake.revoke_tokens();
+    let error = gh
+        .create_in_progress(&repo, super::SHA, "Astrolift")
+        .await
+        .expect_err("revoked");
+    assert_eq!(error.status().map(|s| s.as_u16()), Some(401), "{error}");
+    gh.create_in_progress(&repo, super::SHA, "Astrolift")
+        .await
+        .expect("a new token");
+    assert_eq!(setup.fake.requests_to("POST", TOKENS_PATH).len(), 2);
+}
+
+#[tokio::test]
 async fn an_unknown_installation_is_a_404_not_retried() {
     let setup = setup().await;
     let error = setup

@@ -47,6 +47,32 @@ async fn the_tarball_streams_through_the_redirect_into_the_package_reader() {
 }
 
 #[tokio::test]
+async fn the_token_is_not_sent_to_another_host() {
+    let setup = setup().await;
+    setup.fake.serve_downloads_from_another_host();
+    let download = setup
+        .installation()
+        .tarball(&setup.repo(), SHA)
+        .await
+        .expect("download starts");
+    let tree = download
+        .read_blocking(|reader| SourceTarball::read(reader, &Limits::DEFAULT))
+        .await
+        .expect("the reader task runs");
+    assert!(tree.is_ok());
+    let api = setup.fake.requests_to("GET", "/repos/");
+    let codeload = setup.fake.requests_to("GET", "/_codeload/");
+    assert_eq!(api[0].header("authorization"), Some("Bearer [redacted]"));
+    assert_eq!(
+        codeload[0]
+            .header("host")
+            .map(|h| h.starts_with("localhost:")),
+        Some(true)
+    );
+    assert_eq!(codeload[0].header("authorization"), None);
+}
+
+#[tokio::test]
 async fn a_branch_ref_resolves_and_the_body_reads_as_async() {
     let setup = setup().await;
     let download = setup
