@@ -18,7 +18,7 @@
 use std::collections::BTreeSet;
 use std::ops::Range;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use toml::de::{DeTable, DeValue};
 
 use crate::config::is_secret_ref;
@@ -114,7 +114,7 @@ const GITHUB_KEYS: &[&str] = &["kind"];
 const TOKEN_KEYS: &[&str] = &["kind", "header", "secret"];
 
 /// Where a trigger's requests come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TriggerSource {
     /// `POST /triggers/{id}` from any HTTP sender.
@@ -124,7 +124,7 @@ pub enum TriggerSource {
 }
 
 /// How a trigger request is authenticated. Secrets are `secret://` references.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Verify {
     HmacSha256 {
@@ -140,7 +140,7 @@ pub enum Verify {
 }
 
 /// One validated `[[triggers]]` entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TriggerSpec {
     pub name: String,
     pub source: TriggerSource,

@@ -1,0 +1,204 @@
+//! Dispatch: the idempotency key, the conditional record, and the queue message.
+//!
+//! # Idempotency key
+//! `{trigger_id}:delivery:{X-GitHub-Delivery}`, else
+//! `{trigger_id}:key:{Idempotency-Key}`, else
+//! `{trigger_id}:body:{sha256 hex of trigger_id, a NUL byte, the verified body}`.
+//! The trigger id is part of every key: one GitHub delivery that matches two
+//! bindings dispatches each once, and two senders cannot collide by reusing a key.
+//!
+//! # Queue message (SQS standard queue, body = one JSON object)
+//! ```json
+//! {"dispatch_id":"d-…","trigger_id":"…","repository":"owner/repo",
+//!  "manifest_path":"agents/triage/astrolift.toml","snapshot_hash":"<hex>",
+//!  "created_at":1767225600,"payload":{"mode":"triage"}}
+//! ```
+//! `payload` is absent for the empty payload (never `null`). Consumers must
+//! tolerate redelivery (SQS is at-least-once): `dispatch_id` is the key.
+
+use std::sync::Mutex;
+
+use astrolift_store::state::{Dispatch, DispatchOutcome, DispatchStatus, TriggerBinding, UnixSeconds};
+use astrolift_store::{BoxFuture, StateStore, StoreError};
+use http::HeaderMap;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// The idempotency key of a verified request (see the module docs).
+pub fn idempotency_key(headers: &HeaderMap, trigger_id: &str, body: &[u8]) -> String {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+    };
+    if let Some(delivery) = header("X-GitHub-Delivery") {
+        return format!("{trigger_id}:delivery:{delivery}");
+    }
+    if let Some(key) = header("Idempotency-Key") {
+        return format!("{trigger_id}:key:{key}");
+    }
+    let mut hasher = Sha256::new();
+    hasher.update(trigger_id.as_bytes());
+    hasher.update([0u8]);
+    hasher.update(body);
+    format!("{trigger_id}:body:{}", hex::encode(hasher.finalize()))
+}
+
+/// A new random dispatch id: `d-` and 32 hex digits from the OS CSPRNG.
+pub fn new_dispatch_id() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)?;
+    Ok(format!("d-{}", hex::encode(bytes)))
+}
+
+/// What [`record`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DispatchResult {
+    /// The dispatch's id: the new one, or the first dispatch's for a duplicate.
+    pub id: String,
+    /// `true` for a new dispatch (HTTP 202), `false` for a duplicate (HTTP 200).
+    pub created: bool,
+    /// The record as stored (for a duplicate: as this request would have stored it).
+    pub dispatch: Dispatch,
+}
+
+/// Why a dispatch could not be recorded or queued.
+#[derive(Debug, thiserror::Error)]
+pub enum DispatchError {
+    #[error("cannot record the dispatch: {0}")]
+    Store(#[from] StoreError),
+    #[error("cannot mint a dispatch id: {0}")]
+    Random(String),
+    #[error("cannot queue the dispatch: {0}")]
+    Queue(String),
+}
+
+/// Records a dispatch of `binding` with a conditional write. A key seen before
+/// creates nothing and returns the first dispatch's id.
+pub async fn record(
+    state: &dyn StateStore,
+    binding: &TriggerBinding,
+    snapshot_hash: &str,
+    payload: Option<&Value>,
+    idempotency_key: &str,
+    now: UnixSeconds,
+) -> Result<DispatchResult, DispatchError> {
+    let id = new_dispatch_id().map_err(|e| DispatchError::Random(e.to_string()))?;
+    let dispatch = Dispatch {
+        id: id.clone(),
+        idempotency_key: idempotency_key.to_owned(),
+        trigger_id: binding.trigger_id.clone(),
+        repository: binding.repository.clone(),
+        manifest_path: binding.manifest_path.clone(),
+        snapshot_hash: snapshot_hash.to_owned(),
+        payload: payload.map(Value::to_string),
+        created_at: now,
+        status: DispatchStatus::Pending,
+    };
+    Ok(match state.record_dispatch(&dispatch).await? {
+        DispatchOutcome::New => DispatchResult { id, created: true, dispatch },
+        DispatchOutcome::Existing(first) => DispatchResult { id: first, created: false, dispatch },
+    })
+}
+
+/// The message published for the control plane (see the module docs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DispatchMessage {
+    pub dispatch_id: String,
+    pub trigger_id: String,
+    pub repository: String,
+    pub manifest_path: String,
+    pub snapshot_hash: String,
+    pub created_at: UnixSeconds,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+}
+
+impl DispatchMessage {
+    /// The message for a recorded dispatch (its payload parsed back to JSON).
+    pub fn of(dispatch: &Dispatch) -> Self {
+        Self {
+            dispatch_id: dispatch.id.clone(),
+            trigger_id: dispatch.trigger_id.clone(),
+            repository: dispatch.repository.clone(),
+            manifest_path: dispatch.manifest_path.clone(),
+            snapshot_hash: dispatch.snapshot_hash.clone(),
+            created_at: dispatch.created_at,
+            payload: dispatch.payload.as_deref().and_then(|p| serde_json::from_str(p).ok()),
+        }
+    }
+}
+
+/// Where dispatches go for the control plane.
+pub trait DispatchQueue: Send + Sync + std::fmt::Debug {
+    fn publish<'a>(&'a self, message: &'a DispatchMessage) -> BoxFuture<'a, Result<(), DispatchError>>;
+}
+
+/// An in-memory queue, for `serve` without AWS and for tests.
+#[derive(Debug, Default)]
+pub struct MemoryDispatchQueue {
+    messages: Mutex<Vec<DispatchMessage>>,
+}
+
+impl MemoryDispatchQueue {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The messages published so far, oldest first.
+    pub fn messages(&self) -> Vec<DispatchMessage> {
+        self.messages.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+}
+
+impl DispatchQueue for MemoryDispatchQueue {
+    fn publish<'a>(&'a self, message: &'a DispatchMessage) -> BoxFuture<'a, Result<(), DispatchError>> {
+        Box::pin(async move {
+            self.messages
+                .lock()
+                .map_err(|_| DispatchError::Queue("the in-memory queue is poisoned".to_owned()))?
+                .push(message.clone());
+            Ok(())
+        })
+    }
+}
+
+/// An SQS standard queue, by URL.
+#[derive(Debug, Clone)]
+pub struct SqsDispatchQueue {
+    client: aws_sdk_sqs::Client,
+    queue_url: String,
+}
+
+impl SqsDispatchQueue {
+    pub fn new(client: aws_sdk_sqs::Client, queue_url: impl Into<String>) -> Self {
+        Self { client, queue_url: queue_url.into() }
+    }
+
+    /// A client from the standard AWS configuration (`AWS_ENDPOINT_URL` included).
+    pub async fn from_env(queue_url: impl Into<String>) -> Self {
+        let config = aws_config::load_from_env().await;
+        Self::new(aws_sdk_sqs::Client::new(&config), queue_url)
+    }
+}
+
+impl DispatchQueue for SqsDispatchQueue {
+    fn publish<'a>(&'a self, message: &'a DispatchMessage) -> BoxFuture<'a, Result<(), DispatchError>> {
+        Box::pin(async move {
+            let body = serde_json::to_string(message).map_err(|e| DispatchError::Queue(e.to_string()))?;
+            self.client
+                .send_message()
+                .queue_url(&self.queue_url)
+                .message_body(body)
+                .send()
+                .await
+                .map_err(|e| {
+                    DispatchError::Queue(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
+                })?;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,249 @@
+//! `render_runtime_env`: the container environment of one dispatch, exactly
+//! as seed 000's "Runtime environment" table says (DESIGN.md §9).
+//!
+//! | Variable | Absent when |
+//! |---|---|
+//! | `ASTROLIFT_TRIGGER_PAYLOAD` | the payload is empty (`None`, `null` or `{}`): never the string `null` |
+//! | `ASTROLIFT_TASK_ID`, `ASTROLIFT_CONTROLLER_URL`, `ASTROLIFT_WORKSPACE` | never |
+//! | `AGENT_CALLBACK_URL` + `ASTROLIFT_CLUSTER_KEY` | no callback route; the key is minted fresh (OS CSPRNG) on every render |
+//! | `ASTROLIFT_BRIEF_ID` (the brief's path), `ASTROLIFT_BRIEF_HASH` (its sha256) | the snapshot has no brief |
+//! | `ASTROLIFT_PAYLOAD_URL`, `ASTROLIFT_PAYLOAD_HASH` (the archive digest) | the package ships inline (no URL given) |
+//! | `AGENT_SYSTEM`, `AGENT_PROMPT` | listener mode |
+//! | `ASTROLIFT_SNAPSHOT_URL`, `_INTERVAL`, `_LOCAL_PATH` | not a VNC runtime, or no blob store |
+//! | `ASTROLIFT_TMUX_SESSION` | not a VNC runtime |
+//!
+//! Then the manifest's `[environment]` (from the snapshot) is merged last,
+//! minus the reserved names ([`RESERVED_ENV`]); each one dropped gives an
+//! [`EnvWarning`]. The texts of the brief, skills and tools are inputs: this
+//! function reads no file and no network; its only effect is the CSPRNG.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use astrolift_manifest::native::RESERVED_ENV;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The parts of the agent snapshot (`astrolift.snapshot/v1`) rendering reads.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct SnapshotView {
+    pub name: String,
+    #[serde(default)]
+    pub brief: Option<BriefView>,
+    #[serde(default)]
+    pub environment: BTreeMap<String, String>,
+    pub payload: PayloadView,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct BriefView {
+    pub path: String,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct PayloadView {
+    /// `sha256:<hex>` of the package archive.
+    pub digest: String,
+}
+
+impl SnapshotView {
+    /// Reads the view from the snapshot's JSON.
+    pub fn from_json(snapshot: &Value) -> Result<Self, serde_json::Error> {
+        SnapshotView::deserialize(snapshot)
+    }
+}
+
+/// The dispatch being rendered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DispatchContext {
+    /// The task's id (`ASTROLIFT_TASK_ID`).
+    pub task_id: String,
+    /// The mapped payload; `None`, `null` and `{}` are all the empty payload.
+    pub payload: Option<Value>,
+}
+
+/// What the caller read for the prompts: the brief's text, then each skill's
+/// instructions in order, then the tools of the contract.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PromptTexts {
+    pub brief: Option<String>,
+    pub skills: Vec<SkillText>,
+    /// In order; a slug seen before is skipped.
+    pub tools: Vec<ToolContract>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkillText {
+    pub name: String,
+    pub instructions: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolContract {
+    pub slug: String,
+    pub description: Option<String>,
+}
+
+/// How the runtime is set up for this dispatch.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RuntimeOptions {
+    pub controller_url: String,
+    pub workspace: String,
+    /// Where a one-shot pod reports its result; `None`: no callback route.
+    pub callback_url: Option<String>,
+    /// The runtime idles in listener mode instead of running once.
+    pub listener_mode: bool,
+    /// A (presigned) URL of the package archive; `None`: the package ships inline.
+    pub payload_url: Option<String>,
+    /// Set for a VNC runtime.
+    pub vnc: Option<VncOptions>,
+    pub prompts: PromptTexts,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct VncOptions {
+    pub tmux_session: String,
+    /// `None` when no blob store is configured.
+    pub snapshot: Option<SnapshotUpload>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SnapshotUpload {
+    pub url: String,
+    pub interval_seconds: u64,
+    pub local_path: String,
+}
+
+/// A manifest `[environment]` entry that was dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvWarning {
+    pub name: String,
+    pub message: String,
+}
+
+/// The rendered environment and the warnings for dropped manifest entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderedEnv {
+    pub vars: BTreeMap<String, String>,
+    pub warnings: Vec<EnvWarning>,
+}
+
+/// The OS CSPRNG failed; nothing was rendered.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("cannot mint the cluster key: {0}")]
+pub struct RenderError(String);
+
+/// The empty payload is `None`, `null` or `{}`.
+pub fn non_empty_payload(payload: Option<&Value>) -> Option<&Value> {
+    payload.filter(|p| !p.is_null() && p.as_object().is_none_or(|o| !o.is_empty()))
+}
+
+/// Renders the environment (see the module docs for every rule).
+pub fn render_runtime_env(
+    snapshot: &SnapshotView,
+    dispatch: &DispatchContext,
+    runtime: &RuntimeOptions,
+) -> Result<RenderedEnv, RenderError> {
+    let mut vars = BTreeMap::new();
+    let mut set = |name: &str, value: String| {
+        vars.insert(name.to_owned(), value);
+    };
+    let payload = non_empty_payload(dispatch.payload.as_ref()).map(Value::to_string);
+    if let Some(payload) = &payload {
+        set("ASTROLIFT_TRIGGER_PAYLOAD", payload.clone());
+    }
+    set("ASTROLIFT_TASK_ID", dispatch.task_id.clone());
+    set("ASTROLIFT_CONTROLLER_URL", runtime.controller_url.clone());
+    set("ASTROLIFT_WORKSPACE", runtime.workspace.clone());
+    if let Some(callback) = &runtime.callback_url {
+        set("AGENT_CALLBACK_URL", callback.clone());
+        set("ASTROLIFT_CLUSTER_KEY", mint_cluster_key()?);
+    }
+    if let Some(brief) = &snapshot.brief {
+        set("ASTROLIFT_BRIEF_ID", brief.path.clone());
+        set("ASTROLIFT_BRIEF_HASH", brief.sha256.clone());
+    }
+    if let Some(url) = &runtime.payload_url {
+        set("ASTROLIFT_PAYLOAD_URL", url.clone());
+        set("ASTROLIFT_PAYLOAD_HASH", snapshot.payload.digest.clone());
+    }
+    if !runtime.listener_mode {
+        set("AGENT_SYSTEM", system_prompt(&runtime.prompts));
+        set("AGENT_PROMPT", kickoff_prompt(&snapshot.name, payload.as_deref()));
+    }
+    if let Some(vnc) = &runtime.vnc {
+        set("ASTROLIFT_TMUX_SESSION", vnc.tmux_session.clone());
+        if let Some(upload) = &vnc.snapshot {
+            set("ASTROLIFT_SNAPSHOT_URL", upload.url.clone());
+            set("ASTROLIFT_SNAPSHOT_INTERVAL", upload.interval_seconds.to_string());
+            set("ASTROLIFT_SNAPSHOT_LOCAL_PATH", upload.local_path.clone());
+        }
+    }
+    let warnings = merge_manifest_environment(&mut vars, &snapshot.environment);
+    Ok(RenderedEnv { vars, warnings })
+}
+
+/// Adds the manifest's entries, except reserved names (one warning each).
+fn merge_manifest_environment(
+    vars: &mut BTreeMap<String, String>,
+    environment: &BTreeMap<String, String>,
+) -> Vec<EnvWarning> {
+    let mut warnings = Vec::new();
+    for (name, value) in environment {
+        if RESERVED_ENV.contains(&name.as_str()) {
+            warnings.push(EnvWarning {
+                name: name.clone(),
+                message: format!(
+                    "[environment] sets `{name}`, a runtime variable the dispatcher owns; it is ignored"
+                ),
+            });
+        } else {
+            vars.insert(name.clone(), value.clone());
+        }
+    }
+    warnings
+}
+
+/// 32 bytes from the OS CSPRNG, hex.
+fn mint_cluster_key() -> Result<String, RenderError> {
+    let mut key = [0u8; 32];
+    getrandom::fill(&mut key).map_err(|e| RenderError(e.to_string()))?;
+    Ok(hex::encode(key))
+}
+
+/// The brief, then each skill's instructions in order, then the tool contract
+/// (each slug once, first description wins), separated by blank lines.
+pub fn system_prompt(prompts: &PromptTexts) -> String {
+    let mut sections = Vec::new();
+    if let Some(brief) = prompts.brief.as_deref().map(str::trim_end).filter(|b| !b.is_empty()) {
+        sections.push(brief.to_owned());
+    }
+    for skill in &prompts.skills {
+        sections.push(format!("## Skill: {}\n\n{}", skill.name, skill.instructions.trim_end()));
+    }
+    let mut seen = BTreeSet::new();
+    let tools: Vec<String> = prompts
+        .tools
+        .iter()
+        .filter(|tool| seen.insert(tool.slug.as_str()))
+        .map(|tool| match &tool.description {
+            Some(description) => format!("- `{}`: {}", tool.slug, description),
+            None => format!("- `{}`", tool.slug),
+        })
+        .collect();
+    if !tools.is_empty() {
+        sections.push(format!("## Tools\n\n{}", tools.join("\n")));
+    }
+    sections.join("\n\n")
+}
+
+/// The kickoff turn, carrying the payload JSON inline (the same text as
+/// `ASTROLIFT_TRIGGER_PAYLOAD`).
+pub fn kickoff_prompt(agent: &str, payload: Option<&str>) -> String {
+    match payload {
+        Some(payload) => format!(
+            "Run the agent `{agent}` once for this input.\n\nInput (JSON, also in ASTROLIFT_TRIGGER_PAYLOAD):\n```json\n{payload}\n```"
+        ),
+        None => format!("Run the agent `{agent}` once. No input was supplied."),
+    }
+}

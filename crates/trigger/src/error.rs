@@ -1,0 +1,66 @@
+//! [`TriggerError`] and its HTTP status (DESIGN.md §3).
+
+use crate::sandbox::SandboxError;
+use crate::secrets::SecretError;
+use crate::verify::VerifyError;
+
+/// Why a trigger request was not dispatched. [`TriggerError::status`] is the
+/// HTTP answer; messages never contain a secret or a signature.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TriggerError {
+    /// 401: missing, malformed or wrong signature or token.
+    #[error("unauthorized: {0}")]
+    Unauthorized(#[from] VerifyError),
+    /// 404: no binding with that id (for callers that look bindings up).
+    #[error("unknown trigger `{0}`")]
+    UnknownTrigger(String),
+    /// 413: the body is over the trigger body limit.
+    #[error("the body is {size} bytes, over the {limit}-byte limit")]
+    TooLarge { size: u64, limit: u64 },
+    /// 400: the body is not JSON.
+    #[error("the body is not valid JSON: {0}")]
+    BadJson(String),
+    /// 422: the filter or the mapping failed, ran away, or gave the wrong type.
+    #[error("{stage} failed: {reason}")]
+    MappingFailed { stage: Stage, reason: String },
+    /// 500: the binding's secret could not be resolved (not the caller's fault).
+    #[error("cannot verify: {0}")]
+    Secret(#[from] SecretError),
+    /// 500: the binding cannot be evaluated (its program does not compile).
+    #[error("invalid binding: {0}")]
+    InvalidBinding(String),
+}
+
+/// Which program failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    Filter,
+    Payload,
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Stage::Filter => "filter",
+            Stage::Payload => "payload mapping",
+        })
+    }
+}
+
+impl TriggerError {
+    /// The HTTP status: 401, 404, 413, 400, 422, or 500 for our own failures.
+    pub fn status(&self) -> u16 {
+        match self {
+            TriggerError::Unauthorized(_) => 401,
+            TriggerError::UnknownTrigger(_) => 404,
+            TriggerError::TooLarge { .. } => 413,
+            TriggerError::BadJson(_) => 400,
+            TriggerError::MappingFailed { .. } => 422,
+            TriggerError::Secret(_) | TriggerError::InvalidBinding(_) => 500,
+        }
+    }
+
+    pub(crate) fn sandbox(stage: Stage, error: SandboxError) -> Self {
+        TriggerError::MappingFailed { stage, reason: error.to_string() }
+    }
+}

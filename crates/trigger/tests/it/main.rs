@@ -1,0 +1,10 @@
+//! Integration tests of astrolift-trigger (one binary).
+
+mod aws;
+mod dispatch;
+mod env;
+mod evaluate;
+mod github;
+mod runaway;
+mod support;
+mod verify;
