@@ -3,24 +3,28 @@
 use astrolift_forge::github::GitHubError;
 use astrolift_manifest::Limits;
 use astrolift_manifest::tree::SourceTree;
-use astrolift_package::SourceTarball;
+use astrolift_package::{SourceTarball, TarballError, TarballTree};
 use tokio::io::AsyncReadExt;
 
-use super::{SHA, setup};
+use super::{SHA, Setup, setup};
 
-#[tokio::test]
-async fn the_tarball_streams_through_the_redirect_into_the_package_reader() {
-    let setup = setup().await;
+/// Downloads the fixture commit and reads it with the package reader.
+async fn read_tree(setup: &Setup) -> Result<TarballTree, TarballError> {
     let download = setup
         .installation()
         .tarball(&setup.repo(), SHA)
         .await
         .expect("download starts");
-    let tree = download
+    download
         .read_blocking(|reader| SourceTarball::read(reader, &Limits::DEFAULT))
         .await
         .expect("the reader task runs")
-        .expect("a GitHub-shaped tarball");
+}
+
+#[tokio::test]
+async fn the_tarball_streams_through_the_redirect_into_the_package_reader() {
+    let setup = setup().await;
+    let tree = read_tree(&setup).await.expect("a GitHub-shaped tarball");
     assert_eq!(tree.top_directory(), "octo-agents-8f3c2a1");
     let paths: Vec<&str> = tree.entries().iter().map(|e| e.path.as_str()).collect();
     assert!(
@@ -50,16 +54,7 @@ async fn the_tarball_streams_through_the_redirect_into_the_package_reader() {
 async fn the_token_is_not_sent_to_another_host() {
     let setup = setup().await;
     setup.fake.serve_downloads_from_another_host();
-    let download = setup
-        .installation()
-        .tarball(&setup.repo(), SHA)
-        .await
-        .expect("download starts");
-    let tree = download
-        .read_blocking(|reader| SourceTarball::read(reader, &Limits::DEFAULT))
-        .await
-        .expect("the reader task runs");
-    assert!(tree.is_ok());
+    assert!(read_tree(&setup).await.is_ok());
     let api = setup.fake.requests_to("GET", "/repos/");
     let codeload = setup.fake.requests_to("GET", "/_codeload/");
     assert_eq!(api[0].header("authorization"), Some("Bearer [redacted]"));
