@@ -102,3 +102,15 @@ pub async fn setup_with(configure: impl FnOnce(&mut GitHubConfig)) -> Setup {
     let app = GitHubApp::new(config, credentials).expect("the client builds");
     Setup { fake, app, clock }
 }
+
+/// The client's futures can be spawned on a multi-threaded runtime.
+#[allow(dead_code, clippy::let_underscore_future)]
+fn futures_are_send(gh: Installation, repo: RepoPath) {
+    fn send<T: Send>(_: T) {}
+    use astrolift_forge::github::{CheckRunOutput, Conclusion};
+    send(gh.token());
+    send(gh.tarball(&repo, SHA));
+    send(gh.create_in_progress(&repo, SHA, "Astrolift"));
+    send(gh.complete(&repo, 1, Conclusion::Success, CheckRunOutput::default()));
+    send(gh.fail_run(&repo, 1, "why"));
+}
