@@ -1,6 +1,7 @@
 //! The repository's `examples/` validate clean: no errors, no warnings.
 
 use astrolift_manifest::Severity;
+use astrolift_manifest::triggers::TriggerSource;
 
 use crate::support::{crate_dir, validate_dir};
 
@@ -40,5 +41,34 @@ fn monorepo_example_is_clean() {
             ("emr-triage", Some("triage"), true),
             ("weekly-reporter", Some("reporter"), false),
         ],
+    );
+}
+
+#[test]
+fn monorepo_example_has_a_workspace_a_config_manifest_and_both_trigger_sources() {
+    let dir = crate_dir().join("../../examples/monorepo");
+    let tree = astrolift_manifest::DirTree::open(&dir, 10_000).expect("example opens");
+    let options = astrolift_manifest::ValidateOptions {
+        config_paths: vec!["config/triage/config.toml".to_owned()],
+        ..Default::default()
+    };
+    let validation = astrolift_manifest::validate_repository(&tree, &options);
+    assert!(
+        validation.diagnostics.is_empty(),
+        "{:#?}",
+        validation.diagnostics
+    );
+    assert_eq!(validation.workspace_manifests, ["workspaces/triage.yaml"]);
+    let sources: Vec<_> = validation.agents[0]
+        .triggers
+        .iter()
+        .map(|t| (t.name.as_str(), t.source))
+        .collect();
+    assert_eq!(
+        sources,
+        [
+            ("jira-high-priority", TriggerSource::Generic),
+            ("new-issue", TriggerSource::Github)
+        ]
     );
 }
