@@ -26,6 +26,38 @@ struct Cli {
 enum Command {
     /// Discover and validate every agent manifest of a repository.
     Validate(cmd::validate::Args),
+    /// Print a config manifest with its includes merged, as JSON.
+    Assemble(cmd::assemble::Args),
+    /// Print the environment drift between two checkouts.
+    Drift(cmd::drift::Args),
+    /// Build one agent's deterministic package archive (or every agent's, with --all).
+    Package(cmd::package::Args),
+    /// Discover, validate, package and plan on the configured stores; --apply registers.
+    Check(cmd::check::Args),
+    /// Register a repository: pushes to its ref register agents.
+    RegisterRepo(cmd::registry::RegisterRepoArgs),
+    /// Manage environment specs.
+    #[command(subcommand)]
+    EnvSpec(EnvSpecCommand),
+    /// Inspect registered agents.
+    #[command(subcommand)]
+    Agents(AgentsCommand),
+    /// The audit history of an agent.
+    History(cmd::registry::AgentArgs),
+    /// Retire an agent explicitly; its audit history is kept.
+    Teardown(cmd::registry::AgentArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum EnvSpecCommand {
+    /// Create or replace an env spec.
+    Upsert(cmd::registry::EnvSpecUpsertArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum AgentsCommand {
+    /// List registered agents.
+    List(cmd::registry::AgentsListArgs),
 }
 
 fn main() -> ExitCode {
@@ -34,6 +66,15 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Validate(args) => cmd::validate::run(args),
+        Command::Assemble(args) => cmd::assemble::run(args),
+        Command::Drift(args) => cmd::drift::run(args),
+        Command::Package(args) => cmd::package::run(args),
+        Command::Check(args) => cmd::check::run(args),
+        Command::RegisterRepo(args) => cmd::registry::register_repo(args),
+        Command::EnvSpec(EnvSpecCommand::Upsert(args)) => cmd::registry::env_spec_upsert(args),
+        Command::Agents(AgentsCommand::List(args)) => cmd::registry::agents_list(args),
+        Command::History(args) => cmd::registry::history(args),
+        Command::Teardown(args) => cmd::registry::teardown(args),
     };
     result.unwrap_or_else(|error| {
         eprintln!("error: {error:#}");

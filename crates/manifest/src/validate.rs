@@ -43,6 +43,31 @@ impl Validation {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
 
+    /// For each agent (same order as `agents`), whether an error belongs to it.
+    ///
+    /// A diagnostic belongs to the agent whose manifest it is on, else to the
+    /// agent whose directory is the longest prefix of its path (the root
+    /// agent's directory, "", is a prefix of everything). Findings on the
+    /// federation file belong to no agent: they fail none.
+    pub fn agents_with_errors(&self) -> Vec<bool> {
+        let mut failing = vec![false; self.agents.len()];
+        for diagnostic in self.diagnostics.iter().filter(|d| d.is_error()) {
+            if let Some(owner) = owner_of(&self.agents, &diagnostic.path) {
+                failing[owner] = true;
+            }
+        }
+        failing
+    }
+
+    /// The error diagnostics that belong to `agents[index]` (see [`Self::agents_with_errors`]).
+    pub fn errors_of(&self, index: usize) -> Vec<Diagnostic> {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.is_error() && owner_of(&self.agents, &d.path) == Some(index))
+            .cloned()
+            .collect()
+    }
+
     /// The `agents` entries of the JSON output, in discovery order.
     pub fn summaries(&self) -> Vec<AgentSummary> {
         self.agents
@@ -93,6 +118,22 @@ pub fn validate_repository(tree: &dyn SourceTree, options: &ValidateOptions) -> 
         diagnostics,
         workspace_manifests: discovery.workspace_manifests,
     }
+}
+
+fn owner_of(agents: &[AgentManifest], path: &str) -> Option<usize> {
+    if path == crate::federation::FEDERATION_FILE {
+        return None;
+    }
+    agents
+        .iter()
+        .enumerate()
+        .filter(|(_, agent)| agent.manifest == path || is_under(path, &agent.dir))
+        .max_by_key(|(_, agent)| (agent.manifest == path, agent.dir.len()))
+        .map(|(index, _)| index)
+}
+
+fn is_under(path: &str, dir: &str) -> bool {
+    dir.is_empty() || path.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// Agent names are unique in a repository: the second manifest with a name

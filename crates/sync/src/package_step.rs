@@ -3,8 +3,8 @@
 use std::io::{BufWriter, Write};
 
 use astrolift_manifest::model::AgentManifest;
-use astrolift_manifest::{Diagnostic, Limits, Severity, ValidateOptions, validate_repository};
-use astrolift_package::{PayloadTree, slice, snapshot, write_archive};
+use astrolift_manifest::{Diagnostic, Limits, ValidateOptions, validate_repository};
+use astrolift_package::PayloadTree;
 use tempfile::TempPath;
 
 use crate::SyncError;
@@ -38,7 +38,7 @@ pub(crate) fn validate_and_package(
     progress: &dyn Fn(usize, usize),
 ) -> Result<Packaging, SyncError> {
     let validation = validate_repository(tree, options);
-    let failing = agents_with_errors(&validation.agents, &validation.diagnostics);
+    let failing = validation.agents_with_errors();
     let mut packaging = Packaging {
         diagnostics: validation.diagnostics,
         ..Packaging::default()
@@ -73,80 +73,33 @@ fn package_agent(
     keep_archive: bool,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<Option<(Packaged, Artifacts)>, SyncError> {
-    let agent_slice = match slice(manifest, tree, limits) {
-        Ok(agent_slice) => agent_slice,
+    let (result, archive) = if keep_archive {
+        let mut spool = tempfile::NamedTempFile::new().map_err(SyncError::Spool)?;
+        let result = {
+            let mut writer = BufWriter::new(spool.as_file_mut());
+            let result = astrolift_package::package_agent(manifest, tree, limits, &mut writer);
+            writer.flush().map_err(SyncError::Spool)?;
+            result
+        };
+        (result, Some(spool.into_temp_path()))
+    } else {
+        let result = astrolift_package::package_agent(manifest, tree, limits, std::io::sink());
+        (result, None)
+    };
+    let packaged = match result {
+        Ok(packaged) => packaged,
         Err(found) => {
             diagnostics.extend(found);
             return Ok(None);
         }
     };
-    let (output, archive) = if keep_archive {
-        let mut spool = tempfile::NamedTempFile::new().map_err(SyncError::Spool)?;
-        let mut writer = BufWriter::new(spool.as_file_mut());
-        let written = write_archive(&agent_slice, tree, &mut writer);
-        let flushed = writer.flush();
-        drop(writer);
-        flushed.map_err(SyncError::Spool)?;
-        (written, Some(spool.into_temp_path()))
-    } else {
-        (write_archive(&agent_slice, tree, std::io::sink()), None)
-    };
-    let output = match output {
-        Ok(output) => output,
-        Err(error) => {
-            diagnostics.push(error.to_diagnostic(&manifest.manifest, &manifest.name));
-            return Ok(None);
-        }
-    };
-    let agent_snapshot = match snapshot(manifest, &agent_slice, tree, &output) {
-        Ok(agent_snapshot) => agent_snapshot,
-        Err(error) => {
-            diagnostics.push(error.to_diagnostic(&manifest.manifest, &manifest.name));
-            return Ok(None);
-        }
-    };
-    let packaged = Packaged {
-        snapshot_hash: agent_snapshot.digest(),
-        payload_digest: output.digest.clone(),
+    let identity = Packaged {
+        snapshot_hash: packaged.snapshot.digest(),
+        payload_digest: packaged.output.digest.clone(),
     };
     let artifacts = Artifacts {
         archive,
-        snapshot_json: agent_snapshot.canonical_json(),
+        snapshot_json: packaged.snapshot.canonical_json(),
     };
-    Ok(Some((packaged, artifacts)))
-}
-
-const FEDERATION_FILE: &str = "astrolift.agents.toml";
-
-/// Which agents own an error. A diagnostic belongs to the agent whose
-/// manifest directory is the longest prefix of its path (the root agent's
-/// directory, "", is a prefix of everything); diagnostics of the federation
-/// file or of files outside every agent fail no agent.
-fn agents_with_errors(agents: &[AgentManifest], diagnostics: &[Diagnostic]) -> Vec<bool> {
-    let mut failing = vec![false; agents.len()];
-    for diagnostic in diagnostics.iter().filter(|d| d.severity == Severity::Error) {
-        if let Some(owner) = owner_of(agents, &diagnostic.path) {
-            failing[owner] = true;
-        }
-    }
-    failing
-}
-
-fn owner_of(agents: &[AgentManifest], path: &str) -> Option<usize> {
-    if path == FEDERATION_FILE {
-        return None;
-    }
-    agents
-        .iter()
-        .enumerate()
-        .filter(|(_, agent)| agent.manifest == path || is_under(path, &agent.dir))
-        .max_by_key(|(_, agent)| (agent.manifest == path, agent.dir.len()))
-        .map(|(index, _)| index)
-}
-
-fn is_under(path: &str, dir: &str) -> bool {
-    dir.is_empty()
-        || path
-            .strip_prefix(dir)
-            .is_some_and(|rest| rest.starts_with('/'))
+    Ok(Some((identity, artifacts)))
 }

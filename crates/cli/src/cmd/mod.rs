@@ -2,9 +2,66 @@
 //! `run(Args) -> anyhow::Result<ExitCode>`; an `Err` is reported by `main`
 //! and exits [`EXIT_FAILURE`].
 
+pub mod assemble;
+pub mod check;
+pub mod drift;
+pub mod package;
+pub mod registry;
+pub mod stores;
 pub mod validate;
+
+use std::path::{Component, Path};
+
+use anyhow::{Context, bail};
+use astrolift_manifest::{Diagnostic, DirTree, Limits};
 
 /// Findings with at least one error.
 pub const EXIT_FINDINGS: u8 = 1;
 /// Usage or I/O failure.
 pub const EXIT_FAILURE: u8 = 2;
+
+/// Lists a repository directory under `limits`.
+pub fn open_dir(dir: &Path, limits: &Limits) -> anyhow::Result<DirTree> {
+    if !dir.is_dir() {
+        bail!("{}: not a directory", dir.display());
+    }
+    DirTree::open(dir, limits.tarball_files)
+        .with_context(|| format!("cannot list {}", dir.display()))
+}
+
+/// One line per diagnostic on stderr, for commands whose stdout is a document.
+pub fn print_diagnostics(diagnostics: &[Diagnostic]) {
+    for d in diagnostics {
+        eprintln!(
+            "{}[{}]: {}:{}:{}: {}",
+            d.severity, d.code, d.path, d.span.line, d.span.column, d.message
+        );
+    }
+}
+
+/// A path given on the command line as a repo-relative POSIX path: relative
+/// paths are taken relative to `dir`, and a path that already starts with
+/// `dir` is accepted too. Anything leaving `dir` is refused.
+pub fn repo_relative(dir: &Path, path: &Path) -> anyhow::Result<String> {
+    let relative = path
+        .strip_prefix(dir)
+        .ok()
+        .filter(|_| dir != Path::new("."))
+        .unwrap_or(path);
+    let mut parts = Vec::new();
+    for component in relative.components() {
+        match component {
+            Component::Normal(part) => parts.push(
+                part.to_str()
+                    .with_context(|| format!("{}: not valid UTF-8", path.display()))?,
+            ),
+            Component::CurDir => {}
+            _ => bail!(
+                "{}: must be a path inside {}",
+                path.display(),
+                dir.display()
+            ),
+        }
+    }
+    Ok(parts.join("/"))
+}

@@ -1,10 +1,10 @@
 //! `astrolift validate [DIR] [--config PATH]... [--format human|json|sarif|github]`.
 
 use std::io::{BufWriter, Write};
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use astrolift_cli::render::{self, Format, Report, Style};
 use astrolift_manifest::{
     DirTree, Limits, SourceTree, ValidateOptions, diagnostic, validate_repository,
@@ -26,16 +26,12 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if !args.dir.is_dir() {
-        bail!("{}: not a directory", args.dir.display());
-    }
     let limits = Limits::DEFAULT;
-    let tree = DirTree::open(&args.dir, limits.tarball_files)
-        .with_context(|| format!("cannot list {}", args.dir.display()))?;
+    let tree = super::open_dir(&args.dir, &limits)?;
     let config_paths = args
         .configs
         .iter()
-        .map(|path| repo_relative(&args.dir, path))
+        .map(|path| super::repo_relative(&args.dir, path))
         .collect::<anyhow::Result<_>>()?;
     let options = ValidateOptions {
         limits,
@@ -75,40 +71,14 @@ fn write_report(format: Format, report: &Report<'_>, tree: &DirTree) -> std::io:
     out.flush()
 }
 
-/// `--config PATH` as a repo-relative POSIX path: relative paths are taken
-/// relative to DIR, and a path that already starts with DIR is accepted too.
-fn repo_relative(dir: &Path, path: &Path) -> anyhow::Result<String> {
-    let relative = path
-        .strip_prefix(dir)
-        .ok()
-        .filter(|_| dir != Path::new("."))
-        .unwrap_or(path);
-    let mut parts = Vec::new();
-    for component in relative.components() {
-        match component {
-            Component::Normal(part) => parts.push(
-                part.to_str()
-                    .with_context(|| format!("{}: not valid UTF-8", path.display()))?,
-            ),
-            Component::CurDir => {}
-            _ => bail!(
-                "--config {}: must be a path inside {}",
-                path.display(),
-                dir.display()
-            ),
-        }
-    }
-    Ok(parts.join("/"))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::path::Path;
 
     #[test]
     fn config_paths_become_repo_relative() {
         let dir = Path::new("repo");
-        let rel = |p: &str| repo_relative(dir, Path::new(p)).ok();
+        let rel = |p: &str| super::super::repo_relative(dir, Path::new(p)).ok();
         assert_eq!(
             rel("configs/main.toml").as_deref(),
             Some("configs/main.toml")

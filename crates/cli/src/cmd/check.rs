@@ -1,0 +1,252 @@
+//! `astrolift check [DIR] [--apply] [--format human|json]`: discover,
+//! validate, package and plan on the configured stores; `--apply` registers.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use astrolift_cli::render;
+use astrolift_manifest::{DirTree, Limits, ValidateOptions};
+use astrolift_store::StateStore;
+use astrolift_store::state::RepoRegistration;
+use astrolift_sync::{Mode, Report, Stores, SyncRequest, sync};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::stores::{StoreArgs, now, runtime};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The repository to check.
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+
+    /// Register: upload new packages and write state.
+    #[arg(long)]
+    apply: bool,
+
+    /// The repository's name in state (`owner/name`). Default: `local/<DIR name>`.
+    #[arg(long = "repo", value_name = "OWNER/REPO")]
+    repository: Option<String>,
+
+    /// The ref being synced.
+    #[arg(long = "ref", default_value = "main")]
+    git_ref: String,
+
+    /// The commit being synced. Default: `worktree` (the directory as it is).
+    #[arg(long, default_value = "worktree")]
+    commit: String,
+
+    /// The commit's time, in seconds since the epoch (orders commits). Default: now.
+    #[arg(long)]
+    commit_time: Option<i64>,
+
+    /// Project for new agents when the repository is not registered.
+    #[arg(long, default_value = "local")]
+    project_id: String,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
+    format: CheckFormat,
+
+    #[command(flatten)]
+    stores: StoreArgs,
+}
+
+/// `--format` of `check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckFormat {
+    Human,
+    Json,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let limits = Limits::DEFAULT;
+    let tree = super::open_dir(&args.dir, &limits)?;
+    let report = runtime()?.block_on(check(&args, &tree, limits))?;
+    match args.format {
+        CheckFormat::Json => {
+            let mut out = std::io::stdout().lock();
+            serde_json::to_writer(&mut out, &json_report(&report))?;
+            writeln!(out)?;
+            out.flush()?;
+        }
+        CheckFormat::Human => {
+            // anstream drops the colours unless stdout is a terminal.
+            let mut out = std::io::BufWriter::new(anstream::stdout().lock());
+            write_human(&report, &tree, &mut out)?;
+            out.flush()?;
+        }
+    }
+    Ok(if report.has_errors() {
+        super::EXIT_FINDINGS.into()
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Report> {
+    let stores = Stores {
+        blobs: args.stores.blobs().await?,
+        state: args.stores.state().await?,
+    };
+    let repository = repository_name(args)?;
+    let mode = if args.apply {
+        Mode::Apply {
+            project_id: project_for_apply(stores.state.as_ref(), &repository, args).await?,
+        }
+    } else {
+        Mode::Check
+    };
+    let now = now();
+    let request = SyncRequest {
+        repository,
+        commit: args.commit.clone(),
+        commit_time: args.commit_time.unwrap_or(now),
+        git_ref: Some(args.git_ref.clone()),
+        mode,
+        now,
+        validate: ValidateOptions {
+            limits,
+            config_paths: Vec::new(),
+        },
+    };
+    let progress = progress_bar();
+    let report = sync(tree, &request, &stores, &|done, total| {
+        progress.set_length(total as u64);
+        progress.set_position(done as u64);
+    })
+    .await?;
+    progress.finish_and_clear();
+    Ok(report)
+}
+
+/// A bar on a terminal's stderr; nothing at all when stderr is piped.
+fn progress_bar() -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    if let Ok(style) =
+        ProgressStyle::with_template("{spinner} packaging {pos}/{len} agents {wide_bar} {elapsed}")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+fn repository_name(args: &Args) -> anyhow::Result<String> {
+    if let Some(name) = &args.repository {
+        return Ok(name.clone());
+    }
+    let dir = std::fs::canonicalize(&args.dir)
+        .with_context(|| format!("cannot resolve {}", args.dir.display()))?;
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("repository");
+    Ok(format!("local/{name}"))
+}
+
+/// The registered project of the repository. A local `--apply` on a
+/// repository that is not registered registers it first (project
+/// `--project-id`, ref `--ref`), so `agents list` and `history` find it.
+async fn project_for_apply(
+    state: &dyn StateStore,
+    repository: &str,
+    args: &Args,
+) -> anyhow::Result<String> {
+    if let Some(registration) = state.get_registration(repository).await? {
+        return Ok(registration.project_id);
+    }
+    let registration = RepoRegistration {
+        repository: repository.to_owned(),
+        installation_id: None,
+        project_id: args.project_id.clone(),
+        registered_ref: args.git_ref.clone(),
+        manifest_path: None,
+        updated_at: now(),
+    };
+    state.put_registration(&registration).await?;
+    eprintln!(
+        "registered {repository} (project {}, ref {})",
+        args.project_id, args.git_ref
+    );
+    Ok(registration.project_id)
+}
+
+/// DESIGN.md §10: `{"plan":[{"agent","manifest","status","digest"}...],"diagnostics":[...]}`,
+/// plus the report's other fields for tools that want them.
+fn json_report(report: &Report) -> serde_json::Value {
+    let mut value = serde_json::to_value(report).unwrap_or_default();
+    if let Some(object) = value.as_object_mut() {
+        let plan = object.remove("plan");
+        let diagnostics = object.remove("diagnostics");
+        let rest = std::mem::take(object);
+        object.insert("plan".into(), plan.unwrap_or_default());
+        object.insert("diagnostics".into(), diagnostics.unwrap_or_default());
+        object.extend(rest);
+    }
+    value
+}
+
+fn write_human(report: &Report, tree: &DirTree, out: &mut dyn Write) -> anyhow::Result<()> {
+    if !report.diagnostics.is_empty() {
+        let diagnostics = render::Report {
+            agents: &[],
+            diagnostics: &report.diagnostics,
+        };
+        render::human::render(&diagnostics, tree, render::Style::Styled, out)?;
+        writeln!(out)?;
+    }
+    for entry in &report.plan {
+        let digest = entry.digest.as_deref().map_or("-", short_digest);
+        let drift = if entry.drift.is_empty() {
+            String::new()
+        } else {
+            let kinds: Vec<_> = entry.drift.iter().map(|d| d.kind.as_str()).collect();
+            format!("  drift: {}", kinds.join(", "))
+        };
+        writeln!(
+            out,
+            "{:<10} {:<24} {:<14} {}{drift}",
+            entry.status.as_str(),
+            entry.agent,
+            digest,
+            entry.manifest
+        )?;
+    }
+    writeln!(out, "{}", summary_line(report))?;
+    Ok(())
+}
+
+fn short_digest(digest: &str) -> &str {
+    let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+    hex.get(..12).unwrap_or(hex)
+}
+
+fn summary_line(report: &Report) -> String {
+    let counts: Vec<_> = report
+        .counts
+        .plan
+        .iter()
+        .map(|(status, n)| format!("{n} {status}"))
+        .collect();
+    let action = match (&report.mode, report.applied, &report.skipped) {
+        (_, _, Some(skipped)) => format!("skipped: {skipped}"),
+        (Mode::Apply { .. }, true, None) => format!(
+            "applied: {} blob uploads, {} state writes",
+            report.counts.blob_puts, report.counts.state_writes
+        ),
+        _ => "checked only (use --apply to register)".to_owned(),
+    };
+    let d = &report.counts.diagnostics;
+    format!(
+        "{}; {} errors, {} warnings, {} notices; {action}",
+        if counts.is_empty() {
+            "no agents".to_owned()
+        } else {
+            counts.join(", ")
+        },
+        d.errors,
+        d.warnings,
+        d.notices
+    )
+}

@@ -1,0 +1,44 @@
+//! `astrolift drift OLD NEW [--format text|json]`: drift between two checkouts.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use astrolift_manifest::drift::drift_between_trees;
+use astrolift_manifest::{DirTree, Limits};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The old checkout (a directory).
+    old: PathBuf,
+    /// The new checkout (a directory).
+    new: PathBuf,
+    #[arg(long, value_enum, default_value_t = DriftFormat::Text)]
+    format: DriftFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DriftFormat {
+    Text,
+    Json,
+}
+
+/// Exit 1 when any drift is critical (it would fail a resume), else 0.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let limits = Limits::DEFAULT;
+    let open = |dir: &PathBuf| {
+        DirTree::open(dir, limits.tarball_files)
+            .with_context(|| format!("cannot list {}", dir.display()))
+    };
+    let (old, new) = (open(&args.old)?, open(&args.new)?);
+    let report = drift_between_trees(&old, &new, &limits);
+    match args.format {
+        DriftFormat::Text => print!("{}", report.to_text()),
+        DriftFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+    }
+    Ok(if report.has_critical() {
+        super::EXIT_FINDINGS.into()
+    } else {
+        ExitCode::SUCCESS
+    })
+}

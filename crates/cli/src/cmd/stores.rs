@@ -1,0 +1,70 @@
+//! `--state` / `--blobs`, shared by every command that touches stores.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use astrolift_store::{BlobStore, StateStore, blob_store_from_url, state_store_from_url};
+
+/// Where state and blobs live (DESIGN.md §10).
+#[derive(Debug, Clone, clap::Args)]
+pub struct StoreArgs {
+    /// State store: `sqlite:PATH` or `dynamodb:TABLE`.
+    #[arg(
+        long = "state",
+        env = "ASTROLIFT_STATE",
+        default_value = "sqlite:.astrolift/state.db"
+    )]
+    pub state: String,
+
+    /// Blob store: `file:DIR` or `s3://BUCKET[/prefix]`.
+    #[arg(
+        long = "blobs",
+        env = "ASTROLIFT_BLOBS",
+        default_value = "file:.astrolift/blobs"
+    )]
+    pub blobs: String,
+}
+
+impl StoreArgs {
+    pub async fn state(&self) -> anyhow::Result<Arc<dyn StateStore>> {
+        if let Some(path) = self.state.strip_prefix("sqlite:") {
+            create_parent(path)?;
+        }
+        state_store_from_url(&self.state)
+            .await
+            .with_context(|| format!("cannot open the state store {}", self.state))
+    }
+
+    pub async fn blobs(&self) -> anyhow::Result<Arc<dyn BlobStore>> {
+        blob_store_from_url(&self.blobs)
+            .await
+            .with_context(|| format!("cannot open the blob store {}", self.blobs))
+    }
+}
+
+/// The embedded default lives in `.astrolift/`; create it on first use.
+fn create_parent(path: &str) -> anyhow::Result<()> {
+    if let Some(parent) = std::path::Path::new(path)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    Ok(())
+}
+
+/// A runtime for one command: the CLI does one thing at a time.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// Seconds since the epoch.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,205 @@
+//! The main job and the state commands, on the embedded stores in a temp dir:
+//! `check`, `check --apply` twice, `agents list`, `history`, `teardown`,
+//! `register-repo`, `env-spec upsert`, and `package`.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::{astrolift, json};
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+}
+
+/// `--state`/`--blobs` flags pointing into `dir`.
+fn stores(dir: &Path) -> Vec<String> {
+    vec![
+        format!("--state=sqlite:{}", dir.join("state.db").display()),
+        format!("--blobs=file:{}", dir.join("blobs").display()),
+    ]
+}
+
+fn run(args: &[&str], dir: &Path) -> crate::support::Run {
+    let mut all: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    all.extend(stores(dir));
+    astrolift(all)
+}
+
+fn plan_statuses(stdout: &str) -> Vec<(String, String)> {
+    let report = json(stdout);
+    report["plan"]
+        .as_array()
+        .expect("plan array")
+        .iter()
+        .map(|e| {
+            (
+                e["agent"].as_str().unwrap_or_default().to_owned(),
+                e["status"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn check_apply_twice_registers_then_shows_unchanged() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let monorepo = example("monorepo");
+    let repo = monorepo.to_str().expect("utf-8 path");
+    let checked = run(&["check", repo, "--format", "json"], dir.path());
+    assert_eq!(checked.code, 0, "{}", checked.stderr);
+    let report = json(&checked.stdout);
+    for key in ["agent", "manifest", "status", "digest"] {
+        assert!(
+            report["plan"][0].get(key).is_some(),
+            "plan entries carry {key}"
+        );
+    }
+    assert_eq!(
+        plan_statuses(&checked.stdout),
+        [
+            ("weekly-reporter".into(), "disabled".into()),
+            ("emr-triage".into(), "added".into())
+        ]
+    );
+    let first = run(&["check", "--apply", repo, "--format", "json"], dir.path());
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert_eq!(json(&first.stdout)["applied"], true);
+    let second = run(&["check", "--apply", repo, "--format", "json"], dir.path());
+    assert_eq!(
+        plan_statuses(&second.stdout),
+        [
+            ("weekly-reporter".into(), "disabled".into()),
+            ("emr-triage".into(), "unchanged".into())
+        ]
+    );
+    let counts = &json(&second.stdout)["counts"];
+    assert_eq!(
+        (
+            counts["blob_puts"].as_u64(),
+            counts["state_writes"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
+
+    let listed = run(&["agents", "list", "--format", "json"], dir.path());
+    let agents = json(&listed.stdout);
+    assert_eq!(agents[0]["name"], "emr-triage");
+    assert_eq!(agents[0]["status"], "active");
+
+    let torn = run(&["teardown", "triage"], dir.path());
+    assert_eq!(torn.code, 0, "{}", torn.stderr);
+    let history = run(&["history", "emr-triage", "--format", "json"], dir.path());
+    let actions: Vec<_> = json(&history.stdout)
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["action"].clone())
+        .collect();
+    assert_eq!(actions, ["added", "torn_down"]);
+}
+
+#[test]
+fn human_check_prints_the_plan_and_a_summary() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = run(
+        &["check", example("single-agent").to_str().expect("utf-8")],
+        dir.path(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("added"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("checked only (use --apply to register)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        !out.stderr.contains('\u{1b}'),
+        "no progress bar or colour when piped: {:?}",
+        out.stderr
+    );
+}
+
+#[test]
+fn register_repo_and_env_spec_upsert() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let registered = run(
+        &[
+            "register-repo",
+            "acme/agents",
+            "--project-id",
+            "p-1",
+            "--ref",
+            "main",
+        ],
+        dir.path(),
+    );
+    assert_eq!(registered.code, 0, "{}", registered.stderr);
+    let bad = run(
+        &["register-repo", "not a repo", "--project-id", "p-1"],
+        dir.path(),
+    );
+    assert_eq!(bad.code, 2);
+    let spec = run(
+        &[
+            "env-spec",
+            "upsert",
+            "triage-prod",
+            "--config-repo",
+            "acme/agents",
+            "--manifest-path",
+            "config/triage/config.toml",
+        ],
+        dir.path(),
+    );
+    assert_eq!(spec.code, 0, "{}", spec.stderr);
+}
+
+#[test]
+fn package_prints_exactly_digest_size_files_and_writes_no_partial_archive() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("triage.tar.gz");
+    let repo = example("monorepo");
+    let args = [
+        "package",
+        repo.to_str().expect("utf-8"),
+        "--manifest",
+        "agents/triage/astrolift.toml",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ];
+    let packaged = astrolift(args);
+    assert_eq!(packaged.code, 0, "{}", packaged.stderr);
+    let printed = json(&packaged.stdout);
+    let keys: Vec<_> = printed
+        .as_object()
+        .expect("object")
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(keys, ["digest", "size", "files"]);
+    assert_eq!(
+        printed["size"].as_u64(),
+        std::fs::metadata(&out).ok().map(|m| m.len())
+    );
+    // Over the size limit: a diagnostic, exit 1, and nothing at --out.
+    let small = dir.path().join("small.tar.gz");
+    let refused = astrolift([
+        "package",
+        repo.to_str().expect("utf-8"),
+        "--manifest",
+        "agents/triage/astrolift.toml",
+        "--out",
+        small.to_str().expect("utf-8"),
+        "--max-size",
+        "10",
+    ]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("package/too-large"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!small.exists());
+}
