@@ -60,7 +60,11 @@ struct Rules {
 
 impl Rules {
     fn of(diagnostics: &[Diagnostic]) -> Self {
-        let known: BTreeMap<&str, _> = catalogue().into_iter().map(|c| (c.id, c)).collect();
+        let known: BTreeMap<&str, _> = catalogue()
+            .into_iter()
+            .chain(astrolift_package::codes::CODES.iter().copied())
+            .map(|c| (c.id, c))
+            .collect();
         let by_id = diagnostics
             .iter()
             .map(|d| {

@@ -32,7 +32,8 @@ fn ids_are_unique_kebab_case_area_slash_name() {
     }
 }
 
-/// The codes `docs/diagnostics.md` documents: every `### `area/name`` heading.
+/// The codes `docs/diagnostics.md` documents: every `### `area/name`` heading,
+/// except the `package/` area, which the package crate checks against its own codes.
 fn documented() -> BTreeSet<String> {
     let path = crate_dir().join("../../docs/diagnostics.md");
     let text = std::fs::read_to_string(&path)
@@ -40,6 +41,7 @@ fn documented() -> BTreeSet<String> {
     text.lines()
         .filter_map(|line| line.strip_prefix("### `"))
         .filter_map(|rest| rest.split('`').next())
+        .filter(|code| !code.starts_with("package/"))
         .map(str::to_owned)
         .collect()
 }

@@ -1,5 +1,6 @@
 //! Integration tests of astrolift-package: one binary.
 
+mod catalogue;
 mod common;
 mod determinism;
 mod golden;
