@@ -18,7 +18,9 @@
 
 use std::sync::Mutex;
 
-use astrolift_store::state::{Dispatch, DispatchOutcome, DispatchStatus, TriggerBinding, UnixSeconds};
+use astrolift_store::state::{
+    Dispatch, DispatchOutcome, DispatchStatus, TriggerBinding, UnixSeconds,
+};
 use astrolift_store::{BoxFuture, StateStore, StoreError};
 use http::HeaderMap;
 use serde::{Deserialize, Serialize};
@@ -99,8 +101,16 @@ pub async fn record(
         status: DispatchStatus::Pending,
     };
     Ok(match state.record_dispatch(&dispatch).await? {
-        DispatchOutcome::New => DispatchResult { id, created: true, dispatch },
-        DispatchOutcome::Existing(first) => DispatchResult { id: first, created: false, dispatch },
+        DispatchOutcome::New => DispatchResult {
+            id,
+            created: true,
+            dispatch,
+        },
+        DispatchOutcome::Existing(first) => DispatchResult {
+            id: first,
+            created: false,
+            dispatch,
+        },
     })
 }
 
@@ -127,14 +137,20 @@ impl DispatchMessage {
             manifest_path: dispatch.manifest_path.clone(),
             snapshot_hash: dispatch.snapshot_hash.clone(),
             created_at: dispatch.created_at,
-            payload: dispatch.payload.as_deref().and_then(|p| serde_json::from_str(p).ok()),
+            payload: dispatch
+                .payload
+                .as_deref()
+                .and_then(|p| serde_json::from_str(p).ok()),
         }
     }
 }
 
 /// Where dispatches go for the control plane.
 pub trait DispatchQueue: Send + Sync + std::fmt::Debug {
-    fn publish<'a>(&'a self, message: &'a DispatchMessage) -> BoxFuture<'a, Result<(), DispatchError>>;
+    fn publish<'a>(
+        &'a self,
+        message: &'a DispatchMessage,
+    ) -> BoxFuture<'a, Result<(), DispatchError>>;
 }
 
 /// An in-memory queue, for `serve` without AWS and for tests.
@@ -155,7 +171,10 @@ impl MemoryDispatchQueue {
 }
 
 impl DispatchQueue for MemoryDispatchQueue {
-    fn publish<'a>(&'a self, message: &'a DispatchMessage) -> BoxFuture<'a, Result<(), DispatchError>> {
+    fn publish<'a>(
+        &'a self,
+        message: &'a DispatchMessage,
+    ) -> BoxFuture<'a, Result<(), DispatchError>> {
         Box::pin(async move {
             self.messages
                 .lock()
@@ -175,7 +194,10 @@ pub struct SqsDispatchQueue {
 
 impl SqsDispatchQueue {
     pub fn new(client: aws_sdk_sqs::Client, queue_url: impl Into<String>) -> Self {
-        Self { client, queue_url: queue_url.into() }
+        Self {
+            client,
+            queue_url: queue_url.into(),
+        }
     }
 
     /// A client from the standard AWS configuration (`AWS_ENDPOINT_URL` included).
@@ -186,9 +208,13 @@ impl SqsDispatchQueue {
 }
 
 impl DispatchQueue for SqsDispatchQueue {
-    fn publish<'a>(&'a self, message: &'a DispatchMessage) -> BoxFuture<'a, Result<(), DispatchError>> {
+    fn publish<'a>(
+        &'a self,
+        message: &'a DispatchMessage,
+    ) -> BoxFuture<'a, Result<(), DispatchError>> {
         Box::pin(async move {
-            let body = serde_json::to_string(message).map_err(|e| DispatchError::Queue(e.to_string()))?;
+            let body =
+                serde_json::to_string(message).map_err(|e| DispatchError::Queue(e.to_string()))?;
             self.client
                 .send_message()
                 .queue_url(&self.queue_url)

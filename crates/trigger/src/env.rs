@@ -169,13 +169,19 @@ pub fn render_runtime_env(
     }
     if !runtime.listener_mode {
         set("AGENT_SYSTEM", system_prompt(&runtime.prompts));
-        set("AGENT_PROMPT", kickoff_prompt(&snapshot.name, payload.as_deref()));
+        set(
+            "AGENT_PROMPT",
+            kickoff_prompt(&snapshot.name, payload.as_deref()),
+        );
     }
     if let Some(vnc) = &runtime.vnc {
         set("ASTROLIFT_TMUX_SESSION", vnc.tmux_session.clone());
         if let Some(upload) = &vnc.snapshot {
             set("ASTROLIFT_SNAPSHOT_URL", upload.url.clone());
-            set("ASTROLIFT_SNAPSHOT_INTERVAL", upload.interval_seconds.to_string());
+            set(
+                "ASTROLIFT_SNAPSHOT_INTERVAL",
+                upload.interval_seconds.to_string(),
+            );
             set("ASTROLIFT_SNAPSHOT_LOCAL_PATH", upload.local_path.clone());
         }
     }
@@ -215,11 +221,20 @@ fn mint_cluster_key() -> Result<String, RenderError> {
 /// (each slug once, first description wins), separated by blank lines.
 pub fn system_prompt(prompts: &PromptTexts) -> String {
     let mut sections = Vec::new();
-    if let Some(brief) = prompts.brief.as_deref().map(str::trim_end).filter(|b| !b.is_empty()) {
+    if let Some(brief) = prompts
+        .brief
+        .as_deref()
+        .map(str::trim_end)
+        .filter(|b| !b.is_empty())
+    {
         sections.push(brief.to_owned());
     }
     for skill in &prompts.skills {
-        sections.push(format!("## Skill: {}\n\n{}", skill.name, skill.instructions.trim_end()));
+        sections.push(format!(
+            "## Skill: {}\n\n{}",
+            skill.name,
+            skill.instructions.trim_end()
+        ));
     }
     let mut seen = BTreeSet::new();
     let tools: Vec<String> = prompts

@@ -61,6 +61,9 @@ impl TriggerError {
     }
 
     pub(crate) fn sandbox(stage: Stage, error: SandboxError) -> Self {
-        TriggerError::MappingFailed { stage, reason: error.to_string() }
+        TriggerError::MappingFailed {
+            stage,
+            reason: error.to_string(),
+        }
     }
 }

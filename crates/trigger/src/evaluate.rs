@@ -39,9 +39,11 @@ impl CompiledBinding {
         let compile = |stage: Stage, text: &Option<String>| {
             text.as_deref()
                 .map(|text| {
-                    SandboxedProgram::compile(text).map(Arc::new).map_err(|error| {
-                        TriggerError::InvalidBinding(format!("{stage}: {}", error.message))
-                    })
+                    SandboxedProgram::compile(text)
+                        .map(Arc::new)
+                        .map_err(|error| {
+                            TriggerError::InvalidBinding(format!("{stage}: {}", error.message))
+                        })
                 })
                 .transpose()
         };
@@ -52,7 +54,12 @@ impl CompiledBinding {
                 "a generic trigger without `verify`".to_owned(),
             ));
         }
-        Ok(Self { id: id.into(), spec, filter, payload })
+        Ok(Self {
+            id: id.into(),
+            spec,
+            filter,
+            payload,
+        })
     }
 
     /// Compiles a stored binding (its `definition` is the serialized [`TriggerSpec`]).
@@ -66,10 +73,14 @@ impl CompiledBinding {
     /// this binding's `events` (`issues` or `issues.opened`).
     pub fn matches_event(&self, event: &str, action: Option<&str>) -> bool {
         self.spec.source == TriggerSource::Github
-            && self.spec.events.iter().any(|wanted| match wanted.split_once('.') {
-                Some((name, wanted_action)) => name == event && action == Some(wanted_action),
-                None => wanted == event,
-            })
+            && self
+                .spec
+                .events
+                .iter()
+                .any(|wanted| match wanted.split_once('.') {
+                    Some((name, wanted_action)) => name == event && action == Some(wanted_action),
+                    None => wanted == event,
+                })
     }
 }
 
@@ -102,14 +113,23 @@ pub async fn evaluate_verified(
 ) -> Result<Outcome, TriggerError> {
     let size = body.len() as u64;
     if size > limits.trigger_body {
-        return Err(TriggerError::TooLarge { size, limit: limits.trigger_body });
+        return Err(TriggerError::TooLarge {
+            size,
+            limit: limits.trigger_body,
+        });
     }
     let mut jobs = Vec::new();
     if let Some(filter) = &binding.filter {
-        jobs.push(Job { program: filter.clone(), max_outputs: 1 });
+        jobs.push(Job {
+            program: filter.clone(),
+            max_outputs: 1,
+        });
     }
     if let Some(payload) = &binding.payload {
-        jobs.push(Job { program: payload.clone(), max_outputs: 1 });
+        jobs.push(Job {
+            program: payload.clone(),
+            max_outputs: 1,
+        });
     }
     let has_filter = binding.filter.is_some();
     let results = match run_in_worker(body.to_vec(), jobs, filter_passes, limits).await {
@@ -171,7 +191,10 @@ fn payload_of(outputs: Vec<Value>) -> Result<Option<Value>, TriggerError> {
         Some(object @ Value::Object(_)) => Ok(Some(object)),
         Some(other) => Err(TriggerError::MappingFailed {
             stage: Stage::Payload,
-            reason: format!("the mapping must yield an object or null, not {}", type_name(&other)),
+            reason: format!(
+                "the mapping must yield an object or null, not {}",
+                type_name(&other)
+            ),
         }),
     }
 }

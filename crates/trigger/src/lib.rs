@@ -1,4 +1,55 @@
-//! Trigger bindings at run time (DESIGN.md §3, §5 "Trigger bindings", §9).
+//! Trigger bindings at run time (DESIGN.md §3, §5 "Trigger bindings", §9, §10, §11).
+//!
+//! # What this crate owns
+//! - [`evaluate`]: one request against a [`CompiledBinding`] — verification
+//!   ([`verify`]: `hmac-sha256`, `github`, `token`, all constant-time), the
+//!   body limit, JSON parsing, the filter, the payload mapping — giving an
+//!   [`Outcome`] or a [`TriggerError`] whose [`TriggerError::status`] is the
+//!   HTTP answer: 401 bad signature, 404 unknown trigger (for callers), 413
+//!   too large, 400 bad JSON, 422 filter/mapping failed (with the jq error),
+//!   500 secret unavailable. [`evaluate_verified`] skips verification for
+//!   GitHub events the App's webhook already verified.
+//! - [`sandbox`]: the jq sandbox (guards in every definition, a time, stack
+//!   and output budget, a worker thread per request). Read its docs for the
+//!   mechanism and its one documented residual risk.
+//! - [`secrets`]: `secret://` resolution, `ASTROLIFT_SECRETS=env|aws`.
+//! - [`dispatch`]: idempotency keys, the conditional dispatch record through
+//!   `StateStore::record_dispatch`, the queue message (format in its docs),
+//!   an SQS and an in-memory [`dispatch::DispatchQueue`].
+//! - [`env`]: `render_runtime_env`, seed 000's runtime environment table.
+//!
+//! # Semantics a binding author relies on
+//! - **The filter** must yield exactly one boolean: `true` dispatches;
+//!   `false` or no output at all is "filtered out" (204); anything else is a
+//!   422. A binding without a filter always dispatches.
+//! - **The mapping** must yield one object, or `null`, `{}` or nothing — the
+//!   three forms of the *empty payload*, which sets no
+//!   `ASTROLIFT_TRIGGER_PAYLOAD` (never the string `null`). Any other type, or
+//!   a second output, is a 422 saying which type it got.
+//! - **A missing field is `null`**, as in jq: `.issue.key` on `{}` gives
+//!   `null` and the payload carries `"issue": null`. To require a field,
+//!   write `.issue.key // error("issue.key is required")` (422 with that
+//!   message), or `.issue.key // empty` to drop the request (in a filter:
+//!   filtered out; in a mapping: the empty payload).
+//! - **Bad JSON is 400** (the request, not the program, is wrong); 422 is kept
+//!   for the binding's programs. A body over `Limits::trigger_body` is 413
+//!   before any parsing; exactly the limit is accepted. Verification comes
+//!   first of all: an unsigned huge body is a 401.
+//!
+//! # Invariants
+//! - Programs are compiled once per binding ([`CompiledBinding`]) with the
+//!   same restricted definitions as validation (`astrolift_manifest::jq`: no
+//!   `env`, `$ENV`, `input`, `inputs`, `debug`, `stderr`, `halt`, no I/O).
+//! - A runaway program gives a 422 within the time limit plus a small grace,
+//!   and never takes the process down (tests: `def f: f; f`, `def f: 1+f; f`,
+//!   `[range(1e9)]`, `repeat(1)` and friends).
+//! - Secret values are `SecretString`s; no error or log names a value, only
+//!   its `secret://` reference.
+//!
+//! # Deliberately absent
+//! HTTP routing, the trigger Lambda, `serve`, binding registration on apply,
+//! GitHub event fan-out and the CLI commands: the callers wire those around
+//! [`evaluate`], [`dispatch::record`] and [`env::render_runtime_env`].
 #![forbid(unsafe_code)]
 
 pub mod dispatch;

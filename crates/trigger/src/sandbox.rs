@@ -25,8 +25,9 @@
 //!   mapping after its second, and each output is converted to JSON under the
 //!   output budget ([`Limits::jq_output`]) and a nesting limit
 //!   ([`MAX_OUTPUT_DEPTH`]), so converting cannot recurse without bound either.
-//! - **The worker thread** ([`WORKER_STACK`] of reserved, lazily committed
-//!   stack) runs one request; the caller waits at most the deadline plus
+//! - **Worker threads** ([`WORKER_STACK`] of reserved, lazily committed
+//!   stack) run one request at a time: an idle one is reused, otherwise a new
+//!   one starts, so requests never queue behind each other; the caller waits at most the deadline plus
 //!   [`GRACE`] and answers 422 even if the worker is stuck inside one long
 //!   native operation; the worker then stops at its next guard.
 //!
@@ -39,14 +40,14 @@
 //! Input nesting is bounded by `serde_json`'s recursion limit (128).
 
 use std::cell::Cell;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use astrolift_manifest::jq::{JqData, JqError, JqProgram, REMOVED};
 use astrolift_manifest::limits::Limits;
 use jaq_core::box_iter::box_once;
-use jaq_core::load::parse::{BinaryOp, Def, Pattern, Term};
 use jaq_core::load::lex::StrPart;
+use jaq_core::load::parse::{BinaryOp, Def, Pattern, Term};
 use jaq_core::load::{Arena, File, Loader};
 use jaq_core::native::v;
 use jaq_core::path::{Part, Path};
@@ -416,15 +417,12 @@ pub async fn run_in_worker(
     let (sender, receiver) = tokio::sync::oneshot::channel();
     let time_ms = limits.jq_time_ms;
     let output_limit = limits.jq_output;
-    let spawned = std::thread::Builder::new()
-        .name("astrolift-jq".to_owned())
-        .stack_size(WORKER_STACK)
-        .spawn(move || {
-            let result = run_jobs(&body, &jobs, proceed, time_ms, output_limit);
-            // The caller may have given up at its deadline; nothing to do then.
-            let _ = sender.send(result);
-        });
-    if let Err(error) = spawned {
+    let submitted = submit(Box::new(move || {
+        let result = run_jobs(&body, &jobs, proceed, time_ms, output_limit);
+        // The caller may have given up at its deadline; nothing to do then.
+        let _ = sender.send(result);
+    }));
+    if let Err(error) = submitted {
         return WorkerResult::Ran(vec![Err(SandboxError::Failed(format!(
             "cannot start the jq worker: {error}"
         )))]);
@@ -437,6 +435,52 @@ pub async fn run_in_worker(
         ))]),
         Err(_) => WorkerResult::Ran(vec![Err(SandboxError::TimedOut(time_ms))]),
     }
+}
+
+/// A unit of work for a worker thread.
+type Task = Box<dyn FnOnce() + Send>;
+
+/// Idle workers, each waiting on its own channel. A request takes an idle
+/// worker or starts a new one, so concurrent requests never queue behind a
+/// runaway; a worker parks itself again after its task, up to [`MAX_IDLE`].
+/// Reusing threads saves the thread start (and its stack mapping) per request.
+static IDLE: Mutex<Vec<mpsc::Sender<Task>>> = Mutex::new(Vec::new());
+/// Idle workers kept; more exit after their task.
+pub const MAX_IDLE: usize = 8;
+
+fn submit(task: Task) -> std::io::Result<()> {
+    let idle = IDLE.lock().ok().and_then(|mut idle| idle.pop());
+    let task = match idle {
+        Some(worker) => match worker.send(task) {
+            Ok(()) => return Ok(()),
+            Err(mpsc::SendError(task)) => task,
+        },
+        None => task,
+    };
+    let (sender, receiver) = mpsc::channel::<Task>();
+    std::thread::Builder::new()
+        .name("astrolift-jq".to_owned())
+        .stack_size(WORKER_STACK)
+        .spawn(move || {
+            let mut next = Some(task);
+            while let Some(task) = next.take() {
+                task();
+                let parked = IDLE
+                    .lock()
+                    .map(|mut idle| {
+                        let room = idle.len() < MAX_IDLE;
+                        if room {
+                            idle.push(sender.clone());
+                        }
+                        room
+                    })
+                    .unwrap_or(false);
+                if parked {
+                    next = receiver.recv().ok();
+                }
+            }
+        })?;
+    Ok(())
 }
 
 fn run_jobs(

@@ -44,7 +44,10 @@ pub enum SecretError {
 /// see fit; the Lambda builds one at cold start and keeps it.
 pub trait SecretResolver: Send + Sync + std::fmt::Debug {
     /// The value of `reference` (`secret://…`).
-    fn resolve<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<SecretString, SecretError>>;
+    fn resolve<'a>(
+        &'a self,
+        reference: &'a str,
+    ) -> BoxFuture<'a, Result<SecretString, SecretError>>;
     /// The GitHub App's webhook secret(s), for `verify.kind = "github"`.
     fn github_webhook(&self) -> Option<&WebhookSecrets>;
 }
@@ -58,7 +61,11 @@ pub fn env_var_name(reference: &str) -> Result<String, SecretError> {
         .chars()
         .map(|c| {
             let c = c.to_ascii_uppercase();
-            if c.is_ascii_uppercase() || c.is_ascii_digit() { c } else { '_' }
+            if c.is_ascii_uppercase() || c.is_ascii_digit() {
+                c
+            } else {
+                '_'
+            }
         })
         .collect();
     Ok(format!("ASTROLIFT_SECRET_{suffix}"))
@@ -74,13 +81,19 @@ pub fn secret_name(reference: &str) -> Result<&str, SecretError> {
 
 /// A string that is not a reference might be a pasted secret: show its shape only.
 fn redact_reference(text: &str) -> String {
-    if text.starts_with(SCHEME) { text.to_owned() } else { "<not shown>".to_owned() }
+    if text.starts_with(SCHEME) {
+        text.to_owned()
+    } else {
+        "<not shown>".to_owned()
+    }
 }
 
 /// The GitHub App webhook secrets from `GITHUB_WEBHOOK_SECRET` (and `_PREVIOUS`), if set.
 pub fn github_webhook_from_env() -> Option<WebhookSecrets> {
     let current = std::env::var("GITHUB_WEBHOOK_SECRET").ok()?;
-    let previous = std::env::var("GITHUB_WEBHOOK_SECRET_PREVIOUS").ok().filter(|p| !p.is_empty());
+    let previous = std::env::var("GITHUB_WEBHOOK_SECRET_PREVIOUS")
+        .ok()
+        .filter(|p| !p.is_empty());
     WebhookSecrets::new(current, previous).ok()
 }
 
@@ -105,13 +118,19 @@ impl EnvSecretResolver {
         match std::env::var(&variable) {
             Ok(value) if value.is_empty() => Err(SecretError::Empty(reference.to_owned())),
             Ok(value) => Ok(SecretString::from(value)),
-            Err(_) => Err(SecretError::MissingEnv { reference: reference.to_owned(), variable }),
+            Err(_) => Err(SecretError::MissingEnv {
+                reference: reference.to_owned(),
+                variable,
+            }),
         }
     }
 }
 
 impl SecretResolver for EnvSecretResolver {
-    fn resolve<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<SecretString, SecretError>> {
+    fn resolve<'a>(
+        &'a self,
+        reference: &'a str,
+    ) -> BoxFuture<'a, Result<SecretString, SecretError>> {
         Box::pin(async move { Self::lookup(reference) })
     }
 
@@ -134,13 +153,21 @@ impl AwsSecretResolver {
     pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
 
     pub fn new(client: aws_sdk_secretsmanager::Client, ttl: Duration) -> Self {
-        Self { client, ttl, cache: Mutex::new(HashMap::new()), github: None }
+        Self {
+            client,
+            ttl,
+            cache: Mutex::new(HashMap::new()),
+            github: None,
+        }
     }
 
     /// A client from the standard AWS configuration (`AWS_ENDPOINT_URL` included).
     pub async fn from_env() -> Self {
         let config = aws_config::load_from_env().await;
-        Self::new(aws_sdk_secretsmanager::Client::new(&config), Self::DEFAULT_TTL)
+        Self::new(
+            aws_sdk_secretsmanager::Client::new(&config),
+            Self::DEFAULT_TTL,
+        )
     }
 
     pub fn with_github_webhook(mut self, secrets: WebhookSecrets) -> Self {
@@ -183,7 +210,10 @@ impl AwsSecretResolver {
 }
 
 impl SecretResolver for AwsSecretResolver {
-    fn resolve<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<SecretString, SecretError>> {
+    fn resolve<'a>(
+        &'a self,
+        reference: &'a str,
+    ) -> BoxFuture<'a, Result<SecretString, SecretError>> {
         Box::pin(self.fetch(reference))
     }
 

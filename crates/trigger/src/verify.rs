@@ -36,17 +36,22 @@ pub async fn verify_request(
     secrets: &dyn SecretResolver,
 ) -> Result<(), TriggerError> {
     match verify {
-        Verify::HmacSha256 { header, prefix, secret } => {
+        Verify::HmacSha256 {
+            header,
+            prefix,
+            secret,
+        } => {
             let value = header_value(headers, header)?;
-            let digits = match prefix {
-                Some(prefix) => value.strip_prefix(prefix.as_str()).ok_or_else(|| {
-                    VerifyError::Malformed {
-                        header: header.clone(),
-                        expected: format!("expected the prefix `{prefix}`"),
-                    }
-                })?,
-                None => value,
-            };
+            let digits =
+                match prefix {
+                    Some(prefix) => value.strip_prefix(prefix.as_str()).ok_or_else(|| {
+                        VerifyError::Malformed {
+                            header: header.clone(),
+                            expected: format!("expected the prefix `{prefix}`"),
+                        }
+                    })?,
+                    None => value,
+                };
             let expected = hex::decode(digits.trim()).map_err(|_| VerifyError::Malformed {
                 header: header.clone(),
                 expected: "expected a hex HMAC-SHA256".to_owned(),
@@ -92,7 +97,9 @@ pub async fn verify_request(
 }
 
 fn header_value<'h>(headers: &'h HeaderMap, name: &str) -> Result<&'h str, VerifyError> {
-    let value = headers.get(name).ok_or_else(|| VerifyError::Missing(name.to_owned()))?;
+    let value = headers
+        .get(name)
+        .ok_or_else(|| VerifyError::Missing(name.to_owned()))?;
     value.to_str().map_err(|_| VerifyError::Malformed {
         header: name.to_owned(),
         expected: "expected visible ASCII".to_owned(),

@@ -30,26 +30,59 @@ fn unique(prefix: &str) -> String {
 
 #[tokio::test]
 async fn secrets_manager_values_are_read_and_cached() {
-    let Some(config) = aws_config().await else { return };
+    let Some(config) = aws_config().await else {
+        return;
+    };
     let client = aws_sdk_secretsmanager::Client::new(&config);
     let name = unique("agents/jira-hook");
-    client.create_secret().name(&name).secret_string("v1-value").send().await.expect("creates");
+    client
+        .create_secret()
+        .name(&name)
+        .secret_string("v1-value")
+        .send()
+        .await
+        .expect("creates");
     let resolver = AwsSecretResolver::new(client.clone(), Duration::from_secs(300));
     let reference = format!("secret://{name}");
     let value = resolver.resolve(&reference).await.expect("resolves");
     assert_eq!(value.expose_secret(), "v1-value");
-    client.put_secret_value().secret_id(&name).secret_string("v2-value").send().await.expect("rotates");
+    client
+        .put_secret_value()
+        .secret_id(&name)
+        .secret_string("v2-value")
+        .send()
+        .await
+        .expect("rotates");
     let cached = resolver.resolve(&reference).await.expect("cached");
-    assert_eq!(cached.expose_secret(), "v1-value", "served from the cache within the TTL");
+    assert_eq!(
+        cached.expose_secret(),
+        "v1-value",
+        "served from the cache within the TTL"
+    );
     let fresh = AwsSecretResolver::new(client, Duration::ZERO);
-    assert_eq!(fresh.resolve(&reference).await.expect("fresh").expose_secret(), "v2-value");
-    let error = fresh.resolve("secret://does/not-exist").await.expect_err("missing");
-    assert!(error.to_string().contains("secret://does/not-exist"), "{error}");
+    assert_eq!(
+        fresh
+            .resolve(&reference)
+            .await
+            .expect("fresh")
+            .expose_secret(),
+        "v2-value"
+    );
+    let error = fresh
+        .resolve("secret://does/not-exist")
+        .await
+        .expect_err("missing");
+    assert!(
+        error.to_string().contains("secret://does/not-exist"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
 async fn dispatch_messages_reach_the_sqs_queue() {
-    let Some(config) = aws_config().await else { return };
+    let Some(config) = aws_config().await else {
+        return;
+    };
     let client = aws_sdk_sqs::Client::new(&config);
     let queue_url = client
         .create_queue()

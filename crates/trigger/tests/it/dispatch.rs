@@ -29,7 +29,10 @@ fn keys_prefer_the_delivery_then_the_header_then_the_body() {
     assert_eq!(idempotency_key(&key, "t-1", b"{}"), "t-1:key:k-1");
     let none = headers(&[]);
     let a = idempotency_key(&none, "t-1", b"{}");
-    assert!(a.starts_with("t-1:body:") && a.len() == "t-1:body:".len() + 64, "{a}");
+    assert!(
+        a.starts_with("t-1:body:") && a.len() == "t-1:body:".len() + 64,
+        "{a}"
+    );
     assert_eq!(a, idempotency_key(&none, "t-1", b"{}"));
     assert_ne!(a, idempotency_key(&none, "t-1", b"{ }"));
     assert_ne!(
@@ -42,16 +45,29 @@ fn keys_prefer_the_delivery_then_the_header_then_the_body() {
 #[tokio::test]
 async fn a_duplicate_delivery_gives_one_dispatch() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let state = SqliteStateStore::open(dir.path().join("state.db")).await.expect("opens");
+    let state = SqliteStateStore::open(dir.path().join("state.db"))
+        .await
+        .expect("opens");
     let binding = stored_binding();
-    let key = idempotency_key(&headers(&[("X-GitHub-Delivery", "abc")]), &binding.trigger_id, b"{}");
+    let key = idempotency_key(
+        &headers(&[("X-GitHub-Delivery", "abc")]),
+        &binding.trigger_id,
+        b"{}",
+    );
     let payload = json!({"mode": "triage"});
-    let first = record(&state, &binding, "snap-1", Some(&payload), &key, 100).await.expect("records");
+    let first = record(&state, &binding, "snap-1", Some(&payload), &key, 100)
+        .await
+        .expect("records");
     assert!(first.created);
-    let again = record(&state, &binding, "snap-1", Some(&payload), &key, 200).await.expect("records");
+    let again = record(&state, &binding, "snap-1", Some(&payload), &key, 200)
+        .await
+        .expect("records");
     assert!(!again.created);
     assert_eq!(again.id, first.id);
-    let stored = astrolift_store::StateStore::get_dispatch(&state, &key).await.expect("reads").expect("exists");
+    let stored = astrolift_store::StateStore::get_dispatch(&state, &key)
+        .await
+        .expect("reads")
+        .expect("exists");
     assert_eq!(stored.id, first.id);
     assert_eq!(stored.created_at, 100);
     assert_eq!(stored.payload.as_deref(), Some(r#"{"mode":"triage"}"#));
@@ -60,8 +76,12 @@ async fn a_duplicate_delivery_gives_one_dispatch() {
 #[tokio::test]
 async fn the_empty_payload_is_absent_from_the_record_and_the_message() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let state = SqliteStateStore::open(dir.path().join("state.db")).await.expect("opens");
-    let result = record(&state, &stored_binding(), "snap-1", None, "t-1:key:x", 5).await.expect("records");
+    let state = SqliteStateStore::open(dir.path().join("state.db"))
+        .await
+        .expect("opens");
+    let result = record(&state, &stored_binding(), "snap-1", None, "t-1:key:x", 5)
+        .await
+        .expect("records");
     assert_eq!(result.dispatch.payload, None);
     let message = DispatchMessage::of(&result.dispatch);
     let text = serde_json::to_string(&message).expect("json");

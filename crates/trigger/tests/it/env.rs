@@ -16,7 +16,9 @@ fn snapshot() -> SnapshotView {
         name: "triage".to_owned(),
         brief: None,
         environment: BTreeMap::from([("LOG_LEVEL".to_owned(), "info".to_owned())]),
-        payload: PayloadView { digest: "sha256:abc".to_owned() },
+        payload: PayloadView {
+            digest: "sha256:abc".to_owned(),
+        },
     }
 }
 
@@ -29,11 +31,20 @@ fn runtime() -> RuntimeOptions {
 }
 
 fn dispatch(payload: Option<Value>) -> DispatchContext {
-    DispatchContext { task_id: "task-1".to_owned(), payload }
+    DispatchContext {
+        task_id: "task-1".to_owned(),
+        payload,
+    }
 }
 
-fn render(snapshot: &SnapshotView, payload: Option<Value>, runtime: &RuntimeOptions) -> BTreeMap<String, String> {
-    render_runtime_env(snapshot, &dispatch(payload), runtime).expect("renders").vars
+fn render(
+    snapshot: &SnapshotView,
+    payload: Option<Value>,
+    runtime: &RuntimeOptions,
+) -> BTreeMap<String, String> {
+    render_runtime_env(snapshot, &dispatch(payload), runtime)
+        .expect("renders")
+        .vars
 }
 
 fn minimal() -> BTreeMap<String, String> {
@@ -50,7 +61,10 @@ fn trigger_payload_is_set_for_an_object() {
 fn trigger_payload_is_absent_for_the_three_empty_payloads() {
     for payload in [None, Some(Value::Null), Some(json!({}))] {
         let vars = render(&snapshot(), payload.clone(), &runtime());
-        assert!(!vars.contains_key("ASTROLIFT_TRIGGER_PAYLOAD"), "{payload:?}");
+        assert!(
+            !vars.contains_key("ASTROLIFT_TRIGGER_PAYLOAD"),
+            "{payload:?}"
+        );
         assert!(!vars.values().any(|v| v == "null"), "{payload:?}");
     }
 }
@@ -66,20 +80,37 @@ fn task_id_controller_url_and_workspace_are_always_set() {
 #[test]
 fn callback_url_and_cluster_key_only_with_a_callback_route_and_fresh_each_render() {
     let vars = minimal();
-    assert!(!vars.contains_key("AGENT_CALLBACK_URL") && !vars.contains_key("ASTROLIFT_CLUSTER_KEY"));
-    let with = RuntimeOptions { callback_url: Some("https://control.example/cb/task-1".to_owned()), ..runtime() };
+    assert!(
+        !vars.contains_key("AGENT_CALLBACK_URL") && !vars.contains_key("ASTROLIFT_CLUSTER_KEY")
+    );
+    let with = RuntimeOptions {
+        callback_url: Some("https://control.example/cb/task-1".to_owned()),
+        ..runtime()
+    };
     let first = render(&snapshot(), None, &with);
     let second = render(&snapshot(), None, &with);
-    assert_eq!(first["AGENT_CALLBACK_URL"], "https://control.example/cb/task-1");
+    assert_eq!(
+        first["AGENT_CALLBACK_URL"],
+        "https://control.example/cb/task-1"
+    );
     assert_eq!(first["ASTROLIFT_CLUSTER_KEY"].len(), 64);
-    assert_ne!(first["ASTROLIFT_CLUSTER_KEY"], second["ASTROLIFT_CLUSTER_KEY"], "minted per render");
+    assert_ne!(
+        first["ASTROLIFT_CLUSTER_KEY"], second["ASTROLIFT_CLUSTER_KEY"],
+        "minted per render"
+    );
 }
 
 #[test]
 fn brief_id_and_hash_only_with_a_brief() {
-    assert!(!minimal().contains_key("ASTROLIFT_BRIEF_ID") && !minimal().contains_key("ASTROLIFT_BRIEF_HASH"));
+    assert!(
+        !minimal().contains_key("ASTROLIFT_BRIEF_ID")
+            && !minimal().contains_key("ASTROLIFT_BRIEF_HASH")
+    );
     let snap = SnapshotView {
-        brief: Some(BriefView { path: "briefs/triage.md".to_owned(), sha256: "f00d".to_owned() }),
+        brief: Some(BriefView {
+            path: "briefs/triage.md".to_owned(),
+            sha256: "f00d".to_owned(),
+        }),
         ..snapshot()
     };
     let vars = render(&snap, None, &runtime());
@@ -89,16 +120,28 @@ fn brief_id_and_hash_only_with_a_brief() {
 
 #[test]
 fn payload_url_and_hash_only_when_the_package_does_not_ship_inline() {
-    assert!(!minimal().contains_key("ASTROLIFT_PAYLOAD_URL") && !minimal().contains_key("ASTROLIFT_PAYLOAD_HASH"));
-    let with = RuntimeOptions { payload_url: Some("https://blobs.example/p.tar.gz?sig".to_owned()), ..runtime() };
+    assert!(
+        !minimal().contains_key("ASTROLIFT_PAYLOAD_URL")
+            && !minimal().contains_key("ASTROLIFT_PAYLOAD_HASH")
+    );
+    let with = RuntimeOptions {
+        payload_url: Some("https://blobs.example/p.tar.gz?sig".to_owned()),
+        ..runtime()
+    };
     let vars = render(&snapshot(), None, &with);
-    assert_eq!(vars["ASTROLIFT_PAYLOAD_URL"], "https://blobs.example/p.tar.gz?sig");
+    assert_eq!(
+        vars["ASTROLIFT_PAYLOAD_URL"],
+        "https://blobs.example/p.tar.gz?sig"
+    );
     assert_eq!(vars["ASTROLIFT_PAYLOAD_HASH"], "sha256:abc");
 }
 
 #[test]
 fn system_and_prompt_absent_in_listener_mode() {
-    let listener = RuntimeOptions { listener_mode: true, ..runtime() };
+    let listener = RuntimeOptions {
+        listener_mode: true,
+        ..runtime()
+    };
     let vars = render(&snapshot(), Some(json!({"a": 1})), &listener);
     assert!(!vars.contains_key("AGENT_SYSTEM") && !vars.contains_key("AGENT_PROMPT"));
     assert!(vars.contains_key("ASTROLIFT_TRIGGER_PAYLOAD"));
@@ -109,16 +152,34 @@ fn system_prompt_is_brief_then_skills_in_order_then_deduplicated_tools() {
     let prompts = PromptTexts {
         brief: Some("You triage incidents.\n".to_owned()),
         skills: vec![
-            SkillText { name: "collect".to_owned(), instructions: "Collect logs.".to_owned() },
-            SkillText { name: "report".to_owned(), instructions: "Write a report.".to_owned() },
+            SkillText {
+                name: "collect".to_owned(),
+                instructions: "Collect logs.".to_owned(),
+            },
+            SkillText {
+                name: "report".to_owned(),
+                instructions: "Write a report.".to_owned(),
+            },
         ],
         tools: vec![
-            ToolContract { slug: "jira-search".to_owned(), description: Some("Search Jira".to_owned()) },
-            ToolContract { slug: "jira-create".to_owned(), description: None },
-            ToolContract { slug: "jira-search".to_owned(), description: Some("again".to_owned()) },
+            ToolContract {
+                slug: "jira-search".to_owned(),
+                description: Some("Search Jira".to_owned()),
+            },
+            ToolContract {
+                slug: "jira-create".to_owned(),
+                description: None,
+            },
+            ToolContract {
+                slug: "jira-search".to_owned(),
+                description: Some("again".to_owned()),
+            },
         ],
     };
-    let with = RuntimeOptions { prompts, ..runtime() };
+    let with = RuntimeOptions {
+        prompts,
+        ..runtime()
+    };
     let vars = render(&snapshot(), None, &with);
     assert_eq!(
         vars["AGENT_SYSTEM"],
@@ -128,7 +189,11 @@ fn system_prompt_is_brief_then_skills_in_order_then_deduplicated_tools() {
 
 #[test]
 fn kickoff_prompt_carries_the_payload_json_inline() {
-    let vars = render(&snapshot(), Some(json!({"mode": "triage", "issue": "OPS-17"})), &runtime());
+    let vars = render(
+        &snapshot(),
+        Some(json!({"mode": "triage", "issue": "OPS-17"})),
+        &runtime(),
+    );
     assert!(vars["AGENT_PROMPT"].contains(&vars["ASTROLIFT_TRIGGER_PAYLOAD"]));
     let empty = minimal();
     assert!(empty["AGENT_PROMPT"].contains("No input was supplied"));
@@ -138,9 +203,16 @@ fn kickoff_prompt_carries_the_payload_json_inline() {
 #[test]
 fn snapshot_variables_only_for_vnc_with_a_blob_store_and_tmux_for_vnc() {
     let plain = minimal();
-    assert!(plain.keys().all(|k| !k.starts_with("ASTROLIFT_SNAPSHOT_") && k != "ASTROLIFT_TMUX_SESSION"));
+    assert!(
+        plain
+            .keys()
+            .all(|k| !k.starts_with("ASTROLIFT_SNAPSHOT_") && k != "ASTROLIFT_TMUX_SESSION")
+    );
     let vnc_no_store = RuntimeOptions {
-        vnc: Some(VncOptions { tmux_session: "agent".to_owned(), snapshot: None }),
+        vnc: Some(VncOptions {
+            tmux_session: "agent".to_owned(),
+            snapshot: None,
+        }),
         ..runtime()
     };
     let vars = render(&snapshot(), None, &vnc_no_store);
@@ -158,7 +230,10 @@ fn snapshot_variables_only_for_vnc_with_a_blob_store_and_tmux_for_vnc() {
         ..runtime()
     };
     let vars = render(&snapshot(), None, &vnc);
-    assert_eq!(vars["ASTROLIFT_SNAPSHOT_URL"], "s3://blobs/snapshots/task-1");
+    assert_eq!(
+        vars["ASTROLIFT_SNAPSHOT_URL"],
+        "s3://blobs/snapshots/task-1"
+    );
     assert_eq!(vars["ASTROLIFT_SNAPSHOT_INTERVAL"], "60");
     assert_eq!(vars["ASTROLIFT_SNAPSHOT_LOCAL_PATH"], "/tmp/snapshot");
 }
@@ -166,8 +241,10 @@ fn snapshot_variables_only_for_vnc_with_a_blob_store_and_tmux_for_vnc() {
 #[test]
 fn manifest_environment_is_merged_minus_reserved_names_with_warnings() {
     let mut snap = snapshot();
-    snap.environment.insert("ASTROLIFT_TASK_ID".to_owned(), "evil".to_owned());
-    snap.environment.insert("AGENT_PROMPT".to_owned(), "evil".to_owned());
+    snap.environment
+        .insert("ASTROLIFT_TASK_ID".to_owned(), "evil".to_owned());
+    snap.environment
+        .insert("AGENT_PROMPT".to_owned(), "evil".to_owned());
     let rendered = render_runtime_env(&snap, &dispatch(None), &runtime()).expect("renders");
     assert_eq!(rendered.vars["LOG_LEVEL"], "info");
     assert_eq!(rendered.vars["ASTROLIFT_TASK_ID"], "task-1");

@@ -8,17 +8,35 @@ use crate::support::{FixedSecrets, binding, fixture, limits, signed};
 const FILTER: &str = r#".issue.fields.priority.name == "High""#;
 const PAYLOAD: &str = r#"{mode: "triage", issue: .issue.key, title: .issue.fields.summary}"#;
 
-async fn run(filter: Option<&str>, payload: Option<&str>, body: &[u8]) -> Result<Outcome, astrolift_trigger::TriggerError> {
-    evaluate(&binding(filter, payload), &signed(body), body, &FixedSecrets::new(), &limits()).await
+async fn run(
+    filter: Option<&str>,
+    payload: Option<&str>,
+    body: &[u8],
+) -> Result<Outcome, astrolift_trigger::TriggerError> {
+    evaluate(
+        &binding(filter, payload),
+        &signed(body),
+        body,
+        &FixedSecrets::new(),
+        &limits(),
+    )
+    .await
 }
 
 #[tokio::test]
 async fn filter_true_dispatches_the_mapped_payload() {
-    let outcome = run(Some(FILTER), Some(PAYLOAD), &fixture("generic/jira_high.json")).await;
+    let outcome = run(
+        Some(FILTER),
+        Some(PAYLOAD),
+        &fixture("generic/jira_high.json"),
+    )
+    .await;
     assert_eq!(
         outcome.expect("dispatch"),
         Outcome::Dispatch {
-            payload: Some(json!({"mode": "triage", "issue": "OPS-17", "title": "Checkout is down"}))
+            payload: Some(
+                json!({"mode": "triage", "issue": "OPS-17", "title": "Checkout is down"})
+            )
         }
     );
 }
@@ -26,9 +44,18 @@ async fn filter_true_dispatches_the_mapped_payload() {
 #[tokio::test]
 async fn filter_false_or_empty_is_filtered() {
     let low = fixture("generic/jira_low.json");
-    assert_eq!(run(Some(FILTER), Some(PAYLOAD), &low).await.expect("204"), Outcome::Filtered);
-    assert_eq!(run(Some("empty"), Some(PAYLOAD), &low).await.expect("204"), Outcome::Filtered);
-    assert_eq!(run(Some("select(false)"), None, &low).await.expect("204"), Outcome::Filtered);
+    assert_eq!(
+        run(Some(FILTER), Some(PAYLOAD), &low).await.expect("204"),
+        Outcome::Filtered
+    );
+    assert_eq!(
+        run(Some("empty"), Some(PAYLOAD), &low).await.expect("204"),
+        Outcome::Filtered
+    );
+    assert_eq!(
+        run(Some("select(false)"), None, &low).await.expect("204"),
+        Outcome::Filtered
+    );
 }
 
 #[tokio::test]
@@ -68,7 +95,9 @@ async fn a_mapping_of_another_type_is_a_422_with_a_type_message() {
 #[tokio::test]
 async fn a_jq_error_is_a_422_carrying_the_jq_message() {
     let body = fixture("generic/jira_high.json");
-    let error = run(None, Some(r#"{n: (.issue.key | tonumber)}"#), &body).await.expect_err("error");
+    let error = run(None, Some(r#"{n: (.issue.key | tonumber)}"#), &body)
+        .await
+        .expect_err("error");
     assert_eq!(error.status(), 422);
     assert!(error.to_string().contains("jq error"), "{error}");
 }
@@ -79,17 +108,31 @@ async fn a_jq_error_is_a_422_carrying_the_jq_message() {
 #[tokio::test]
 async fn missing_fields_are_null_and_can_be_required() {
     let body = br#"{"issue":{}}"#;
-    let lenient = run(None, Some("{issue: .issue.key}"), body).await.expect("null field");
-    assert_eq!(lenient, Outcome::Dispatch { payload: Some(json!({"issue": null})) });
+    let lenient = run(None, Some("{issue: .issue.key}"), body)
+        .await
+        .expect("null field");
+    assert_eq!(
+        lenient,
+        Outcome::Dispatch {
+            payload: Some(json!({"issue": null}))
+        }
+    );
 
     let required = r#"{issue: (.issue.key // error("issue.key is required"))}"#;
     let error = run(None, Some(required), body).await.expect_err("required");
     assert_eq!(error.status(), 422);
-    assert!(error.to_string().contains("issue.key is required"), "{error}");
+    assert!(
+        error.to_string().contains("issue.key is required"),
+        "{error}"
+    );
 
-    let skip = run(None, Some("{issue: (.issue.key // empty)}"), body).await.expect("empty");
+    let skip = run(None, Some("{issue: (.issue.key // empty)}"), body)
+        .await
+        .expect("empty");
     assert_eq!(skip, Outcome::Dispatch { payload: None });
-    let filtered = run(Some(".issue.key // empty | . != null"), None, body).await.expect("filtered");
+    let filtered = run(Some(".issue.key // empty | . != null"), None, body)
+        .await
+        .expect("filtered");
     assert_eq!(filtered, Outcome::Filtered);
 }
 
@@ -101,8 +144,15 @@ async fn body_limit_is_checked_before_parsing() {
     exact.resize(limit - 2, b'x');
     exact.extend_from_slice(br#""}"#);
     assert_eq!(exact.len(), limit);
-    let outcome = run(None, Some("{n: (.pad | length)}"), &exact).await.expect("accepted");
-    assert_eq!(outcome, Outcome::Dispatch { payload: Some(json!({"n": limit - 10})) });
+    let outcome = run(None, Some("{n: (.pad | length)}"), &exact)
+        .await
+        .expect("accepted");
+    assert_eq!(
+        outcome,
+        Outcome::Dispatch {
+            payload: Some(json!({"n": limit - 10}))
+        }
+    );
     // One byte more is a 413, even though it is not JSON at all.
     let mut over = vec![b'x'; limit + 1];
     over[0] = b'{';
@@ -117,23 +167,35 @@ async fn bad_json_is_a_400() {
         assert_eq!(error.status(), 400, "{error}");
     }
     let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
-    let error = run(None, Some("."), deep.as_bytes()).await.expect_err("too deep");
+    let error = run(None, Some("."), deep.as_bytes())
+        .await
+        .expect_err("too deep");
     assert_eq!(error.status(), 400, "{error}");
 }
 
 #[tokio::test]
 async fn verification_comes_before_the_body_is_read() {
     let over = vec![b'x'; limits().trigger_body as usize + 1];
-    let error = evaluate(&binding(None, None), &http::HeaderMap::new(), &over, &FixedSecrets::new(), &limits())
-        .await
-        .expect_err("unauthorized");
+    let error = evaluate(
+        &binding(None, None),
+        &http::HeaderMap::new(),
+        &over,
+        &FixedSecrets::new(),
+        &limits(),
+    )
+    .await
+    .expect_err("unauthorized");
     assert_eq!(error.status(), 401);
 }
 
 #[test]
 fn a_stored_binding_compiles_from_its_definition() {
     use astrolift_store::state::TriggerBinding;
-    let spec = crate::support::spec(Some(crate::support::hmac_verify()), Some(FILTER), Some(PAYLOAD));
+    let spec = crate::support::spec(
+        Some(crate::support::hmac_verify()),
+        Some(FILTER),
+        Some(PAYLOAD),
+    );
     let binding = TriggerBinding {
         trigger_id: "t-9".to_owned(),
         repository: "acme/agents".to_owned(),

@@ -11,11 +11,16 @@ fn new_issue_binding() -> CompiledBinding {
     let mut spec = spec(
         Some(Verify::Github),
         Some(r#".action == "opened" or (.comment.body // "" | startswith("/triage"))"#),
-        Some(r#"{mode: "triage", issue: .issue.number, repo: .repository.full_name, comment: .comment.body}"#),
+        Some(
+            r#"{mode: "triage", issue: .issue.number, repo: .repository.full_name, comment: .comment.body}"#,
+        ),
     );
     spec.name = "new-issue".to_owned();
     spec.source = TriggerSource::Github;
-    spec.events = vec!["issues.opened".to_owned(), "issue_comment.created".to_owned()];
+    spec.events = vec![
+        "issues.opened".to_owned(),
+        "issue_comment.created".to_owned(),
+    ];
     CompiledBinding::from_spec("t-gh", spec).expect("compiles")
 }
 
@@ -31,12 +36,24 @@ fn events_match_by_event_and_action() {
 #[tokio::test]
 async fn issues_opened_through_the_app_signature() {
     let body = fixture("github/issues_opened.json");
-    let signed = headers(&[("X-Hub-Signature-256", &sign(&body, APP_SECRET)), ("X-GitHub-Event", "issues")]);
-    let outcome = evaluate(&new_issue_binding(), &signed, &body, &FixedSecrets::new(), &limits()).await;
+    let signed = headers(&[
+        ("X-Hub-Signature-256", &sign(&body, APP_SECRET)),
+        ("X-GitHub-Event", "issues"),
+    ]);
+    let outcome = evaluate(
+        &new_issue_binding(),
+        &signed,
+        &body,
+        &FixedSecrets::new(),
+        &limits(),
+    )
+    .await;
     assert_eq!(
         outcome.expect("dispatch"),
         Outcome::Dispatch {
-            payload: Some(json!({"mode": "triage", "issue": 42, "repo": "acme/agents", "comment": null}))
+            payload: Some(
+                json!({"mode": "triage", "issue": 42, "repo": "acme/agents", "comment": null})
+            )
         }
     );
 }
@@ -48,7 +65,9 @@ async fn issue_comment_created_preverified_by_the_webhook_function() {
     assert_eq!(
         outcome.expect("dispatch"),
         Outcome::Dispatch {
-            payload: Some(json!({"mode": "triage", "issue": 42, "repo": "acme/agents", "comment": "/triage please"}))
+            payload: Some(
+                json!({"mode": "triage", "issue": 42, "repo": "acme/agents", "comment": "/triage please"})
+            )
         }
     );
     let mut other: serde_json::Value = serde_json::from_slice(&body).expect("json");

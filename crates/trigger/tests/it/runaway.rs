@@ -12,7 +12,14 @@ async fn run_mapping(payload: &str) -> (Result<Outcome, TriggerError>, Duration)
     let binding = binding(None, Some(payload));
     let body = br#"{"issue":{"key":"A-1"}}"#;
     let start = Instant::now();
-    let result = evaluate(&binding, &signed(body), body, &FixedSecrets::new(), &limits()).await;
+    let result = evaluate(
+        &binding,
+        &signed(body),
+        body,
+        &FixedSecrets::new(),
+        &limits(),
+    )
+    .await;
     (result, start.elapsed())
 }
 
@@ -23,12 +30,17 @@ async fn assert_runaway_422(program: &str, expect: &str) {
     let message = error.to_string();
     assert!(message.contains(expect), "{program}: {message}");
     // The deadline is 100 ms; the caller never waits much past deadline + grace.
-    assert!(took < Duration::from_millis(1_000), "{program} took {took:?}");
+    assert!(
+        took < Duration::from_millis(1_000),
+        "{program} took {took:?}"
+    );
     // And the process still evaluates the next request correctly.
     let (next, _) = run_mapping("{key: .issue.key}").await;
     assert_eq!(
         next.expect("next request"),
-        Outcome::Dispatch { payload: Some(serde_json::json!({"key": "A-1"})) }
+        Outcome::Dispatch {
+            payload: Some(serde_json::json!({"key": "A-1"}))
+        }
     );
 }
 
@@ -70,7 +82,11 @@ async fn nested_definitions_are_guarded_everywhere() {
     assert_runaway_422("{a: (def g: g; g)}", "ran longer than 100 ms").await;
     assert_runaway_422(".[def g: g; g]", "ran longer than 100 ms").await;
     assert_runaway_422("\"\\(def g: g; g)\"", "ran longer than 100 ms").await;
-    assert_runaway_422("reduce (def g: g; g) as $x (0; .)", "ran longer than 100 ms").await;
+    assert_runaway_422(
+        "reduce (def g: g; g) as $x (0; .)",
+        "ran longer than 100 ms",
+    )
+    .await;
     assert_runaway_422("[while(true; .)]", "ran longer than 100 ms").await;
     assert_runaway_422("[recurse(.)]", "ran longer than 100 ms").await;
     assert_runaway_422("last(range(1e12))", "ran longer than 100 ms").await;
@@ -81,7 +97,10 @@ async fn output_size_is_bounded() {
     let (result, _) = run_mapping("{big: (\"abcdefgh\" * 40000)}").await;
     let error = result.expect_err("too large");
     assert_eq!(error.status(), 422);
-    assert!(error.to_string().contains("larger than 262144 bytes"), "{error}");
+    assert!(
+        error.to_string().contains("larger than 262144 bytes"),
+        "{error}"
+    );
 }
 
 #[tokio::test]

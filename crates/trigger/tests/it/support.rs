@@ -33,13 +33,18 @@ impl FixedSecrets {
 }
 
 impl SecretResolver for FixedSecrets {
-    fn resolve<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<SecretString, SecretError>> {
+    fn resolve<'a>(
+        &'a self,
+        reference: &'a str,
+    ) -> BoxFuture<'a, Result<SecretString, SecretError>> {
         let value = self.values.get(reference).cloned();
         Box::pin(async move {
-            value.map(SecretString::from).ok_or_else(|| SecretError::MissingEnv {
-                reference: reference.to_owned(),
-                variable: "-".to_owned(),
-            })
+            value
+                .map(SecretString::from)
+                .ok_or_else(|| SecretError::MissingEnv {
+                    reference: reference.to_owned(),
+                    variable: "-".to_owned(),
+                })
         })
     }
 
@@ -95,10 +100,15 @@ pub fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
 
 /// Headers with a good `X-Signature: sha256=<hmac>` for `body`.
 pub fn signed(body: &[u8]) -> HeaderMap {
-    headers(&[("X-Signature", &format!("sha256={}", hmac_hex(body, HOOK_SECRET)))])
+    headers(&[(
+        "X-Signature",
+        &format!("sha256={}", hmac_hex(body, HOOK_SECRET)),
+    )])
 }
 
 pub fn fixture(path: &str) -> Vec<u8> {
-    let full = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(path);
+    let full = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(path);
     std::fs::read(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
 }

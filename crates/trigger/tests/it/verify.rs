@@ -26,25 +26,48 @@ fn assert_401(result: Result<Outcome, TriggerError>, expect: &str) {
     assert_eq!(error.status(), 401, "{error}");
     let message = error.to_string();
     assert!(message.contains(expect), "{message}");
-    assert!(!message.contains(HOOK_SECRET) && !message.contains(APP_SECRET), "{message}");
+    assert!(
+        !message.contains(HOOK_SECRET) && !message.contains(APP_SECRET),
+        "{message}"
+    );
 }
 
 #[tokio::test]
 async fn hmac_good_bad_missing_wrong_prefix() {
     let good = format!("sha256={}", hmac_hex(BODY, HOOK_SECRET));
-    assert!(run(hmac_verify(), &headers(&[("x-signature", &good)])).await.is_ok());
-    assert!(run(hmac_verify(), &headers(&[("X-SIGNATURE", &good)])).await.is_ok());
+    assert!(
+        run(hmac_verify(), &headers(&[("x-signature", &good)]))
+            .await
+            .is_ok()
+    );
+    assert!(
+        run(hmac_verify(), &headers(&[("X-SIGNATURE", &good)]))
+            .await
+            .is_ok()
+    );
     let bad = format!("sha256={}", hmac_hex(BODY, "another-secret"));
-    assert_401(run(hmac_verify(), &headers(&[("X-Signature", &bad)])).await, "does not match");
-    assert_401(run(hmac_verify(), &HeaderMap::new()).await, "missing X-Signature");
+    assert_401(
+        run(hmac_verify(), &headers(&[("X-Signature", &bad)])).await,
+        "does not match",
+    );
+    assert_401(
+        run(hmac_verify(), &HeaderMap::new()).await,
+        "missing X-Signature",
+    );
     let unprefixed = hmac_hex(BODY, HOOK_SECRET);
     assert_401(
         run(hmac_verify(), &headers(&[("X-Signature", &unprefixed)])).await,
         "expected the prefix `sha256=`",
     );
     let wrong = format!("sha1={}", hmac_hex(BODY, HOOK_SECRET));
-    assert_401(run(hmac_verify(), &headers(&[("X-Signature", &wrong)])).await, "prefix");
-    assert_401(run(hmac_verify(), &headers(&[("X-Signature", "sha256=zz")])).await, "hex");
+    assert_401(
+        run(hmac_verify(), &headers(&[("X-Signature", &wrong)])).await,
+        "prefix",
+    );
+    assert_401(
+        run(hmac_verify(), &headers(&[("X-Signature", "sha256=zz")])).await,
+        "hex",
+    );
 }
 
 #[tokio::test]
@@ -55,48 +78,101 @@ async fn hmac_without_prefix_takes_bare_hex() {
         secret: HOOK_REF.to_owned(),
     };
     let good = hmac_hex(BODY, HOOK_SECRET);
-    assert!(run(verify.clone(), &headers(&[("X-Hook-Signature", &good)])).await.is_ok());
+    assert!(
+        run(verify.clone(), &headers(&[("X-Hook-Signature", &good)]))
+            .await
+            .is_ok()
+    );
     let prefixed = format!("sha256={good}");
-    assert_401(run(verify, &headers(&[("X-Hook-Signature", &prefixed)])).await, "hex");
+    assert_401(
+        run(verify, &headers(&[("X-Hook-Signature", &prefixed)])).await,
+        "hex",
+    );
 }
 
 #[tokio::test]
 async fn github_good_bad_missing_wrong_prefix() {
     let good = sign(BODY, APP_SECRET);
-    assert!(run(Verify::Github, &headers(&[("x-hub-signature-256", &good)])).await.is_ok());
+    assert!(
+        run(Verify::Github, &headers(&[("x-hub-signature-256", &good)]))
+            .await
+            .is_ok()
+    );
     let bad = sign(BODY, "not-the-app-secret");
-    assert_401(run(Verify::Github, &headers(&[("X-Hub-Signature-256", &bad)])).await, "does not match");
-    assert_401(run(Verify::Github, &HeaderMap::new()).await, "missing X-Hub-Signature-256");
+    assert_401(
+        run(Verify::Github, &headers(&[("X-Hub-Signature-256", &bad)])).await,
+        "does not match",
+    );
+    assert_401(
+        run(Verify::Github, &HeaderMap::new()).await,
+        "missing X-Hub-Signature-256",
+    );
     let wrong = good.replacen("sha256=", "sha1=", 1);
-    assert_401(run(Verify::Github, &headers(&[("X-Hub-Signature-256", &wrong)])).await, "malformed");
+    assert_401(
+        run(Verify::Github, &headers(&[("X-Hub-Signature-256", &wrong)])).await,
+        "malformed",
+    );
 }
 
 #[tokio::test]
 async fn token_good_bad_missing_wrong_prefix() {
-    let verify = Verify::Token { header: "X-Token".to_owned(), secret: HOOK_REF.to_owned() };
-    assert!(run(verify.clone(), &headers(&[("x-token", HOOK_SECRET)])).await.is_ok());
-    assert_401(run(verify.clone(), &headers(&[("X-Token", "guess")])).await, "does not match");
-    assert_401(run(verify.clone(), &HeaderMap::new()).await, "missing X-Token");
+    let verify = Verify::Token {
+        header: "X-Token".to_owned(),
+        secret: HOOK_REF.to_owned(),
+    };
+    assert!(
+        run(verify.clone(), &headers(&[("x-token", HOOK_SECRET)]))
+            .await
+            .is_ok()
+    );
+    assert_401(
+        run(verify.clone(), &headers(&[("X-Token", "guess")])).await,
+        "does not match",
+    );
+    assert_401(
+        run(verify.clone(), &HeaderMap::new()).await,
+        "missing X-Token",
+    );
     // A token kind has no prefix: a prefixed value is simply a different token.
     let prefixed = format!("Bearer {HOOK_SECRET}");
-    assert_401(run(verify.clone(), &headers(&[("X-Token", &prefixed)])).await, "does not match");
+    assert_401(
+        run(verify.clone(), &headers(&[("X-Token", &prefixed)])).await,
+        "does not match",
+    );
     let longer = format!("{HOOK_SECRET}x");
-    assert_401(run(verify, &headers(&[("X-Token", &longer)])).await, "does not match");
+    assert_401(
+        run(verify, &headers(&[("X-Token", &longer)])).await,
+        "does not match",
+    );
 }
 
 #[tokio::test]
 async fn unresolvable_secret_is_a_500_without_the_value() {
-    let verify = Verify::Token { header: "X-Token".to_owned(), secret: "secret://nope/missing".to_owned() };
-    let error = run(verify, &headers(&[("X-Token", "anything")])).await.expect_err("no secret");
+    let verify = Verify::Token {
+        header: "X-Token".to_owned(),
+        secret: "secret://nope/missing".to_owned(),
+    };
+    let error = run(verify, &headers(&[("X-Token", "anything")]))
+        .await
+        .expect_err("no secret");
     assert_eq!(error.status(), 500);
-    assert!(error.to_string().contains("secret://nope/missing"), "{error}");
+    assert!(
+        error.to_string().contains("secret://nope/missing"),
+        "{error}"
+    );
 }
 
 #[test]
 fn env_var_names_follow_the_design() {
     use astrolift_trigger::secrets::env_var_name;
-    assert_eq!(env_var_name("secret://agents/jira-hook").as_deref(), Ok("ASTROLIFT_SECRET_AGENTS_JIRA_HOOK"));
-    assert_eq!(env_var_name("secret://a.b/c_d9").as_deref(), Ok("ASTROLIFT_SECRET_A_B_C_D9"));
+    assert_eq!(
+        env_var_name("secret://agents/jira-hook").as_deref(),
+        Ok("ASTROLIFT_SECRET_AGENTS_JIRA_HOOK")
+    );
+    assert_eq!(
+        env_var_name("secret://a.b/c_d9").as_deref(),
+        Ok("ASTROLIFT_SECRET_A_B_C_D9")
+    );
     let error = env_var_name("hunter2").expect_err("not a reference");
     assert!(!error.to_string().contains("hunter2"), "{error}");
 }
@@ -108,7 +184,12 @@ async fn env_resolver_reports_the_variable_it_wanted() {
         .resolve("secret://tests/never-set-w2")
         .await
         .expect_err("unset");
-    assert!(error.to_string().contains("ASTROLIFT_SECRET_TESTS_NEVER_SET_W2"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("ASTROLIFT_SECRET_TESTS_NEVER_SET_W2"),
+        "{error}"
+    );
 }
 
 /// Run by [`env_resolver_reads_the_mapped_variable`] in a child process with
@@ -118,7 +199,10 @@ async fn env_resolver_reports_the_variable_it_wanted() {
 async fn env_resolver_child() {
     use astrolift_trigger::{EnvSecretResolver, SecretResolver};
     use secrecy::ExposeSecret;
-    let value = EnvSecretResolver::new().resolve(HOOK_REF).await.expect("set by the parent");
+    let value = EnvSecretResolver::new()
+        .resolve(HOOK_REF)
+        .await
+        .expect("set by the parent");
     assert_eq!(value.expose_secret(), HOOK_SECRET);
 }
 
@@ -126,7 +210,12 @@ async fn env_resolver_child() {
 fn env_resolver_reads_the_mapped_variable() {
     let exe = std::env::current_exe().expect("test binary");
     let status = std::process::Command::new(exe)
-        .args(["--exact", "verify::env_resolver_child", "--ignored", "--quiet"])
+        .args([
+            "--exact",
+            "verify::env_resolver_child",
+            "--ignored",
+            "--quiet",
+        ])
         .env("ASTROLIFT_SECRET_AGENTS_JIRA_HOOK", HOOK_SECRET)
         .stdout(std::process::Stdio::null())
         .status()
