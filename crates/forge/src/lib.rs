@@ -2,8 +2,11 @@
 //!
 //! Owns webhook verification (`X-Hub-Signature-256`, HMAC-SHA256 over the raw
 //! body, constant-time, current and previous secret), the typed events we
-//! handle, and the sync job a webhook becomes. App authentication, tarball
-//! download and check runs are added by issue 6.
+//! handle ([`webhook`]); and the REST side ([`github`]): App JWTs, installation
+//! tokens cached until 5 minutes before expiry, the retry policy
+//! (`retry-after`, `x-ratelimit-reset`, 5xx with backoff, never other 4xx),
+//! streaming tarball downloads through the redirect, and check runs with
+//! annotations in batches of 50 and outputs trimmed under 65,535 bytes.
 //!
 //! Invariants:
 //! - Nothing is parsed before the body's size is checked and its signature
@@ -12,8 +15,10 @@
 //!   field we do not strictly need is optional, so a new GitHub field never
 //!   turns into a failed delivery. Unknown events and actions are
 //!   acknowledged and ignored, never an error.
-//! - Secrets are held in `secrecy` types and never appear in `Debug`, logs or
-//!   error messages.
+//! - Secrets (webhook secrets, the App key, installation tokens) are held in
+//!   `secrecy` types and never appear in `Debug`, logs or error messages; a
+//!   download URL (its query carries a token) never reaches an error either.
+//! - `Authorization` is never sent to a host other than the API's.
 //!
 //! Deliberately absent: the pipeline (the `sync` crate) and storage (the
 //! `store` crate). This crate only translates between HTTP and our types.
