@@ -287,7 +287,7 @@ fn shorten<'a>(def: Def<&'static str>) -> Def<&'a str> {
     def
 }
 
-fn guard_def<'s>(def: Def<&'s str>) -> Def<&'s str> {
+fn guard_def(def: Def<&str>) -> Def<&str> {
     Def {
         name: def.name,
         args: def.args,
@@ -296,7 +296,7 @@ fn guard_def<'s>(def: Def<&'s str>) -> Def<&'s str> {
 }
 
 /// `__astrolift_guard | body`, with every nested definition guarded too.
-fn guarded<'s>(body: Term<&'s str>) -> Term<&'s str> {
+fn guarded(body: Term<&str>) -> Term<&str> {
     Term::BinOp(
         Box::new(Term::Call(GUARD, Vec::new())),
         BinaryOp::Pipe(None),
@@ -306,7 +306,7 @@ fn guarded<'s>(body: Term<&'s str>) -> Term<&'s str> {
 
 /// Guards every definition inside `term`. The match is exhaustive on
 /// purpose: a new kind of term in jaq must be looked at here.
-fn guard_nested<'s>(term: Term<&'s str>) -> Term<&'s str> {
+fn guard_nested(term: Term<&str>) -> Term<&str> {
     match term {
         Term::Id | Term::Recurse | Term::Num(_) | Term::Var(_) | Term::Break(_) => term,
         Term::Str(format, parts) => Term::Str(
@@ -355,7 +355,7 @@ fn guard_nested<'s>(term: Term<&'s str>) -> Term<&'s str> {
     }
 }
 
-fn guard_path<'s>(path: Path<Term<&'s str>>) -> Path<Term<&'s str>> {
+fn guard_path(path: Path<Term<&str>>) -> Path<Term<&str>> {
     Path(
         path.0
             .into_iter()
@@ -372,11 +372,13 @@ fn guard_path<'s>(path: Path<Term<&'s str>>) -> Path<Term<&'s str>> {
     )
 }
 
-fn nested<'s>(term: Box<Term<&'s str>>) -> Box<Term<&'s str>> {
-    Box::new(guard_nested(*term))
+/// Guards a boxed term in place (the box is reused).
+fn nested(mut term: Box<Term<&str>>) -> Box<Term<&str>> {
+    *term = guard_nested(std::mem::take(&mut *term));
+    term
 }
 
-fn guard_pattern<'s>(pattern: Pattern<&'s str>) -> Pattern<&'s str> {
+fn guard_pattern(pattern: Pattern<&str>) -> Pattern<&str> {
     match pattern {
         Pattern::Var(_) => pattern,
         Pattern::Arr(items) => Pattern::Arr(items.into_iter().map(guard_pattern).collect()),
