@@ -133,7 +133,10 @@ fn owner_of(agents: &[AgentManifest], path: &str) -> Option<usize> {
 }
 
 fn is_under(path: &str, dir: &str) -> bool {
-    dir.is_empty() || path.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/'))
+    dir.is_empty()
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// Agent names are unique in a repository: the second manifest with a name

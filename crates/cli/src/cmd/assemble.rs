@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use astrolift_manifest::config::load_config;
 use astrolift_manifest::Limits;
+use astrolift_manifest::config::load_config;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
