@@ -129,3 +129,14 @@ async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) 
     }
     out
 }
+
+#[tokio::test]
+async fn deep_values_built_in_a_loop_do_not_overflow_when_dropped() {
+    // Nests as deep as 100 ms allows; converting refuses it, and dropping it
+    // (a native recursion with no guard) must fit in the worker's stack.
+    let (result, _) = run_mapping("{deep: (reduce range(1e7) as $i (0; [.]))}").await;
+    let error = result.expect_err("too deep or too long");
+    assert_eq!(error.status(), 422, "{error}");
+    let (next, _) = run_mapping("{key: .issue.key}").await;
+    assert!(next.is_ok());
+}
