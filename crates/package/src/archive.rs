@@ -112,7 +112,20 @@ pub fn write_archive<W: Write>(
     tree: &dyn PayloadTree,
     writer: W,
 ) -> Result<PackageOutput, PackageError> {
-    write_archive_with_threads(slice, tree, writer, default_threads())
+    write_archive_with_threads(slice, tree, writer, threads_for(slice))
+}
+
+/// One thread for a slice that fits in one compression chunk (most agents):
+/// a worker pool would only add thread start-up to every small package.
+/// The bytes are the same either way.
+fn threads_for(slice: &Slice) -> usize {
+    // Tar headers and padding add at most 1.5 KiB per file.
+    let tar_size = slice.uncompressed_size + 1536 * slice.files.len() as u64;
+    if tar_size <= crate::gzip::CHUNK as u64 {
+        1
+    } else {
+        default_threads()
+    }
 }
 
 /// Compression threads: the available parallelism, at most 4.
