@@ -10,7 +10,9 @@ use astrolift_manifest::limits::Limits;
 use astrolift_manifest::triggers::{TriggerSource, TriggerSpec, Verify};
 use astrolift_store::BoxFuture;
 use astrolift_trigger::sandbox::SandboxedProgram;
-use astrolift_trigger::{CompiledBinding, SecretError, SecretResolver, evaluate};
+use astrolift_trigger::{
+    CompiledBinding, SecretError, SecretResolver, evaluate, evaluate_verified,
+};
 use criterion::{Criterion, criterion_group, criterion_main};
 use hmac::{Hmac, KeyInit, Mac};
 use http::{HeaderMap, HeaderValue};
@@ -99,6 +101,20 @@ fn bench(c: &mut Criterion) {
                 .unwrap_or_else(|e| panic!("{e}"))
         })
     });
+    let mut bare = binding.spec.clone();
+    bare.filter = None;
+    bare.payload = None;
+    let bare = CompiledBinding::from_spec("t-bare", bare).unwrap_or_else(|e| panic!("{e}"));
+    c.bench_function(
+        "evaluate_verified 20 KiB, no programs (parse + worker hand-off)",
+        |b| {
+            b.iter(|| {
+                runtime
+                    .block_on(evaluate_verified(&bare, &body, &limits))
+                    .unwrap_or_else(|e| panic!("{e}"))
+            })
+        },
+    );
     c.bench_function("compile filter", |b| {
         b.iter(|| SandboxedProgram::compile(FILTER).unwrap_or_else(|e| panic!("{}", e.message)))
     });
