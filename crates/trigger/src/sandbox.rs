@@ -218,7 +218,7 @@ fn check_budget() -> Result<(), SandboxError> {
     });
     let error = if used > STACK_BUDGET {
         SandboxError::TooDeep
-    } else if calls % 32 == 0 && Instant::now() >= budget.deadline {
+    } else if calls.is_multiple_of(32) && Instant::now() >= budget.deadline {
         SandboxError::TimedOut(budget.time_ms)
     } else {
         return Ok(());
