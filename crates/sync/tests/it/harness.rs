@@ -2,11 +2,11 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use astrolift_manifest::{MemTree, SourceTree, ValidateOptions};
 use astrolift_store::blob::{FsBlobStore, S3BlobStore};
 use astrolift_store::state::{DynamoStateStore, SqliteStateStore};
+use astrolift_store::testing::{aws_endpoint, unique_name};
 use astrolift_sync::{Mode, Report, Stores, SyncError, SyncRequest, sync};
 
 pub const REPO: &str = "acme/support-agents";
@@ -52,34 +52,6 @@ pub async fn open(backend: Backend, test: &str) -> Option<TestStores> {
         }
     };
     Some(TestStores { stores, _dir: dir })
-}
-
-fn aws_endpoint(test: &str) -> Option<String> {
-    match std::env::var("AWS_ENDPOINT_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var("ASTROLIFT_REQUIRE_AWS").as_deref() == Ok("1") => {
-            panic!("{test}: ASTROLIFT_REQUIRE_AWS=1 but AWS_ENDPOINT_URL is not set")
-        }
-        _ => {
-            eprintln!(
-                "note: skipping {test}: AWS_ENDPOINT_URL is not set (start moto with scripts/moto.sh)"
-            );
-            None
-        }
-    }
-}
-
-fn unique_name(prefix: &str) -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!(
-        "{prefix}-{}-{}-{nanos}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
 }
 
 /// The example monorepo (`examples/monorepo`), in memory, ready to be edited.

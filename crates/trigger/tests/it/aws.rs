@@ -4,37 +4,23 @@
 
 use std::time::Duration;
 
+use astrolift_store::testing::{aws_endpoint, unique_name};
 use astrolift_trigger::dispatch::{DispatchMessage, DispatchQueue, SqsDispatchQueue};
 use astrolift_trigger::{AwsSecretResolver, SecretResolver};
 use secrecy::ExposeSecret;
 
-async fn aws_config() -> Option<aws_config::SdkConfig> {
-    if std::env::var_os("AWS_ENDPOINT_URL").is_none() {
-        assert!(
-            std::env::var("ASTROLIFT_REQUIRE_AWS").as_deref() != Ok("1"),
-            "ASTROLIFT_REQUIRE_AWS=1 but AWS_ENDPOINT_URL is unset"
-        );
-        eprintln!("note: AWS_ENDPOINT_URL unset; skipping the moto test");
-        return None;
-    }
+async fn aws_config(test: &str) -> Option<aws_config::SdkConfig> {
+    aws_endpoint(test)?;
     Some(aws_config::load_from_env().await)
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    format!("{prefix}-{nanos}")
 }
 
 #[tokio::test]
 async fn secrets_manager_values_are_read_and_cached() {
-    let Some(config) = aws_config().await else {
+    let Some(config) = aws_config("secrets_manager_values_are_read_and_cached").await else {
         return;
     };
     let client = aws_sdk_secretsmanager::Client::new(&config);
-    let name = unique("agents/jira-hook");
+    let name = unique_name("agents/jira-hook");
     client
         .create_secret()
         .name(&name)
@@ -80,13 +66,13 @@ async fn secrets_manager_values_are_read_and_cached() {
 
 #[tokio::test]
 async fn dispatch_messages_reach_the_sqs_queue() {
-    let Some(config) = aws_config().await else {
+    let Some(config) = aws_config("dispatch_messages_reach_the_sqs_queue").await else {
         return;
     };
     let client = aws_sdk_sqs::Client::new(&config);
     let queue_url = client
         .create_queue()
-        .queue_name(unique("dispatches"))
+        .queue_name(unique_name("dispatches"))
         .send()
         .await
         .expect("creates")
