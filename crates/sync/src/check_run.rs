@@ -1,0 +1,651 @@
+//! The check run's content, rendered from a sync [`Report`] (DESIGN.md §8).
+//!
+//! - Title: one line with the plan and diagnostic counts.
+//! - Summary: what happened (applied, or checked only and why), the table of
+//!   agents with plan status, short digest and drift, the diagnostic counts,
+//!   and the repository-level diagnostics (which cannot be annotations).
+//! - Text: each changed agent's full drift and each failed agent's errors.
+//! - Annotations: one per diagnostic on a file.
+//!
+//! Only report fields that cannot hold secrets are rendered: names, paths,
+//! digests, drift (which names secrets, never their values) and diagnostics.
+//! Counts are recomputed from the plan and diagnostics, so the output never
+//! disagrees with the rows it shows.
+
+use std::fmt::Write as _;
+
+use astrolift_forge::github::{Annotation, CheckRunOutput, Conclusion, MAX_OUTPUT_TEXT};
+use astrolift_manifest::{Counts, Diagnostic, Severity};
+
+use crate::drift::{DriftItem, DriftSeverity};
+use crate::plan::{PlanEntry, PlanStatus};
+use crate::report::{Mode, Report};
+
+/// Hex digits of a digest shown in the summary table.
+const SHORT_DIGEST: usize = 12;
+/// Bytes kept free for the note saying how many table rows were left out.
+const TABLE_NOTE_RESERVE: usize = 128;
+
+/// Plan statuses in the order the title lists them.
+const STATUS_ORDER: [PlanStatus; 6] = [
+    PlanStatus::Added,
+    PlanStatus::Changed,
+    PlanStatus::Unchanged,
+    PlanStatus::Orphaned,
+    PlanStatus::Disabled,
+    PlanStatus::Failed,
+];
+
+/// Why a run only checked and registered nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckOnlyReason {
+    /// No project is registered for the repository; `how_to_register` is the
+    /// command that registers it (see [`register_command`]).
+    NotRegistered { how_to_register: String },
+    /// A push to a ref other than the registered one.
+    OtherRef { registered_ref: String },
+    /// A pull request from a fork: checked, never applied.
+    ForkPullRequest,
+    /// A pull request: its head is checked; registration follows the push.
+    PullRequest,
+}
+
+impl CheckOnlyReason {
+    fn explain(&self) -> String {
+        match self {
+            CheckOnlyReason::NotRegistered { how_to_register } => format!(
+                "this repository is not registered. To register it, run `{how_to_register}`."
+            ),
+            CheckOnlyReason::OtherRef { registered_ref } => {
+                format!("only {} is registered.", code(registered_ref))
+            }
+            CheckOnlyReason::ForkPullRequest => {
+                "this is a pull request from a fork; forks are never applied.".to_owned()
+            }
+            CheckOnlyReason::PullRequest => {
+                "this is a pull request; agents register when it is pushed to the registered ref."
+                    .to_owned()
+            }
+        }
+    }
+}
+
+/// The command that registers `repository` (`OWNER/REPO`) for `git_ref`,
+/// with a placeholder project id.
+pub fn register_command(repository: &str, git_ref: &str) -> String {
+    format!("astrolift register-repo {repository} --project-id ID --ref {git_ref}")
+}
+
+/// What the renderer knows beyond the report.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RenderContext {
+    /// Why this run only checked, when the caller chose check mode.
+    pub check_only: Option<CheckOnlyReason>,
+    /// URL paths of the repository's trigger bindings (`/triggers/{id}`),
+    /// listed in the summary when present.
+    pub trigger_paths: Vec<String>,
+}
+
+/// The conclusion and output of the check run for `report`, within GitHub's
+/// size limits.
+pub fn render(report: &Report, context: &RenderContext) -> (Conclusion, CheckRunOutput) {
+    let annotations = report
+        .diagnostics
+        .iter()
+        .filter_map(Annotation::from_diagnostic)
+        .collect();
+    let output = CheckRunOutput {
+        title: title(report),
+        summary: summary(report, context),
+        text: details(report),
+        annotations,
+    };
+    // Trims title, summary and text (with `trim_with_note`) and each annotation.
+    (Conclusion::of(&report.diagnostics), output.within_limits())
+}
+
+/// `2 added, 1 changed · 0 errors, 3 warnings`.
+fn title(report: &Report) -> String {
+    let plan: Vec<String> = STATUS_ORDER
+        .iter()
+        .filter_map(|&status| {
+            let count = status_count(report, status);
+            (count > 0).then(|| format!("{count} {}", status.as_str()))
+        })
+        .collect();
+    let plan = if plan.is_empty() {
+        "no agents".to_owned()
+    } else {
+        plan.join(", ")
+    };
+    format!(
+        "{plan} · {}",
+        diagnostic_counts(&Counts::of(&report.diagnostics))
+    )
+}
+
+fn status_count(report: &Report, status: PlanStatus) -> usize {
+    report.plan.iter().filter(|e| e.status == status).count()
+}
+
+/// `0 errors, 3 warnings`, with notices only when there are some.
+fn diagnostic_counts(counts: &Counts) -> String {
+    let mut parts = vec![
+        plural(counts.errors, "error"),
+        plural(counts.warnings, "warning"),
+    ];
+    if counts.notices > 0 {
+        parts.push(plural(counts.notices, "notice"));
+    }
+    parts.join(", ")
+}
+
+fn plural(count: usize, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
+}
+
+/// The table gets what the other parts leave of GitHub's limit, in whole
+/// rows, so a repository with thousands of agents still shows its counts.
+fn summary(report: &Report, context: &RenderContext) -> String {
+    let counts = Counts::of(&report.diagnostics);
+    let mut tail = format!("\n**Diagnostics:** {}\n", diagnostic_counts(&counts));
+    repository_diagnostics(&report.diagnostics, &mut tail);
+    trigger_paths(&context.trigger_paths, &mut tail);
+    let mut out = outcome(report, context);
+    out.push_str("\n\n");
+    let budget = MAX_OUTPUT_TEXT.saturating_sub(out.len() + tail.len() + TABLE_NOTE_RESERVE);
+    agent_table(&report.plan, budget, &mut out);
+    out.push_str(&tail);
+    out
+}
+
+/// The opening line: applied where, or checked only and why; and a skip.
+fn outcome(report: &Report, context: &RenderContext) -> String {
+    let commit = code(short(&report.commit, SHORT_DIGEST));
+    let repository = code(&report.repository);
+    let on_ref = report
+        .git_ref
+        .as_deref()
+        .map(|r| format!(" on {}", code(r)))
+        .unwrap_or_default();
+    let mut line = match (&report.mode, &context.check_only) {
+        (Mode::Apply { project_id }, _) if report.applied => format!(
+            "**Applied** commit {commit} of {repository}{on_ref} to project {}.",
+            code(project_id)
+        ),
+        (Mode::Apply { .. }, _) => {
+            format!("**Not applied:** commit {commit} of {repository}{on_ref} was checked.")
+        }
+        (Mode::Check, Some(reason)) => format!(
+            "**Checked only** commit {commit} of {repository}{on_ref}: {}",
+            reason.explain()
+        ),
+        (Mode::Check, None) => {
+            format!("**Checked only** commit {commit} of {repository}{on_ref}.")
+        }
+    };
+    if let Some(skipped) = &report.skipped {
+        let _ = write!(line, "\n\n**Skipped:** {skipped}");
+    }
+    line
+}
+
+/// The table of agents in at most `budget` bytes (whole rows), then a note
+/// counting the rows left out.
+fn agent_table(plan: &[PlanEntry], budget: usize, out: &mut String) {
+    if plan.is_empty() {
+        out.push_str("No agents were found.\n");
+        return;
+    }
+    let mut table =
+        String::from("| Agent | Manifest | Plan | Digest | Drift |\n|---|---|---|---|---|\n");
+    for (shown, entry) in plan.iter().enumerate() {
+        let row = table_row(entry);
+        if table.len() + row.len() > budget {
+            let _ = writeln!(
+                table,
+                "\n… {} more agents not shown (GitHub limits the summary to {MAX_OUTPUT_TEXT} bytes).",
+                plan.len() - shown
+            );
+            break;
+        }
+        table.push_str(&row);
+    }
+    out.push_str(&table);
+}
+
+fn table_row(entry: &PlanEntry) -> String {
+    let digest = entry
+        .digest
+        .as_deref()
+        .map(|d| code(short(d, SHORT_DIGEST)))
+        .unwrap_or_else(|| "—".to_owned());
+    format!(
+        "| {} | {} | {} | {} | {} |\n",
+        cell(&entry.agent),
+        cell(&code(&entry.manifest)),
+        entry.status.as_str(),
+        digest,
+        cell(&drift_kinds(&entry.drift)),
+    )
+}
+
+/// `skill-version-changed, **credential-removed** (critical)`, or `—`.
+fn drift_kinds(drift: &[DriftItem]) -> String {
+    if drift.is_empty() {
+        return "—".to_owned();
+    }
+    let kinds: Vec<String> = drift
+        .iter()
+        .map(|item| match item.severity {
+            DriftSeverity::Critical => format!("**{}** (critical)", item.kind),
+            DriftSeverity::Warning => item.kind.clone(),
+        })
+        .collect();
+    kinds.join(", ")
+}
+
+/// Diagnostics with an empty path: about the repository, never annotations.
+fn repository_diagnostics(diagnostics: &[Diagnostic], out: &mut String) {
+    let repository: Vec<&Diagnostic> = diagnostics.iter().filter(|d| d.path.is_empty()).collect();
+    if repository.is_empty() {
+        return;
+    }
+    out.push_str("\n### Repository\n\n");
+    for diagnostic in repository {
+        diagnostic_item(diagnostic, out);
+    }
+}
+
+fn trigger_paths(paths: &[String], out: &mut String) {
+    if paths.is_empty() {
+        return;
+    }
+    out.push_str("\n### Trigger URLs\n\n");
+    for path in paths {
+        let _ = writeln!(out, "- {}", code(path));
+    }
+}
+
+/// `- **error** `code`: message (help: …)`.
+fn diagnostic_item(diagnostic: &Diagnostic, out: &mut String) {
+    let severity = match diagnostic.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Notice => "notice",
+    };
+    let _ = write!(
+        out,
+        "- **{severity}** {}: {}",
+        code(&diagnostic.code),
+        diagnostic.message
+    );
+    if !diagnostic.path.is_empty() {
+        let _ = write!(
+            out,
+            " ({}:{})",
+            code(&diagnostic.path),
+            diagnostic.span.line.max(1)
+        );
+    }
+    if let Some(help) = &diagnostic.help {
+        let _ = write!(out, " — help: {help}");
+    }
+    out.push('\n');
+}
+
+/// Each changed agent's drift and each failed agent's errors; `None` when
+/// there is nothing to detail.
+fn details(report: &Report) -> Option<String> {
+    let mut out = String::new();
+    for entry in &report.plan {
+        match entry.status {
+            PlanStatus::Changed if !entry.drift.is_empty() => drift_details(entry, &mut out),
+            PlanStatus::Failed => failure_details(entry, &report.diagnostics, &mut out),
+            _ => {}
+        }
+    }
+    let out = out.trim_end();
+    (!out.is_empty()).then(|| format!("{out}\n"))
+}
+
+fn drift_details(entry: &PlanEntry, out: &mut String) {
+    let _ = write!(
+        out,
+        "### {} changed\n\n| Kind | Severity | Detail |\n|---|---|---|\n",
+        code(&entry.agent)
+    );
+    for item in &entry.drift {
+        let severity = match item.severity {
+            DriftSeverity::Critical => "**critical**",
+            DriftSeverity::Warning => "warning",
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {severity} | {} |",
+            cell(&code(&item.kind)),
+            cell(&item.detail)
+        );
+    }
+    out.push('\n');
+}
+
+fn failure_details(entry: &PlanEntry, diagnostics: &[Diagnostic], out: &mut String) {
+    let _ = write!(
+        out,
+        "### {} failed\n\nNot registered; any previous registration is kept.\n\n",
+        code(&entry.agent)
+    );
+    let errors = diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error && belongs_to(d, entry));
+    for diagnostic in errors {
+        diagnostic_item(diagnostic, out);
+    }
+    out.push('\n');
+}
+
+/// A diagnostic on the agent's manifest, or on a file in its directory
+/// (a root manifest owns only itself, not the whole repository).
+fn belongs_to(diagnostic: &Diagnostic, entry: &PlanEntry) -> bool {
+    if diagnostic.path == entry.manifest {
+        return true;
+    }
+    match entry.manifest.rsplit_once('/') {
+        Some((dir, _)) => diagnostic
+            .path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/')),
+        None => false,
+    }
+}
+
+/// The first `len` hex digits of a digest or commit, without `sha256:`.
+fn short(digest: &str, len: usize) -> &str {
+    let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+    hex.char_indices()
+        .nth(len)
+        .map_or(hex, |(index, _)| &hex[..index])
+}
+
+/// `text` as a Markdown code span: the fence is one backtick longer than
+/// the longest run of backticks inside (CommonMark's rule, done by hand
+/// because it is four lines).
+fn code(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if longest > 0 { " " } else { "" };
+    format!("{fence}{pad}{text}{pad}{fence}")
+}
+
+/// A table cell: one line, with `|` escaped (GFM splits on it even inside
+/// code spans).
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use astrolift_manifest::{Code, Span};
+
+    use crate::report::ReportCounts;
+
+    const ERROR: Code = Code::new(
+        "manifest/invalid-value",
+        Severity::Error,
+        "an invalid value",
+    );
+    const WARNING: Code = Code::new("manifest/unknown-key", Severity::Warning, "an unknown key");
+    const REPO_ERROR: Code = Code::new("config/duplicate-agent", Severity::Error, "a duplicate");
+
+    fn report(mode: Mode, plan: Vec<PlanEntry>, diagnostics: Vec<Diagnostic>) -> Report {
+        let applied = matches!(mode, Mode::Apply { .. });
+        Report {
+            repository: "octo/agents".to_owned(),
+            commit: "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c".to_owned(),
+            git_ref: Some("main".to_owned()),
+            mode,
+            applied,
+            skipped: None,
+            plan,
+            diagnostics,
+            counts: ReportCounts::default(),
+        }
+    }
+
+    fn entry(agent: &str, status: PlanStatus, drift: Vec<DriftItem>) -> PlanEntry {
+        let packaged = status != PlanStatus::Failed;
+        PlanEntry {
+            agent: agent.to_owned(),
+            manifest: format!("agents/{agent}/astrolift.toml"),
+            status,
+            digest: packaged.then(|| format!("sha256:{}", "ab12cd34ef56".repeat(5))),
+            snapshot: packaged.then(|| "5a".repeat(32)),
+            previous_snapshot: None,
+            alias: None,
+            drift,
+        }
+    }
+
+    fn apply() -> Mode {
+        Mode::Apply {
+            project_id: "proj-1".to_owned(),
+        }
+    }
+
+    fn line(line: u32, column: u32, end_column: u32) -> Span {
+        Span {
+            line,
+            column,
+            end_line: line,
+            end_column,
+        }
+    }
+
+    /// Everything a reviewer reads, in one snapshot.
+    fn rendered(report: &Report, context: &RenderContext) -> String {
+        let (conclusion, output) = render(report, context);
+        let annotations: Vec<String> = output
+            .annotations
+            .iter()
+            .map(|a| serde_json::to_string(a).unwrap_or_default())
+            .collect();
+        format!(
+            "conclusion: {conclusion:?}\ntitle: {}\n\n--- summary ---\n{}\n--- text ---\n{}\n--- annotations ---\n{}\n",
+            output.title,
+            output.summary,
+            output.text.as_deref().unwrap_or("(none)"),
+            annotations.join("\n"),
+        )
+    }
+
+    #[test]
+    fn clean_first_registration() {
+        let plan = vec![
+            entry("reviewer", PlanStatus::Added, vec![]),
+            entry("triager", PlanStatus::Added, vec![]),
+        ];
+        let report = report(apply(), plan, vec![]);
+        let context = RenderContext::default();
+        assert_eq!(render(&report, &context).0, Conclusion::Success);
+        insta::assert_snapshot!(rendered(&report, &context));
+    }
+
+    #[test]
+    fn check_only_for_an_unregistered_repository() {
+        let plan = vec![entry("reviewer", PlanStatus::Added, vec![])];
+        let warning = Diagnostic::new(
+            &WARNING,
+            "agents/reviewer/astrolift.toml",
+            line(4, 1, 8),
+            "unknown key `colour`",
+        )
+        .with_help("did you mean `color`?");
+        let report = report(Mode::Check, plan, vec![warning]);
+        let context = RenderContext {
+            check_only: Some(CheckOnlyReason::NotRegistered {
+                how_to_register: register_command("octo/agents", "main"),
+            }),
+            trigger_paths: Vec::new(),
+        };
+        let (conclusion, output) = render(&report, &context);
+        assert_eq!(conclusion, Conclusion::Neutral);
+        assert!(
+            output
+                .summary
+                .contains("astrolift register-repo octo/agents --project-id ID --ref main")
+        );
+        insta::assert_snapshot!(rendered(&report, &context));
+    }
+
+    #[test]
+    fn changed_agent_with_drift_and_a_failed_agent() {
+        let drift = vec![
+            DriftItem {
+                kind: "skill-version-changed".to_owned(),
+                severity: DriftSeverity::Warning,
+                detail: "skill `lint` 1.2.0 → 1.3.0".to_owned(),
+            },
+            DriftItem {
+                kind: "credential-removed".to_owned(),
+                severity: DriftSeverity::Critical,
+                detail: "required secret `JIRA_TOKEN` removed".to_owned(),
+            },
+        ];
+        let mut changed = entry("reviewer", PlanStatus::Changed, drift);
+        changed.previous_snapshot = Some("4b".repeat(32));
+        let plan = vec![
+            changed,
+            entry("triager", PlanStatus::Failed, vec![]),
+            entry("old-bot", PlanStatus::Orphaned, vec![]),
+        ];
+        let diagnostics = vec![
+            Diagnostic::new(
+                &ERROR,
+                "agents/triager/astrolift.toml",
+                line(7, 11, 15),
+                "`timeout` must be at most 900 seconds",
+            ),
+            Diagnostic::new(
+                &ERROR,
+                "agents/triager/brief.md",
+                Span::FILE,
+                "the brief is empty",
+            ),
+            Diagnostic::new(
+                &REPO_ERROR,
+                "",
+                Span::FILE,
+                "two agents are named `triager`",
+            ),
+        ];
+        let report = report(apply(), plan, diagnostics);
+        let (conclusion, output) = render(&report, &RenderContext::default());
+        assert_eq!(conclusion, Conclusion::Failure);
+        // The repository-level diagnostic is in the summary, not annotated.
+        assert_eq!(output.annotations.len(), 2);
+        assert!(output.summary.contains("two agents are named"));
+        insta::assert_snapshot!(rendered(&report, &RenderContext::default()));
+    }
+
+    #[test]
+    fn every_diagnostic_is_an_annotation() {
+        let diagnostics: Vec<Diagnostic> = (1..=120)
+            .map(|n| {
+                let code = if n % 3 == 0 { &ERROR } else { &WARNING };
+                Diagnostic::new(
+                    code,
+                    "agents/big/astrolift.toml",
+                    line(n, 1, 4),
+                    format!("finding {n}"),
+                )
+            })
+            .collect();
+        let plan = vec![entry("big", PlanStatus::Failed, vec![])];
+        let report = report(apply(), plan, diagnostics);
+        let (conclusion, output) = render(&report, &RenderContext::default());
+        assert_eq!(conclusion, Conclusion::Failure);
+        assert_eq!(output.annotations.len(), 120);
+        let lines: Vec<u32> = output.annotations.iter().map(|a| a.start_line).collect();
+        assert_eq!(lines, (1..=120).collect::<Vec<u32>>());
+        insta::assert_snapshot!(format!("{}\n\n{}", output.title, output.summary));
+    }
+
+    #[test]
+    fn a_huge_table_keeps_whole_rows_and_the_counts() {
+        let plan: Vec<PlanEntry> = (0..2_000)
+            .map(|n| entry(&format!("agent-{n:04}"), PlanStatus::Unchanged, vec![]))
+            .collect();
+        let report = report(apply(), plan, vec![]);
+        let (conclusion, output) = render(&report, &RenderContext::default());
+        assert_eq!(conclusion, Conclusion::Success);
+        assert!(output.summary.len() <= MAX_OUTPUT_TEXT);
+        assert!(output.summary.len() > MAX_OUTPUT_TEXT - 500);
+        let tail = output
+            .summary
+            .rsplit("| unchanged |")
+            .next()
+            .unwrap_or_default();
+        insta::assert_snapshot!(format!("{}\n\n…{tail}", output.title));
+    }
+
+    #[test]
+    fn a_huge_summary_is_trimmed_with_a_note() {
+        let message = "x".repeat(1_000);
+        let diagnostics = (0..100)
+            .map(|_| Diagnostic::new(&REPO_ERROR, "", Span::FILE, message.clone()))
+            .collect();
+        let report = report(Mode::Check, vec![], diagnostics);
+        let (conclusion, output) = render(&report, &RenderContext::default());
+        assert_eq!(conclusion, Conclusion::Failure);
+        assert!(output.summary.len() <= MAX_OUTPUT_TEXT);
+        assert!(output.annotations.is_empty());
+        let tail_start = output.summary.len() - 80;
+        let tail = output.summary.get(tail_start..).unwrap_or_default();
+        insta::assert_snapshot!(format!("{}\n\n…{tail}", output.title));
+    }
+
+    #[test]
+    fn markdown_helpers_keep_tables_intact() {
+        assert_eq!(code("a`b"), "`` a`b ``");
+        assert_eq!(cell("a|b\nc"), "a\\|b c");
+        assert_eq!(short("sha256:0123456789abcdef", 12), "0123456789ab");
+        assert_eq!(short("abc", 12), "abc");
+    }
+
+    #[test]
+    fn other_check_only_reasons_and_skips_are_explained() {
+        let mut skipped = report(apply(), vec![], vec![]);
+        skipped.applied = false;
+        skipped.skipped = Some("commit `abc` is older than the registered one".to_owned());
+        let (_, output) = render(&skipped, &RenderContext::default());
+        assert!(output.summary.contains("**Not applied:**"));
+        assert!(output.summary.contains("**Skipped:** commit `abc`"));
+        assert!(output.summary.contains("No agents were found."));
+        let check = report(Mode::Check, vec![], vec![]);
+        let reasons = [
+            (CheckOnlyReason::ForkPullRequest, "from a fork"),
+            (CheckOnlyReason::PullRequest, "a pull request"),
+            (
+                CheckOnlyReason::OtherRef {
+                    registered_ref: "release".to_owned(),
+                },
+                "only `release` is registered",
+            ),
+        ];
+        for (reason, expected) in reasons {
+            let context = RenderContext {
+                check_only: Some(reason),
+                trigger_paths: vec!["/triggers/t1".to_owned()],
+            };
+            let (_, output) = render(&check, &context);
+            assert!(output.summary.contains(expected), "{}", output.summary);
+            assert!(output.summary.contains("- `/triggers/t1`"));
+        }
+    }
+}
