@@ -80,8 +80,7 @@ pub fn register_repo(args: RegisterRepoArgs) -> anyhow::Result<ExitCode> {
     if !is_repository_name(&args.repository) {
         bail!("{}: expected OWNER/REPO", args.repository);
     }
-    runtime()?.block_on(async {
-        let state = args.stores.state().await?;
+    with_state(&args.stores, async |state| {
         let registration = RepoRegistration {
             repository: args.repository.clone(),
             installation_id: args.installation_id,
@@ -95,13 +94,12 @@ pub fn register_repo(args: RegisterRepoArgs) -> anyhow::Result<ExitCode> {
             "registered {} for project {}: pushes to {} register agents, other refs are checked only",
             args.repository, args.project_id, args.git_ref
         );
-        Ok(ExitCode::SUCCESS)
+        Ok(())
     })
 }
 
 pub fn env_spec_upsert(args: EnvSpecUpsertArgs) -> anyhow::Result<ExitCode> {
-    runtime()?.block_on(async {
-        let state = args.stores.state().await?;
+    with_state(&args.stores, async |state| {
         let spec = EnvSpec {
             name: args.name.clone(),
             config_repo: args.config_repo.clone(),
@@ -113,14 +111,13 @@ pub fn env_spec_upsert(args: EnvSpecUpsertArgs) -> anyhow::Result<ExitCode> {
             "env spec {} → {}:{}",
             spec.name, spec.config_repo, spec.manifest_path
         );
-        Ok(ExitCode::SUCCESS)
+        Ok(())
     })
 }
 
 pub fn agents_list(args: AgentsListArgs) -> anyhow::Result<ExitCode> {
-    runtime()?.block_on(async {
-        let state = args.stores.state().await?;
-        let agents = all_agents(state.as_ref(), args.repository.as_deref()).await?;
+    with_state(&args.stores, async |state| {
+        let agents = all_agents(state, args.repository.as_deref()).await?;
         match args.format {
             ListFormat::Json => println!("{}", serde_json::to_string(&agents)?),
             ListFormat::Human => {
@@ -138,14 +135,13 @@ pub fn agents_list(args: AgentsListArgs) -> anyhow::Result<ExitCode> {
                 println!("{} agents", agents.len());
             }
         }
-        Ok(ExitCode::SUCCESS)
+        Ok(())
     })
 }
 
 pub fn history(args: AgentArgs) -> anyhow::Result<ExitCode> {
-    runtime()?.block_on(async {
-        let state = args.stores.state().await?;
-        let agent = find_agent(state.as_ref(), &args.agent, args.repository.as_deref()).await?;
+    with_state(&args.stores, async |state| {
+        let agent = find_agent(state, &args.agent, args.repository.as_deref()).await?;
         let events = state.list_audit_events(&agent.key()).await?;
         match args.format {
             ListFormat::Json => println!("{}", serde_json::to_string(&events)?),
@@ -163,14 +159,13 @@ pub fn history(args: AgentArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        Ok(ExitCode::SUCCESS)
+        Ok(())
     })
 }
 
 pub fn teardown(args: AgentArgs) -> anyhow::Result<ExitCode> {
-    runtime()?.block_on(async {
-        let state = args.stores.state().await?;
-        let agent = find_agent(state.as_ref(), &args.agent, args.repository.as_deref()).await?;
+    with_state(&args.stores, async |state| {
+        let agent = find_agent(state, &args.agent, args.repository.as_deref()).await?;
         let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
         let torn = state
             .teardown(
@@ -185,6 +180,18 @@ pub fn teardown(args: AgentArgs) -> anyhow::Result<ExitCode> {
             torn.name,
             torn.key()
         );
+        Ok(())
+    })
+}
+
+/// Runs one state command on a fresh runtime; exits 0 when it succeeds.
+fn with_state(
+    stores: &StoreArgs,
+    command: impl AsyncFnOnce(&dyn StateStore) -> anyhow::Result<()>,
+) -> anyhow::Result<ExitCode> {
+    runtime()?.block_on(async {
+        let state = stores.state().await?;
+        command(state.as_ref()).await?;
         Ok(ExitCode::SUCCESS)
     })
 }
