@@ -27,6 +27,7 @@
 //! of every renderer), and any clock (the caller passes `now`).
 #![forbid(unsafe_code)]
 
+pub mod bindings;
 pub mod check_run;
 pub mod drift;
 mod package_step;

@@ -54,6 +54,13 @@ pub async fn sync(
     let applying = matches!(request.mode, Mode::Apply { .. });
     let packaging = validate_and_package(tree, &request.validate, applying, progress)?;
     let registered = stores.state.list_agents(&request.repository).await?;
+    let bindings: Vec<_> = stores
+        .state
+        .list_trigger_bindings()
+        .await?
+        .into_iter()
+        .filter(|b| b.repository == request.repository)
+        .collect();
     let project_id = match &request.mode {
         Mode::Apply { project_id } => project_id.as_str(),
         Mode::Check => registered.first().map_or("", |a| a.project_id.as_str()),
@@ -63,6 +70,7 @@ pub async fn sync(
         project_id,
         commit: &request.commit,
         now: request.now,
+        bindings: &bindings,
     };
     let mut planned = plan(&packaging.candidates, &registered, &context);
     add_drift(&mut planned, &packaging, stores.blobs.as_ref()).await;

@@ -4,9 +4,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use astrolift_manifest::model::AgentManifest;
-use astrolift_store::state::{Agent, AgentChange, AgentStatus, AuditAction, UnixSeconds};
+use astrolift_store::state::{
+    Agent, AgentChange, AgentStatus, AuditAction, TriggerBinding, UnixSeconds,
+};
 use serde::Serialize;
 
+use crate::bindings;
 use crate::drift::DriftItem;
 
 /// What the sync does (or would do) to one agent. The wire names are the
@@ -85,6 +88,17 @@ pub struct PlanContext<'a> {
     pub project_id: &'a str,
     pub commit: &'a str,
     pub now: UnixSeconds,
+    /// The repository's stored trigger bindings.
+    pub bindings: &'a [TriggerBinding],
+}
+
+impl PlanContext<'_> {
+    fn bindings_of(&self, manifest_path: &str) -> Vec<&TriggerBinding> {
+        self.bindings
+            .iter()
+            .filter(|b| b.manifest_path == manifest_path)
+            .collect()
+    }
 }
 
 /// The plan entries, in manifest order, and the state changes that apply them.
@@ -136,7 +150,22 @@ fn plan_candidate(
     } else {
         AgentStatus::Disabled
     };
-    let (status, action) = classify(manifest, packaged, target, previous);
+    let desired = match target {
+        AgentStatus::Active => {
+            bindings::desired(manifest, context.repository, &packaged.snapshot_hash)
+        }
+        _ => Vec::new(),
+    };
+    let (puts, deletes) = bindings::diff(&context.bindings_of(&manifest.manifest), desired);
+    let (status, action, detail) = match classify(manifest, packaged, target, previous) {
+        // Same snapshot, other triggers: the bindings change the agent.
+        (PlanStatus::Unchanged, None) if !puts.is_empty() || !deletes.is_empty() => (
+            PlanStatus::Changed,
+            Some(AuditAction::Changed),
+            "trigger bindings changed",
+        ),
+        (status, action) => (status, action, action.map_or("", action_detail)),
+    };
     plan.entries
         .push(entry(manifest, status, Some(packaged), previous));
     if let Some(action) = action {
@@ -146,10 +175,12 @@ fn plan_candidate(
             previous.map(|p| p.version),
             action,
             context.commit,
-            action_detail(action),
+            detail,
             context.now,
         );
         change.audit.previous_snapshot_hash = previous.map(|p| p.snapshot_hash.clone());
+        change.put_bindings = puts;
+        change.delete_bindings = deletes;
         plan.changes.push(change);
     }
 }
@@ -214,6 +245,12 @@ fn plan_missing(agent: &Agent, context: &PlanContext<'_>, plan: &mut Plan) {
         context.now,
     );
     change.audit.previous_snapshot_hash = Some(agent.snapshot_hash.clone());
+    // An orphaned agent's triggers stop dispatching.
+    change.delete_bindings = context
+        .bindings_of(&agent.manifest_path)
+        .into_iter()
+        .map(|b| b.trigger_id.clone())
+        .collect();
     plan.changes.push(change);
 }
 

@@ -41,6 +41,7 @@ on_both_backends!(
     failing_agent_beside_healthy_ones,
     older_commit_never_overwrites_a_newer_one,
     teardown_keeps_the_audit_trail,
+    trigger_bindings_follow_the_manifest,
 );
 
 const TRIAGE: &str = "agents/triage/astrolift.toml";
@@ -303,4 +304,60 @@ async fn teardown_keeps_the_audit_trail(stores: &Stores) {
     // A torn-down agent is no longer planned while its manifest stays removed.
     let report = apply(stores, &without_triage(), "c3", 400).await;
     assert_eq!(statuses(&report), [entry(REPORTER, "disabled")]);
+}
+
+/// The ids of the repository's stored trigger bindings, with their snapshots.
+async fn bindings(stores: &Stores) -> Vec<(String, String)> {
+    let mut found: Vec<_> = stores
+        .state
+        .list_trigger_bindings()
+        .await
+        .expect("bindings")
+        .into_iter()
+        .filter(|b| b.repository == REPO)
+        .map(|b| (b.name, b.snapshot_hash))
+        .collect();
+    found.sort();
+    found
+}
+
+async fn trigger_bindings_follow_the_manifest(stores: &Stores) {
+    let report = apply(stores, &monorepo(), "c1", 100).await;
+    let snapshot = report.plan[1].snapshot.clone().expect("packaged");
+    let expected = |names: &[&str]| -> Vec<(String, String)> {
+        names
+            .iter()
+            .map(|n| ((*n).to_owned(), snapshot.clone()))
+            .collect()
+    };
+    assert_eq!(
+        bindings(stores).await,
+        expected(&["jira-high-priority", "new-issue"])
+    );
+    // The ids are stable: a no-op re-run writes nothing.
+    let again = apply(stores, &monorepo(), "c1", 100).await;
+    assert_eq!(again.counts.state_writes, 0);
+    // Removing a trigger changes the agent and drops its binding; the
+    // remaining binding follows the new snapshot.
+    let mut fewer = monorepo();
+    let manifest = fewer.read_text(TRIAGE, u64::MAX).expect("manifest");
+    let cut = manifest
+        .find("[[triggers]]\nname = \"new-issue\"")
+        .expect("second trigger");
+    fewer.insert(TRIAGE, manifest[..cut].to_owned(), false);
+    let report = apply(stores, &fewer, "c2", 200).await;
+    assert_eq!(
+        report.counts.diagnostics.errors, 0,
+        "{:#?}",
+        report.diagnostics
+    );
+    assert_eq!(report.plan[1].status.as_str(), "changed");
+    let new_snapshot = report.plan[1].snapshot.clone().expect("packaged");
+    assert_eq!(
+        bindings(stores).await,
+        [("jira-high-priority".to_owned(), new_snapshot)]
+    );
+    // An orphaned agent's triggers stop dispatching.
+    apply(stores, &without_triage(), "c3", 300).await;
+    assert!(bindings(stores).await.is_empty());
 }
