@@ -2,7 +2,7 @@
 
 use std::ops::Range;
 
-use crate::diagnostic::Span;
+use crate::diagnostic::{Code, Diagnostic, Span};
 
 /// Maps byte offsets of one text to 1-based lines and columns.
 ///
@@ -52,6 +52,22 @@ impl<'t> LineIndex<'t> {
         }
         offset
     }
+}
+
+/// Records a diagnostic of `path` at the byte `range` of the indexed text and
+/// returns it, for `help` or severity tweaks. Shared by the TOML and YAML
+/// readers, which each keep their own list.
+pub fn push_at<'d>(
+    diagnostics: &'d mut Vec<Diagnostic>,
+    index: &LineIndex<'_>,
+    path: &str,
+    code: &Code,
+    range: Range<usize>,
+    message: impl Into<String>,
+) -> &'d mut Diagnostic {
+    diagnostics.push(Diagnostic::new(code, path, index.span(range), message));
+    let last = diagnostics.len() - 1;
+    &mut diagnostics[last]
 }
 
 fn to_u32(n: usize) -> u32 {

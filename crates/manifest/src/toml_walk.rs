@@ -13,7 +13,7 @@ use toml::Spanned;
 use toml::de::{DeArray, DeTable, DeValue};
 
 use crate::diagnostic::{Code, Diagnostic, Severity, Span};
-use crate::position::LineIndex;
+use crate::position::{LineIndex, push_at};
 
 pub const SYNTAX: Code = Code::new(
     "toml/syntax",
@@ -79,11 +79,14 @@ impl<'i> TomlFile<'i> {
         range: Range<usize>,
         message: impl Into<String>,
     ) -> &mut Diagnostic {
-        let span = self.span(range);
-        self.diagnostics
-            .push(Diagnostic::new(code, self.path.clone(), span, message));
-        let last = self.diagnostics.len() - 1;
-        &mut self.diagnostics[last]
+        push_at(
+            &mut self.diagnostics,
+            &self.index,
+            &self.path,
+            code,
+            range,
+            message,
+        )
     }
 
     /// Reports every key of `table` not in `known`, with the closest known key as help.

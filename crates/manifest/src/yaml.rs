@@ -16,7 +16,7 @@ use serde_saphyr::{Budget, DuplicateKeyPolicy, Location, Options, Spanned};
 
 use crate::diagnostic::{Code, Diagnostic, Severity, Span};
 use crate::limits::Limits;
-use crate::position::LineIndex;
+use crate::position::{LineIndex, push_at};
 use crate::toml_walk::unknown_key_help;
 
 pub const SYNTAX: Code = Code::new(
@@ -143,11 +143,14 @@ impl<'t> YamlFile<'t> {
         range: Range<usize>,
         message: impl Into<String>,
     ) -> &mut Diagnostic {
-        let span = self.span(range);
-        self.diagnostics
-            .push(Diagnostic::new(code, self.path.clone(), span, message));
-        let last = self.diagnostics.len() - 1;
-        &mut self.diagnostics[last]
+        push_at(
+            &mut self.diagnostics,
+            &self.index,
+            &self.path,
+            code,
+            range,
+            message,
+        )
     }
 
     /// `node` as a mapping, or a wrong-type diagnostic naming `what`.
