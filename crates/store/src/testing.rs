@@ -322,6 +322,14 @@ impl StateStore for FaultyStateStore {
             self.inner.record_delivery(delivery_id, now, ttl)
         )
     }
+    fn forget_delivery<'a>(&'a self, delivery_id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        forward!(
+            self,
+            "forget_delivery",
+            true,
+            self.inner.forget_delivery(delivery_id)
+        )
+    }
     fn put_env_spec<'a>(&'a self, spec: &'a EnvSpec) -> BoxFuture<'a, StoreResult<()>> {
         forward!(self, "put_env_spec", true, self.inner.put_env_spec(spec))
     }

@@ -48,6 +48,8 @@ pub enum CheckOnlyReason {
     ForkPullRequest,
     /// A pull request: its head is checked; registration follows the push.
     PullRequest,
+    /// A re-requested check: it checks again; registration follows pushes.
+    Rerequested,
 }
 
 impl CheckOnlyReason {
@@ -64,6 +66,10 @@ impl CheckOnlyReason {
             }
             CheckOnlyReason::PullRequest => {
                 "this is a pull request; agents register when it is pushed to the registered ref."
+                    .to_owned()
+            }
+            CheckOnlyReason::Rerequested => {
+                "this is a re-requested check; agents register when a push reaches the registered ref."
                     .to_owned()
             }
         }

@@ -703,6 +703,20 @@ impl StateStore for DynamoStateStore {
         })
     }
 
+    fn forget_delivery<'a>(&'a self, delivery_id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            self.client
+                .delete_item()
+                .table_name(&self.table)
+                .set_key(Some(key(delivery_pk(delivery_id), "DELIVERY")))
+                .send()
+                .await
+                .map_err(|err| map_sdk_error("DeleteItem", err))?;
+            self.counters.wrote(1);
+            Ok(())
+        })
+    }
+
     fn put_env_spec<'a>(&'a self, spec: &'a EnvSpec) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(async move {
             self.put(record_item(spec, key(ENV_SPECS, &spec.name))?)

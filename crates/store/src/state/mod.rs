@@ -127,6 +127,9 @@ pub trait StateStore: Send + Sync + fmt::Debug {
         now: UnixSeconds,
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<DeliveryOutcome>>;
+    /// Forgets a recorded delivery, so that its redelivery is processed: the
+    /// webhook calls it when it recorded a delivery but could not queue its job.
+    fn forget_delivery<'a>(&'a self, delivery_id: &'a str) -> BoxFuture<'a, StoreResult<()>>;
 
     /// Creates or replaces an env spec.
     fn put_env_spec<'a>(&'a self, spec: &'a EnvSpec) -> BoxFuture<'a, StoreResult<()>>;

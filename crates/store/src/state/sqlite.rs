@@ -476,6 +476,14 @@ impl StateStore for SqliteStateStore {
         })
     }
 
+    fn forget_delivery<'a>(&'a self, delivery_id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let values = vec![text(delivery_id)];
+            self.write_row("DELETE FROM deliveries WHERE delivery_id = ?1", values)
+                .await
+        })
+    }
+
     fn put_env_spec<'a>(&'a self, spec: &'a EnvSpec) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(async move {
             let values = vec![text(&spec.name), text(to_json(spec)?)];

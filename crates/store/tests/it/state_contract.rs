@@ -430,6 +430,13 @@ pub async fn deliveries_are_deduplicated_until_expiry(subject: Subject) {
         DeliveryOutcome::New,
         "an expired id is new again"
     );
+    store.forget_delivery("d-2").await.unwrap();
+    assert_eq!(
+        store.record_delivery("d-2", NOW + 6, ttl).await.unwrap(),
+        DeliveryOutcome::New,
+        "a forgotten id is new again"
+    );
+    store.forget_delivery("never-seen").await.unwrap();
 }
 
 pub async fn dispatches_are_idempotent(subject: Subject) {

@@ -1,0 +1,170 @@
+//! Building the bot's parts from the environment (DESIGN.md §10), once per
+//! process: a Lambda container's cold start or `serve`'s start.
+//!
+//! Secrets come from plain variables locally (`GITHUB_WEBHOOK_SECRET`,
+//! `GITHUB_APP_PRIVATE_KEY[_FILE]`) or, on Lambda, from Secrets Manager ids
+//! (`GITHUB_WEBHOOK_SECRET_ID`, `GITHUB_WEBHOOK_SECRET_PREVIOUS_ID`,
+//! `GITHUB_APP_PRIVATE_KEY_SECRET_ID`), read once at cold start. A plain
+//! variable wins over an id.
+
+
+use astrolift_forge::github::{AppCredentials, CredentialsError, GitHubApp, GitHubConfig, GitHubError};
+use astrolift_forge::webhook::{SignatureError, WebhookSecrets};
+use astrolift_store::{StoreError, blob_store_from_url, state_store_from_url};
+use astrolift_sync::Stores;
+use secrecy::{ExposeSecret as _, SecretString};
+use tokio::sync::OnceCell;
+
+use crate::queue::SqsJobQueue;
+
+/// The embedded defaults of DESIGN.md §10.
+pub const DEFAULT_STATE: &str = "sqlite:.astrolift/state.db";
+pub const DEFAULT_BLOBS: &str = "file:.astrolift/blobs";
+
+/// A part of the configuration that is missing or wrong. Never holds a secret value.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0} is not set")]
+    Missing(&'static str),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    GitHub(#[from] GitHubError),
+    #[error(transparent)]
+    Credentials(#[from] CredentialsError),
+    #[error("invalid webhook secret: {0}")]
+    WebhookSecret(#[from] SignatureError),
+    #[error("cannot read the Secrets Manager secret named by {variable}: {reason}")]
+    SecretsManager {
+        variable: &'static str,
+        reason: String,
+    },
+}
+
+/// Reads environment variables and, when needed, Secrets Manager.
+#[derive(Debug, Default)]
+pub struct Environment {
+    secrets_manager: OnceCell<aws_sdk_secretsmanager::Client>,
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+impl Environment {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `ASTROLIFT_STATE` and `ASTROLIFT_BLOBS`, with the embedded defaults.
+    pub async fn stores(&self) -> Result<Stores, ConfigError> {
+        let state_url = var("ASTROLIFT_STATE").unwrap_or_else(|| DEFAULT_STATE.to_owned());
+        if let Some(path) = state_url.strip_prefix("sqlite:") {
+            create_parent(path)?;
+        }
+        let blobs_url = var("ASTROLIFT_BLOBS").unwrap_or_else(|| DEFAULT_BLOBS.to_owned());
+        Ok(Stores {
+            state: state_store_from_url(&state_url).await?,
+            blobs: blob_store_from_url(&blobs_url).await?,
+        })
+    }
+
+    /// The App's webhook secrets: current and, during rotation, previous.
+    pub async fn webhook_secrets(&self) -> Result<WebhookSecrets, ConfigError> {
+        let current = self
+            .secret("GITHUB_WEBHOOK_SECRET", "GITHUB_WEBHOOK_SECRET_ID")
+            .await?
+            .ok_or(ConfigError::Missing("GITHUB_WEBHOOK_SECRET"))?;
+        let previous = self
+            .secret(
+                "GITHUB_WEBHOOK_SECRET_PREVIOUS",
+                "GITHUB_WEBHOOK_SECRET_PREVIOUS_ID",
+            )
+            .await?;
+        let previous = previous.map(|p| p.expose_secret().to_owned());
+        Ok(WebhookSecrets::new(
+            current.expose_secret().to_owned(),
+            previous,
+        )?)
+    }
+
+    /// The App (id, private key, `GITHUB_API_URL`).
+    pub async fn github_app(&self) -> Result<GitHubApp, ConfigError> {
+        let key = self
+            .secret("GITHUB_APP_PRIVATE_KEY", "GITHUB_APP_PRIVATE_KEY_SECRET_ID")
+            .await?;
+        let credentials = match key {
+            Some(pem) => {
+                let app_id = var("GITHUB_APP_ID").ok_or(ConfigError::Missing("GITHUB_APP_ID"))?;
+                AppCredentials::from_lookup(|name| match name {
+                    "GITHUB_APP_ID" => Some(app_id.clone()),
+                    "GITHUB_APP_PRIVATE_KEY" => Some(pem.expose_secret().to_owned()),
+                    _ => None,
+                })?
+            }
+            None => AppCredentials::from_env()?,
+        };
+        Ok(GitHubApp::new(GitHubConfig::from_env()?, credentials)?)
+    }
+
+    /// The SQS FIFO sync queue, when `ASTROLIFT_SYNC_QUEUE_URL` is set.
+    pub async fn sync_queue(&self) -> Option<SqsJobQueue> {
+        let url = var("ASTROLIFT_SYNC_QUEUE_URL")?;
+        let config = aws_config::load_from_env().await;
+        Some(SqsJobQueue::new(aws_sdk_sqs::Client::new(&config), url))
+    }
+
+    /// `plain` if set, else the Secrets Manager secret whose id is in `id_variable`.
+    async fn secret(
+        &self,
+        plain: &'static str,
+        id_variable: &'static str,
+    ) -> Result<Option<SecretString>, ConfigError> {
+        if let Some(value) = var(plain) {
+            return Ok(Some(SecretString::from(value)));
+        }
+        let Some(secret_id) = var(id_variable) else {
+            return Ok(None);
+        };
+        let client = self
+            .secrets_manager
+            .get_or_init(|| async {
+                let config = aws_config::load_from_env().await;
+                aws_sdk_secretsmanager::Client::new(&config)
+            })
+            .await;
+        let output = client
+            .get_secret_value()
+            .secret_id(secret_id)
+            .send()
+            .await
+            .map_err(|error| ConfigError::SecretsManager {
+                variable: id_variable,
+                reason: aws_sdk_secretsmanager::error::DisplayErrorContext(&error).to_string(),
+            })?;
+        let value = output
+            .secret_string()
+            .ok_or(ConfigError::SecretsManager {
+                variable: id_variable,
+                reason: "the secret has no string value".to_owned(),
+            })?;
+        Ok(Some(SecretString::from(value.to_owned())))
+    }
+}
+
+/// The embedded default lives in `.astrolift/`; create it on first use.
+fn create_parent(path: &str) -> Result<(), ConfigError> {
+    if let Some(parent) = std::path::Path::new(path)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            ConfigError::Store(StoreError::Invalid(format!(
+                "cannot create {}: {e}",
+                parent.display()
+            )))
+        })?;
+    }
+    Ok(())
+}
+

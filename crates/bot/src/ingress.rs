@@ -1,0 +1,289 @@
+//! The webhook function's job, shared with `serve`: verify → record
+//! installations → fan out to GitHub-sourced triggers → dedupe → queue the
+//! sync job → answer. It never runs a sync: it answers in milliseconds,
+//! because GitHub fails a delivery after 10 s.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use astrolift_forge::webhook::{
+    Accepted, Event, InstallationEvent, InstallationRepositoriesEvent, WebhookRequest,
+    WebhookSecrets, accept,
+};
+use astrolift_manifest::Limits;
+use astrolift_store::BoxFuture;
+use astrolift_store::state::{DeliveryOutcome, Installation, StateStore, UnixSeconds};
+use serde_json::{Value, json};
+use tracing::{Instrument as _, field};
+
+use crate::job::{NoJob, job_for_event};
+use crate::queue::JobQueue;
+use crate::telemetry::{self, Metric};
+
+/// An HTTP answer: status and JSON body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub status: u16,
+    pub body: Value,
+}
+
+impl Answer {
+    pub fn new(status: u16, body: Value) -> Self {
+        Self { status, body }
+    }
+
+    fn error(status: u16, message: impl fmt::Display) -> Self {
+        Self::new(status, json!({ "error": message.to_string() }))
+    }
+}
+
+/// GitHub-sourced trigger bindings, as the webhook sees them: evaluate and
+/// dispatch every binding of `repository` that matches the event. Returns how
+/// many were dispatched (duplicates and filtered-out ones not counted).
+pub trait EventFanOut: Send + Sync + fmt::Debug {
+    fn fan_out<'a>(&'a self, delivery: FanOutDelivery<'a>) -> BoxFuture<'a, usize>;
+}
+
+/// One verified delivery, for [`EventFanOut`].
+#[derive(Debug, Clone, Copy)]
+pub struct FanOutDelivery<'a> {
+    pub repository: &'a str,
+    pub event_name: &'a str,
+    pub action: Option<&'a str>,
+    pub delivery_id: &'a str,
+    pub body: &'a [u8],
+}
+
+/// How long a delivery id is remembered (GitHub redelivers on request, for
+/// up to a few days; a week covers manual redelivery of recent failures).
+pub const DELIVERY_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Webhook ingress. Built once per process (Lambda container or `serve`).
+#[derive(Debug, Clone)]
+pub struct Ingress {
+    pub state: Arc<dyn StateStore>,
+    pub secrets: WebhookSecrets,
+    pub jobs: Arc<dyn JobQueue>,
+    pub triggers: Option<Arc<dyn EventFanOut>>,
+    pub limits: Limits,
+    /// The `Function` dimension of metrics: `webhook` or `serve`.
+    pub function: &'static str,
+}
+
+impl Ingress {
+    /// Handles one delivery. Every outcome is an answer; nothing panics and
+    /// nothing unverified is parsed or stored.
+    pub async fn receive(&self, request: WebhookRequest<'_>) -> Answer {
+        let span = tracing::info_span!(
+            "webhook",
+            delivery_id = field::Empty,
+            event = field::Empty,
+            repository = field::Empty,
+            commit = field::Empty,
+        );
+        let started = Instant::now();
+        let answer = self.receive_in_span(request).instrument(span.clone()).await;
+        let _entered = span.enter();
+        let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let outcome = answer.body.get("status").and_then(Value::as_str);
+        tracing::info!(status = answer.status, outcome, duration_ms, "webhook answered");
+        answer
+    }
+
+    async fn receive_in_span(&self, request: WebhookRequest<'_>) -> Answer {
+        let accepted = match accept(request, &self.secrets, self.limits.webhook_body) {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                telemetry::count(self.function, Metric::Failures, 1);
+                tracing::warn!(error = %error, "delivery refused");
+                return Answer::error(error.status(), error);
+            }
+        };
+        telemetry::count(self.function, Metric::Deliveries, 1);
+        let span = tracing::Span::current();
+        span.record("delivery_id", accepted.delivery_id.as_str());
+        span.record("event", accepted.event_name.as_str());
+        if let Some(repository) = repository_of(&accepted) {
+            span.record("repository", repository.as_str());
+        }
+        match &accepted.event {
+            Event::Ping(ping) => Answer::new(200, json!({ "status": "pong", "zen": ping.zen })),
+            Event::Installation(event) => self.record_installation(event).await,
+            Event::InstallationRepositories(event) => self.record_repositories(event).await,
+            _ => self.route(&accepted).await,
+        }
+    }
+
+    /// Trigger fan-out, then the sync job if the event asks for one.
+    async fn route(&self, accepted: &Accepted) -> Answer {
+        let dispatched = self.fan_out(accepted).await;
+        match job_for_event(&accepted.delivery_id, &accepted.event) {
+            Ok(job) => {
+                tracing::Span::current().record("commit", job.head_sha.as_str());
+                self.queue_once(&accepted.delivery_id, &job).await
+            }
+            Err(reason) => Answer::new(
+                if dispatched > 0 { 202 } else { 200 },
+                json!({ "status": "ignored", "reason": no_job_reason(&reason), "dispatched": dispatched }),
+            ),
+        }
+    }
+
+    async fn fan_out(&self, accepted: &Accepted) -> usize {
+        let (Some(triggers), Some(repository)) = (&self.triggers, repository_of(accepted)) else {
+            return 0;
+        };
+        let action = action_of(accepted);
+        let delivery = FanOutDelivery {
+            repository: &repository,
+            event_name: &accepted.event_name,
+            action: action.as_deref(),
+            delivery_id: &accepted.delivery_id,
+            body: &accepted.body,
+        };
+        let dispatched = triggers.fan_out(delivery).await;
+        if dispatched > 0 {
+            telemetry::count(self.function, Metric::Dispatches, dispatched as u64);
+        }
+        dispatched
+    }
+
+    /// Records the delivery id, then queues the job. A delivery seen before is
+    /// acknowledged and not queued again; a job that cannot be queued makes
+    /// the delivery forgotten again, so that its redelivery is processed.
+    async fn queue_once(&self, delivery_id: &str, job: &crate::job::SyncJob) -> Answer {
+        match self
+            .state
+            .record_delivery(delivery_id, now(), DELIVERY_TTL)
+            .await
+        {
+            Ok(DeliveryOutcome::Duplicate) => {
+                return Answer::new(200, json!({ "status": "duplicate" }));
+            }
+            Ok(DeliveryOutcome::New) => {}
+            Err(error) => return self.unavailable("cannot record the delivery", &error),
+        }
+        if let Err(error) = self.jobs.enqueue(job).await {
+            if let Err(forget) = self.state.forget_delivery(delivery_id).await {
+                tracing::error!(error = %forget, "cannot forget the delivery after a failed enqueue");
+            }
+            return self.unavailable("cannot queue the sync job", &error);
+        }
+        Answer::new(202, json!({ "status": "queued" }))
+    }
+
+    fn unavailable(&self, what: &str, error: &dyn fmt::Display) -> Answer {
+        telemetry::count(self.function, Metric::Failures, 1);
+        tracing::error!(error = %error, "{what}");
+        Answer::error(503, format!("{what}; redeliver later"))
+    }
+
+    async fn record_installation(&self, event: &InstallationEvent) -> Answer {
+        let id = event.installation.id;
+        let result = if event.action == "deleted" {
+            self.state.delete_installation(id).await
+        } else {
+            let record = Installation {
+                installation_id: id,
+                account: event
+                    .installation
+                    .account
+                    .as_ref()
+                    .map(|a| a.login.clone())
+                    .unwrap_or_default(),
+                repositories: event.repositories.iter().map(|r| r.full_name.clone()).collect(),
+                suspended: event.action == "suspend",
+                updated_at: now(),
+            };
+            self.state.put_installation(&record).await
+        };
+        match result {
+            Ok(()) => Answer::new(200, json!({ "status": "recorded", "action": event.action })),
+            Err(error) => self.unavailable("cannot record the installation", &error),
+        }
+    }
+
+    async fn record_repositories(&self, event: &InstallationRepositoriesEvent) -> Answer {
+        let id = event.installation.id;
+        let mut record = match self.state.get_installation(id).await {
+            Ok(found) => found.unwrap_or_else(|| Installation {
+                installation_id: id,
+                account: event
+                    .installation
+                    .account
+                    .as_ref()
+                    .map(|a| a.login.clone())
+                    .unwrap_or_default(),
+                repositories: Vec::new(),
+                suspended: false,
+                updated_at: 0,
+            }),
+            Err(error) => return self.unavailable("cannot read the installation", &error),
+        };
+        let removed: Vec<&str> = event
+            .repositories_removed
+            .iter()
+            .map(|r| r.full_name.as_str())
+            .collect();
+        record.repositories.retain(|r| !removed.contains(&r.as_str()));
+        for added in &event.repositories_added {
+            if !record.repositories.contains(&added.full_name) {
+                record.repositories.push(added.full_name.clone());
+            }
+        }
+        record.repositories.sort();
+        record.updated_at = now();
+        match self.state.put_installation(&record).await {
+            Ok(()) => Answer::new(200, json!({ "status": "recorded", "action": event.action })),
+            Err(error) => self.unavailable("cannot record the installation", &error),
+        }
+    }
+}
+
+fn no_job_reason(reason: &NoJob) -> &'static str {
+    match reason {
+        NoJob::NotASync => "not an event that syncs",
+        NoJob::NotABranchPush => "a branch deletion or a tag push",
+        NoJob::CoveredByPush => "check_suite.requested is covered by the push event",
+        NoJob::NoInstallation => "the event names no installation",
+    }
+}
+
+/// `repository.full_name`, for typed and ignored events alike.
+fn repository_of(accepted: &Accepted) -> Option<String> {
+    if let Some(repository) = accepted.event.repository() {
+        return Some(repository.full_name.clone());
+    }
+    #[derive(serde::Deserialize)]
+    struct Repo {
+        full_name: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct WithRepo {
+        repository: Option<Repo>,
+    }
+    serde_json::from_slice::<WithRepo>(&accepted.body)
+        .ok()
+        .and_then(|w| w.repository)
+        .map(|r| r.full_name)
+}
+
+fn action_of(accepted: &Accepted) -> Option<String> {
+    if let Event::Ignored { action, .. } = &accepted.event {
+        return action.clone();
+    }
+    #[derive(serde::Deserialize)]
+    struct WithAction {
+        action: Option<String>,
+    }
+    serde_json::from_slice::<WithAction>(&accepted.body)
+        .ok()
+        .and_then(|w| w.action)
+}
+
+pub(crate) fn now() -> UnixSeconds {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,131 @@
+//! The sync job: what the webhook hands to the sync worker, through SQS or
+//! the in-process queue. A small, versioned JSON message (format below).
+
+use astrolift_forge::webhook::{Event, RepositoryRef};
+use serde::{Deserialize, Serialize};
+
+/// The event a job came from; it decides check versus apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobTrigger {
+    /// A push to a branch: applies on the registered ref.
+    Push,
+    /// A pull request head: checked, never applied.
+    PullRequest,
+    /// A user asked GitHub to re-run the check: checked only (see
+    /// ARCHITECTURE.md, "Why re-requests only check").
+    Rerequest,
+}
+
+/// One sync job. The queue message is this struct as JSON:
+///
+/// ```json
+/// {"version":1,"delivery_id":"…","trigger":"push","installation_id":1,
+///  "repository":"octo/agents","repository_id":42,"head_sha":"…",
+///  "branch":"main","fork":false,"commit_time":1700000000,
+///  "default_branch":"main","pull_request":null}
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncJob {
+    /// The message format; 1 today.
+    pub version: u32,
+    /// `X-GitHub-Delivery` of the webhook that asked for it.
+    pub delivery_id: String,
+    pub trigger: JobTrigger,
+    pub installation_id: u64,
+    /// `owner/name`.
+    pub repository: String,
+    /// GitHub's repository id: the FIFO message group, so one repository syncs in order.
+    pub repository_id: u64,
+    /// The commit to check out and check.
+    pub head_sha: String,
+    /// The branch pushed (`main`), or the pull request's head branch.
+    pub branch: Option<String>,
+    /// A pull request whose head lives in another repository.
+    pub fork: bool,
+    /// The head commit's time (unix seconds), from the push payload.
+    pub commit_time: Option<i64>,
+    /// The repository's default branch, suggested when it is not registered.
+    pub default_branch: Option<String>,
+    /// The pull request number.
+    pub pull_request: Option<u64>,
+}
+
+/// The current message format.
+pub const JOB_VERSION: u32 = 1;
+
+/// Why a verified event makes no job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoJob {
+    /// Not an event that syncs (ping, installation, ignored events).
+    NotASync,
+    /// A push that deletes a branch, or a push of a tag.
+    NotABranchPush,
+    /// `check_suite.requested` arrives with every push, which is already handled.
+    CoveredByPush,
+    /// The event names no installation, so there is no token to fetch with.
+    NoInstallation,
+}
+
+/// The job a verified event asks for, if any.
+pub fn job_for_event(delivery_id: &str, event: &Event) -> Result<SyncJob, NoJob> {
+    let job = |trigger, repository: &RepositoryRef, installation: Option<u64>, head: &str| {
+        let installation_id = installation.ok_or(NoJob::NoInstallation)?;
+        Ok(SyncJob {
+            version: JOB_VERSION,
+            delivery_id: delivery_id.to_owned(),
+            trigger,
+            installation_id,
+            repository: repository.full_name.clone(),
+            repository_id: repository.id,
+            head_sha: head.to_owned(),
+            branch: None,
+            fork: false,
+            commit_time: None,
+            default_branch: repository.default_branch.clone(),
+            pull_request: None,
+        })
+    };
+    match event {
+        Event::Push(push) => {
+            let branch = push.git_ref.strip_prefix("refs/heads/");
+            if push.deleted || branch.is_none() {
+                return Err(NoJob::NotABranchPush);
+            }
+            let installation = push.installation.as_ref().map(|i| i.id);
+            let mut job = job(JobTrigger::Push, &push.repository, installation, &push.after)?;
+            job.branch = branch.map(str::to_owned);
+            job.commit_time = push.head_commit_time();
+            Ok(job)
+        }
+        Event::PullRequest(pr) => {
+            let installation = pr.installation.as_ref().map(|i| i.id);
+            let head = &pr.pull_request.head;
+            let mut job = job(JobTrigger::PullRequest, &pr.repository, installation, &head.sha)?;
+            job.branch = Some(head.git_ref.clone());
+            job.fork = pr.is_fork();
+            job.pull_request = Some(pr.number);
+            Ok(job)
+        }
+        Event::CheckSuite(suite) if suite.action == "requested" => Err(NoJob::CoveredByPush),
+        Event::CheckSuite(suite) => {
+            let installation = suite.installation.as_ref().map(|i| i.id);
+            let head = &suite.check_suite.head_sha;
+            let mut job = job(JobTrigger::Rerequest, &suite.repository, installation, head)?;
+            job.branch = suite.check_suite.head_branch.clone();
+            Ok(job)
+        }
+        Event::CheckRun(run) => {
+            let installation = run.installation.as_ref().map(|i| i.id);
+            let head = &run.check_run.head_sha;
+            let mut job = job(JobTrigger::Rerequest, &run.repository, installation, head)?;
+            job.branch = run
+                .check_run
+                .check_suite
+                .as_ref()
+                .and_then(|s| s.head_branch.clone());
+            Ok(job)
+        }
+        _ => Err(NoJob::NotASync),
+    }
+}

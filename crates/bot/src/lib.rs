@@ -1,0 +1,46 @@
+//! The GitHub App at run time: the glue between GitHub, the queue and the
+//! pipeline, shared by `astrolift serve` and the three Lambda functions.
+//!
+//! Owns:
+//! - [`ingress`]: a webhook in → verified ([`astrolift_forge::webhook`]) →
+//!   installations recorded → GitHub-sourced triggers fanned out → delivery
+//!   deduplicated (conditional write) → [`job::SyncJob`] queued → 202/200.
+//! - [`job`]: the sync job message and which events make one.
+//! - [`queue`]: the job queues — SQS FIFO (group = repository id, dedupe =
+//!   delivery id), the in-process per-repository queue of `serve`, and a
+//!   recording queue for tests.
+//! - [`runner`]: a job in → check run `in_progress` → tarball streamed →
+//!   [`astrolift_sync::sync`] in check or apply mode → check run completed.
+//! - [`config`]: the parts built from the environment once per process.
+//! - [`telemetry`]: JSON logs and CloudWatch EMF metrics.
+//!
+//! Invariants:
+//! - **Ingress never syncs.** It only verifies, records, fans out and
+//!   queues, so it answers in milliseconds.
+//! - **At most one sync per delivery.** The delivery id is recorded before
+//!   the job is queued; a job that cannot be queued forgets the id again, so
+//!   that a redelivery is processed rather than lost.
+//! - **No run left `in_progress`.** Once the runner has created a check
+//!   run, every path completes it: with the report, or as `failure` with a
+//!   plain explanation (retried while GitHub is down).
+//! - **Only pushes to the registered ref apply.** Unregistered repositories,
+//!   other refs, pull requests (forks above all) and re-requested checks are
+//!   checked only, and the check run says why.
+//!
+//! Deliberately absent: HTTP servers and Lambda event types (`serve` in the
+//! CLI and `functions/*` map requests to [`ingress::Ingress::receive`] and
+//! [`runner::SyncRunner::run`]); business rules of validation, packaging and
+//! planning (the `sync` pipeline's).
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod ingress;
+pub mod job;
+pub mod queue;
+pub mod runner;
+pub mod telemetry;
+
+pub use ingress::{Answer, EventFanOut, FanOutDelivery, Ingress};
+pub use job::{JobTrigger, SyncJob, job_for_event};
+pub use queue::{JobQueue, LocalJobQueue, RecordingJobQueue, SqsJobQueue};
+pub use runner::{CHECK_NAME, JobError, JobOutcome, SyncRunner};

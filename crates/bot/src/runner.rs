@@ -1,0 +1,315 @@
+//! The sync function's job, shared with `serve`: one [`SyncJob`] in, one
+//! completed check run out.
+//!
+//! Order: create the check run `in_progress` → decide check or apply from the
+//! repository's registration → stream the tarball of the head commit → sync
+//! (discover, validate, package, plan, apply) → render and complete the run.
+//! Whatever fails after the run exists, the run is completed as `failure`
+//! with a plain explanation: no run is left `in_progress`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use astrolift_forge::github::{
+    CheckRunOutput, Conclusion, GitHubApp, GitHubError, Installation, RepoPath,
+};
+use astrolift_manifest::{Limits, ValidateOptions};
+use astrolift_package::{SourceTarball, TarballError, TarballTree};
+use astrolift_store::StoreError;
+use astrolift_store::state::RepoRegistration;
+use astrolift_sync::check_run::{CheckOnlyReason, RenderContext, register_command, render};
+use astrolift_sync::{Mode, Report, Stores, SyncError, SyncRequest, sync};
+use tracing::Instrument as _;
+
+use crate::ingress::now;
+use crate::job::{JobTrigger, SyncJob};
+use crate::telemetry::{self, Metric};
+
+/// The check run's name (DESIGN.md §8).
+pub const CHECK_NAME: &str = "Astrolift";
+
+/// Why a job failed. [`JobError::is_retryable`] tells the queue whether to
+/// deliver it again.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    #[error(transparent)]
+    GitHub(#[from] GitHubError),
+    #[error("the repository tarball was refused: {0}")]
+    Tarball(#[from] TarballError),
+    #[error(transparent)]
+    Sync(#[from] SyncError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl JobError {
+    /// True when running the job again may succeed: GitHub or a store was
+    /// unreachable or busy, or a concurrent sync won a conditional write.
+    /// A refused tarball or a 4xx from GitHub will fail the same way again.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            JobError::GitHub(error) => error
+                .status()
+                .is_none_or(|s| s.is_server_error() || s.as_u16() == 429 || s.as_u16() == 403),
+            JobError::Tarball(error) => matches!(error, TarballError::Corrupt(_) | TarballError::Spool(_)),
+            JobError::Sync(error) => error.is_retryable(),
+            JobError::Store(_) => true,
+        }
+    }
+
+    /// The explanation written into a failed check run: plain, and free of
+    /// secrets (errors never carry tokens or URLs with queries).
+    fn explanation(&self) -> String {
+        let next = if self.is_retryable() {
+            "Astrolift will try again; if it keeps failing, re-run this check."
+        } else {
+            "Fix the cause and push again."
+        };
+        format!("Astrolift could not finish: {self}.\n\n{next}")
+    }
+}
+
+/// What a finished job did.
+#[derive(Debug, Clone)]
+pub struct JobOutcome {
+    pub check_run_id: u64,
+    pub conclusion: Conclusion,
+    /// True when the plan was applied (registered).
+    pub applied: bool,
+    pub report: Report,
+}
+
+/// Runs sync jobs. Built once per process.
+#[derive(Debug, Clone)]
+pub struct SyncRunner {
+    pub stores: Stores,
+    pub github: Arc<GitHubApp>,
+    pub limits: Limits,
+    /// The `Function` dimension of metrics: `sync` or `serve`.
+    pub function: &'static str,
+    /// How long to keep trying to complete a run as `failure` when GitHub is down.
+    pub fail_run_patience: Duration,
+}
+
+impl SyncRunner {
+    /// Runs `job` to a completed check run.
+    pub async fn run(&self, job: &SyncJob) -> Result<JobOutcome, JobError> {
+        let span = tracing::info_span!(
+            "sync",
+            delivery_id = %job.delivery_id,
+            repository = %job.repository,
+            commit = %job.head_sha,
+        );
+        let started = Instant::now();
+        let result = self.run_in_span(job).instrument(span.clone()).await;
+        let _entered = span.enter();
+        let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+        match &result {
+            Ok(outcome) => {
+                telemetry::count(self.function, Metric::Syncs, 1);
+                tracing::info!(
+                    duration_ms,
+                    outcome = ?outcome.conclusion,
+                    applied = outcome.applied,
+                    "sync finished"
+                );
+            }
+            Err(error) => {
+                telemetry::count(self.function, Metric::Failures, 1);
+                tracing::error!(
+                    duration_ms,
+                    outcome = "error",
+                    retryable = error.is_retryable(),
+                    error = %error,
+                    "sync failed"
+                );
+            }
+        }
+        result
+    }
+
+    async fn run_in_span(&self, job: &SyncJob) -> Result<JobOutcome, JobError> {
+        let installation = self.github.installation(job.installation_id);
+        let repo = RepoPath::parse(&job.repository)?;
+        let run_id = installation
+            .create_in_progress(&repo, &job.head_sha, CHECK_NAME)
+            .await?;
+        let checked = match self.check(&installation, &repo, job).await {
+            Ok(checked) => checked,
+            Err(error) => {
+                self.fail_run(&installation, &repo, run_id, &error.explanation())
+                    .await;
+                return Err(error);
+            }
+        };
+        let (report, context) = checked;
+        let (conclusion, output) = render(&report, &context);
+        self.complete(&installation, &repo, run_id, conclusion, output)
+            .await?;
+        Ok(JobOutcome {
+            check_run_id: run_id,
+            conclusion,
+            applied: report.applied,
+            report,
+        })
+    }
+
+    /// Fetch, sync, and gather what the renderer needs.
+    async fn check(
+        &self,
+        installation: &Installation,
+        repo: &RepoPath,
+        job: &SyncJob,
+    ) -> Result<(Report, RenderContext), JobError> {
+        let registration = self
+            .stores
+            .state
+            .get_registration(&job.repository)
+            .await?;
+        let (mode, check_only) = decide_mode(job, registration.as_ref());
+        let tree = self.fetch(installation, repo, &job.head_sha).await?;
+        let request = SyncRequest {
+            repository: job.repository.clone(),
+            commit: job.head_sha.clone(),
+            commit_time: job.commit_time.unwrap_or_else(now),
+            git_ref: job.branch.clone(),
+            mode,
+            now: now(),
+            validate: ValidateOptions {
+                limits: self.limits,
+                config_paths: self.config_paths(&job.repository).await?,
+            },
+        };
+        let report = sync(&tree, &request, &self.stores, &|_, _| {}).await?;
+        let trigger_paths = self.trigger_paths(&job.repository).await?;
+        Ok((
+            report,
+            RenderContext {
+                check_only,
+                trigger_paths,
+            },
+        ))
+    }
+
+    async fn fetch(
+        &self,
+        installation: &Installation,
+        repo: &RepoPath,
+        sha: &str,
+    ) -> Result<TarballTree, JobError> {
+        let limits = self.limits;
+        let download = installation.tarball(repo, sha).await?;
+        let tree = download
+            .read_blocking(move |reader| SourceTarball::read(reader, &limits))
+            .await??;
+        Ok(tree)
+    }
+
+    /// Config manifests named by env specs whose config repository is this one.
+    async fn config_paths(&self, repository: &str) -> Result<Vec<String>, JobError> {
+        let specs = self.stores.state.list_env_specs().await?;
+        Ok(specs
+            .into_iter()
+            .filter(|spec| spec.config_repo == repository)
+            .map(|spec| spec.manifest_path)
+            .collect())
+    }
+
+    async fn trigger_paths(&self, repository: &str) -> Result<Vec<String>, JobError> {
+        let bindings = self.stores.state.list_trigger_bindings().await?;
+        Ok(bindings
+            .into_iter()
+            .filter(|b| b.repository == repository)
+            .map(|b| format!("/triggers/{}", b.trigger_id))
+            .collect())
+    }
+
+    /// Completes the run; if that fails, tries to mark it failed instead.
+    async fn complete(
+        &self,
+        installation: &Installation,
+        repo: &RepoPath,
+        run_id: u64,
+        conclusion: Conclusion,
+        output: CheckRunOutput,
+    ) -> Result<(), JobError> {
+        match installation
+            .complete(repo, run_id, conclusion, output)
+            .await
+        {
+            Ok(_) => {
+                telemetry::count(self.function, Metric::CheckRuns, 1);
+                Ok(())
+            }
+            Err(error) => {
+                let error = JobError::GitHub(error);
+                self.fail_run(installation, repo, run_id, &error.explanation())
+                    .await;
+                Err(error)
+            }
+        }
+    }
+
+    /// Completes the run as `failure`, retrying for `fail_run_patience`
+    /// (GitHub may be down for a while); logs if it never gets through.
+    async fn fail_run(
+        &self,
+        installation: &Installation,
+        repo: &RepoPath,
+        run_id: u64,
+        explanation: &str,
+    ) {
+        let deadline = Instant::now() + self.fail_run_patience;
+        let mut wait = Duration::from_millis(500);
+        loop {
+            match installation.fail_run(repo, run_id, explanation).await {
+                Ok(_) => {
+                    telemetry::count(self.function, Metric::CheckRuns, 1);
+                    return;
+                }
+                Err(error) if Instant::now() + wait >= deadline => {
+                    tracing::error!(error = %error, run_id, "cannot complete the check run as failed");
+                    return;
+                }
+                Err(_) => {
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(8));
+                }
+            }
+        }
+    }
+}
+
+/// Check or apply, and why only check (DESIGN.md §1, §3): a repository
+/// registers only explicitly; only a push to its registered ref applies; pull
+/// requests (forks above all) and re-requested checks only check.
+pub fn decide_mode(
+    job: &SyncJob,
+    registration: Option<&RepoRegistration>,
+) -> (Mode, Option<CheckOnlyReason>) {
+    let Some(registration) = registration else {
+        let suggested = job
+            .default_branch
+            .as_deref()
+            .or(job.branch.as_deref())
+            .unwrap_or("main");
+        let how_to_register = register_command(&job.repository, suggested);
+        return (
+            Mode::Check,
+            Some(CheckOnlyReason::NotRegistered { how_to_register }),
+        );
+    };
+    let reason = match job.trigger {
+        JobTrigger::Push if job.branch.as_deref() == Some(registration.registered_ref.as_str()) => {
+            let project_id = registration.project_id.clone();
+            return (Mode::Apply { project_id }, None);
+        }
+        JobTrigger::Push => CheckOnlyReason::OtherRef {
+            registered_ref: registration.registered_ref.clone(),
+        },
+        JobTrigger::PullRequest if job.fork => CheckOnlyReason::ForkPullRequest,
+        JobTrigger::PullRequest => CheckOnlyReason::PullRequest,
+        JobTrigger::Rerequest => CheckOnlyReason::Rerequested,
+    };
+    (Mode::Check, Some(reason))
+}
