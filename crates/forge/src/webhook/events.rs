@@ -40,6 +40,28 @@ pub struct PushEvent {
     pub repository: RepositoryRef,
     #[serde(default)]
     pub installation: Option<InstallationRef>,
+    /// Null when the push deletes a ref (and absent in some older payloads).
+    #[serde(default)]
+    pub head_commit: Option<HeadCommit>,
+}
+
+/// The commit a push leaves its ref at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeadCommit {
+    pub id: String,
+    /// ISO 8601 with an offset: `2019-05-15T15:20:30-05:00` or `…Z`.
+    #[serde(default)]
+    pub timestamp: Option<String>,
+}
+
+impl PushEvent {
+    /// The head commit's time in unix seconds; `None` when the push has no
+    /// head commit or its timestamp is missing or unreadable.
+    pub fn head_commit_time(&self) -> Option<i64> {
+        let timestamp = self.head_commit.as_ref()?.timestamp.as_deref()?;
+        let parsed = timestamp.parse::<jiff::Timestamp>().ok()?;
+        Some(parsed.as_second())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -244,6 +266,40 @@ impl Event {
             Event::Push(push) => !push.deleted,
             Event::PullRequest(_) | Event::CheckSuite(_) | Event::CheckRun(_) => true,
             _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn push_with_head_commit(head_commit: &str) -> PushEvent {
+        let body = format!(
+            r#"{{"ref":"refs/heads/main","before":"a","after":"b",
+            "repository":{{"id":1,"full_name":"o/r"}},"head_commit":{head_commit}}}"#
+        );
+        match parse_event("push", body.as_bytes()) {
+            Ok(Event::Push(push)) => push,
+            other => panic!("expected a push, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn head_commit_time_honours_the_offset() {
+        let push = push_with_head_commit(r#"{"id":"b","timestamp":"2019-05-15T15:20:30-05:00"}"#);
+        assert_eq!(push.head_commit_time(), Some(1_557_951_630));
+    }
+
+    #[test]
+    fn head_commit_time_is_none_when_missing_or_unreadable() {
+        for head_commit in [
+            "null",
+            r#"{"id":"b"}"#,
+            r#"{"id":"b","timestamp":null}"#,
+            r#"{"id":"b","timestamp":"yesterday"}"#,
+        ] {
+            assert_eq!(push_with_head_commit(head_commit).head_commit_time(), None);
         }
     }
 }
