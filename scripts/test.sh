@@ -28,4 +28,6 @@ trap 'scripts/moto.sh stop >/dev/null 2>&1 || true' EXIT
 export ASTROLIFT_REQUIRE_AWS=1
 
 cargo test --workspace --all-targets --locked "$@"
+# The SAM template deployed into moto's CloudFormation, with the store tests on its resources.
+scripts/deploy-smoke.sh
 cargo test --workspace --doc --locked

@@ -257,11 +257,25 @@ fn fs_subject() -> Subject {
 
 async fn s3_subject(test: &str, prefix: &str) -> Option<Subject> {
     crate::support::aws_endpoint(test)?;
-    let bucket = crate::support::unique_name("blobs");
-    let store = astrolift_store::S3BlobStore::from_env(&bucket, prefix, TEST_OPTIONS)
+    // In a shared bucket (the smoke test's stack) each test writes under its own prefix.
+    let shared = crate::support::shared_resource(crate::support::SHARED_BUCKET);
+    let (bucket, prefix) = match &shared {
+        Some(bucket) => {
+            let unique = crate::support::unique_name("contract");
+            let prefix = match prefix {
+                "" => unique,
+                _ => format!("{unique}/{prefix}"),
+            };
+            (bucket.clone(), prefix)
+        }
+        None => (crate::support::unique_name("blobs"), prefix.to_owned()),
+    };
+    let store = astrolift_store::S3BlobStore::from_env(&bucket, &prefix, TEST_OPTIONS)
         .await
         .unwrap();
-    store.create_bucket().await.unwrap();
+    if shared.is_none() {
+        store.create_bucket().await.unwrap();
+    }
     Some(Subject {
         store: Arc::new(store),
         multipart: true,

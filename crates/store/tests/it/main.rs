@@ -12,4 +12,5 @@ mod fs_blob;
 mod state_backends;
 mod state_contract;
 mod support;
+mod template_shape;
 mod timing;

@@ -592,10 +592,15 @@ async fn sqlite_subject() -> Subject {
 
 pub async fn dynamo_store(test: &str) -> Option<DynamoStateStore> {
     crate::support::aws_endpoint(test)?;
-    let store = DynamoStateStore::from_env(&crate::support::unique_name("state"))
-        .await
-        .unwrap();
-    store.create_table().await.unwrap();
+    let shared = crate::support::shared_resource(crate::support::SHARED_TABLE);
+    let table = shared
+        .clone()
+        .unwrap_or_else(|| crate::support::unique_name("state"));
+    let store = DynamoStateStore::from_env(&table).await.unwrap();
+    match shared {
+        Some(_) => crate::support::shared_table(&store).await,
+        None => store.create_table().await.unwrap(),
+    }
     Some(store)
 }
 

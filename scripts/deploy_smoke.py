@@ -1,0 +1,351 @@
+#!/usr/bin/env python3
+"""Deploys infra/template.yaml into moto_server's CloudFormation and prints the stack's names.
+
+    python3 scripts/deploy_smoke.py [--stack NAME] [--env-file FILE]
+
+Steps: transform the SAM template with aws-sam-translator into plain CloudFormation,
+replace each function's CodeUri (a cargo-lambda build in real deployments) with a
+placeholder zip uploaded to moto's S3 (moto never runs the functions), create the stack
+against $AWS_ENDPOINT_URL, wait for CREATE_COMPLETE, check the resources it made, and
+write the stack's outputs and resource names as shell `export` lines to --env-file.
+
+It also checks that the other YAML files users rely on parse: infra/github-app.yml,
+.pre-commit-hooks.yaml and action.yml.
+"""
+
+import argparse
+import copy
+import io
+import json
+import os
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import boto3
+import botocore.exceptions
+import yaml
+from samtranslator.translator.transform import transform
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE = ROOT / "infra" / "template.yaml"
+CODE_BUCKET = "astrolift-smoke-code"
+CODE_KEY = "placeholder.zip"
+PARAMETERS = {"GitHubAppId": "12345"}
+
+
+class NoManagedPolicies:
+    """The translator asks for managed policy ARNs only for policy names; we use none."""
+
+    def load(self):
+        return {}
+
+
+def fail(message):
+    print(f"deploy-smoke: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def client(service):
+    return boto3.client(service, endpoint_url=os.environ["AWS_ENDPOINT_URL"])
+
+
+def translate():
+    template = yaml.safe_load(TEMPLATE.read_text())
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::Serverless::Function":
+            resource["Properties"]["CodeUri"] = f"s3://{CODE_BUCKET}/{CODE_KEY}"
+    return transform(template, PARAMETERS, NoManagedPolicies())
+
+
+def upload_placeholder_code():
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("bootstrap", "#!/bin/sh\necho placeholder: moto does not run functions\n")
+    s3 = client("s3")
+    s3.create_bucket(Bucket=CODE_BUCKET)
+    s3.put_object(Bucket=CODE_BUCKET, Key=CODE_KEY, Body=buffer.getvalue())
+
+
+def supported_types():
+    """Resource types moto's CloudFormation cannot create (it would skip them silently)."""
+    from moto.cloudformation.parsing import get_model_map
+
+    return set(get_model_map())
+
+
+def substitute(node, values):
+    """Replaces Ref, GetAtt and ${...} in Fn::Sub to the resources in `values` by literals.
+
+    `values` maps a logical id (for Ref) or (logical id, attribute) (for GetAtt) to a string.
+    """
+    if isinstance(node, list):
+        return [substitute(item, values) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if set(node) == {"Ref"} and node["Ref"] in values:
+        return values[node["Ref"]]
+    if set(node) == {"Fn::GetAtt"}:
+        target = node["Fn::GetAtt"]
+        if isinstance(target, str):
+            target = target.split(".", 1)
+        if tuple(target) in values:
+            return values[tuple(target)]
+    if set(node) == {"Fn::Sub"} and isinstance(node["Fn::Sub"], str):
+        text = node["Fn::Sub"]
+        for key, value in values.items():
+            name = key if isinstance(key, str) else ".".join(key)
+            text = text.replace("${" + name + "}", value)
+        return text if "${" not in text else {"Fn::Sub": text}
+    return {key: substitute(value, values) for key, value in node.items()}
+
+
+def resolve_name(value, stack):
+    """A resource's Name property: a literal or a Fn::Sub on AWS::StackName."""
+    if isinstance(value, dict) and set(value) == {"Fn::Sub"}:
+        return value["Fn::Sub"].replace("${AWS::StackName}", stack)
+    return value
+
+
+def stand_in_for_unsupported(template, stack):
+    """Creates what moto's CloudFormation cannot, or drops it, and rewrites references.
+
+    - AWS::SecretsManager::Secret: created with boto3 under the template's name, so the
+      functions' environment and policies point at a real secret.
+    - AWS::Lambda::Url: the URL is a placeholder (moto runs no function anyway).
+    - Anything else unsupported (alarms, bucket policy): dropped, with a note; cfn-lint and
+      checkov check those.
+    """
+    template = copy.deepcopy(template)
+    supported = supported_types()
+    values = {}
+    secrets = client("secretsmanager")
+    for logical, resource in list(template["Resources"].items()):
+        kind = resource["Type"]
+        if kind in supported:
+            continue
+        properties = resource.get("Properties", {})
+        if kind == "AWS::SecretsManager::Secret":
+            name = resolve_name(properties["Name"], stack)
+            arn = secrets.create_secret(
+                Name=name, SecretString=secrets.get_random_password(ExcludePunctuation=True)["RandomPassword"]
+            )["ARN"]
+            values[logical] = arn
+            values[(logical, "Id")] = arn
+        elif kind == "AWS::Lambda::Url":
+            values[(logical, "FunctionUrl")] = f"https://{logical.lower()}.lambda-url.invalid/"
+        print(f"deploy-smoke: note: moto cannot create {kind} {logical}; {'stand-in made' if values.get(logical) or values.get((logical, 'FunctionUrl')) else 'dropped'}")
+        del template["Resources"][logical]
+    return substitute(template, values)
+
+
+def apply_what_moto_ignores(translated, resources):
+    """Applies, through the service APIs, the template's settings moto's CloudFormation skips.
+
+    moto creates the table and bucket but ignores their TTL, point-in-time recovery and
+    public access block, and cannot create the bucket policy. The values come from the
+    template itself, so the store tests that follow still check the template's settings
+    (the TTL attribute above all) against the code.
+    """
+    table_properties = translated["Resources"]["StateTable"]["Properties"]
+    table = resources["StateTable"]
+    dynamodb = client("dynamodb")
+    ttl = table_properties["TimeToLiveSpecification"]
+    dynamodb.update_time_to_live(
+        TableName=table,
+        TimeToLiveSpecification={"AttributeName": ttl["AttributeName"], "Enabled": ttl["Enabled"]},
+    )
+    pitr = table_properties["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"]
+    dynamodb.update_continuous_backups(
+        TableName=table,
+        PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": pitr},
+    )
+
+    bucket = resources["BlobBucket"]
+    s3 = client("s3")
+    block = translated["Resources"]["BlobBucket"]["Properties"]["PublicAccessBlockConfiguration"]
+    s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration=block)
+    policy = substitute(
+        translated["Resources"]["BlobBucketPolicy"]["Properties"]["PolicyDocument"],
+        {"BlobBucket": bucket, ("BlobBucket", "Arn"): f"arn:aws:s3:::{bucket}"},
+    )
+    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps(policy))
+    print("deploy-smoke: note: applied the table's TTL and PITR, the bucket's public access block and policy")
+    check_tls_only(s3, bucket)
+
+
+def check_tls_only(s3, bucket):
+    """moto evaluates the bucket policy: over its plain-HTTP endpoint every request is denied.
+
+    That proves the TLS-only statement works; the policy is then removed, because the store
+    tests that follow can only reach moto over plain HTTP.
+    """
+    try:
+        s3.head_object(Bucket=bucket, Key="tls-only-probe")
+        fail("the bucket policy let a plain-HTTP request through")
+    except botocore.exceptions.ClientError as err:
+        status = err.response["ResponseMetadata"]["HTTPStatusCode"]
+        if status != 403:
+            fail(f"plain-HTTP request to the bucket: {status}, expected 403 from the TLS-only policy")
+    s3.delete_bucket_policy(Bucket=bucket)
+    print("deploy-smoke: note: the TLS-only bucket policy denied plain HTTP; removed it for the store tests")
+
+
+def create_stack(name, template):
+    cloudformation = client("cloudformation")
+    cloudformation.create_stack(
+        StackName=name,
+        TemplateBody=json.dumps(template),
+        Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in PARAMETERS.items()],
+        Capabilities=["CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"],
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        stack = cloudformation.describe_stacks(StackName=name)["Stacks"][0]
+        status = stack["StackStatus"]
+        if status == "CREATE_COMPLETE":
+            return stack
+        if not status.endswith("IN_PROGRESS"):
+            events = cloudformation.describe_stack_events(StackName=name)["StackEvents"]
+            reasons = [e.get("ResourceStatusReason") for e in events if e.get("ResourceStatusReason")]
+            fail(f"stack {name} ended in {status}: {reasons}")
+        time.sleep(0.5)
+    fail(f"stack {name} not created within 120 s")
+
+
+def physical_ids(name):
+    cloudformation = client("cloudformation")
+    resources = cloudformation.describe_stack_resources(StackName=name)["StackResources"]
+    return {r["LogicalResourceId"]: r.get("PhysicalResourceId") for r in resources}
+
+
+def check_resources(outputs, resources):
+    """The properties the code relies on, read back from what the stack created."""
+    table = outputs["StateTableName"]
+    described = client("dynamodb").describe_table(TableName=table)["Table"]
+    keys = [(k["AttributeName"], k["KeyType"]) for k in described["KeySchema"]]
+    if keys != [("pk", "HASH"), ("sk", "RANGE")]:
+        fail(f"table {table} key schema {keys}")
+    indexes = [i["IndexName"] for i in described.get("GlobalSecondaryIndexes", [])]
+    if indexes != ["gsi1"]:
+        fail(f"table {table} indexes {indexes}")
+
+    sqs = client("sqs")
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=outputs["SyncQueueUrl"], AttributeNames=["All"]
+    )["Attributes"]
+    if attributes.get("FifoQueue") != "true" or attributes.get("ContentBasedDeduplication") != "false":
+        fail(f"sync queue is not FIFO without content-based deduplication: {attributes}")
+    redrive = json.loads(attributes.get("RedrivePolicy", "{}"))
+    if int(redrive.get("maxReceiveCount", 0)) != 5:
+        fail(f"sync queue redrive policy {redrive}")
+
+    for logical in ("WebhookFunction", "SyncFunction", "TriggerFunction"):
+        if logical not in resources:
+            fail(f"stack has no {logical}")
+        configuration = client("lambda").get_function(FunctionName=resources[logical])["Configuration"]
+        if configuration.get("Runtime") != "provided.al2023":
+            fail(f"{logical}: runtime {configuration.get('Runtime')}")
+        environment = configuration.get("Environment", {}).get("Variables", {})
+        for name, expected in expected_environment(logical, outputs).items():
+            if environment.get(name) != expected:
+                fail(f"{logical}: {name}={environment.get(name)!r}, expected {expected!r}")
+
+
+def expected_environment(logical, outputs):
+    """The environment contract the function code reads (docs/deploy.md)."""
+    common = {
+        "ASTROLIFT_STATE": f"dynamodb:{outputs['StateTableName']}",
+        "ASTROLIFT_BLOBS": f"s3://{outputs['BlobBucketName']}",
+        "ASTROLIFT_SECRETS": "aws",
+        "GITHUB_APP_ID": PARAMETERS["GitHubAppId"],
+        "GITHUB_API_URL": "https://api.github.com",
+        "ASTROLIFT_LOG_LEVEL": "info",
+        "ASTROLIFT_REGISTERED_REF_DEFAULT": "main",
+    }
+    specific = {
+        "WebhookFunction": {
+            "ASTROLIFT_SYNC_QUEUE_URL": outputs["SyncQueueUrl"],
+            "ASTROLIFT_DISPATCH_QUEUE_URL": outputs["DispatchQueueUrl"],
+            "GITHUB_WEBHOOK_SECRET_ID": outputs["GitHubWebhookSecretArn"],
+            "GITHUB_WEBHOOK_SECRET_PREVIOUS_ID": outputs["GitHubWebhookSecretPreviousArn"],
+        },
+        "SyncFunction": {
+            "GITHUB_APP_PRIVATE_KEY_SECRET_ID": outputs["GitHubAppPrivateKeySecretArn"],
+        },
+        "TriggerFunction": {
+            "ASTROLIFT_DISPATCH_QUEUE_URL": outputs["DispatchQueueUrl"],
+        },
+    }
+    return {**common, **specific[logical]}
+
+
+def check_functions(template):
+    """What moto does not keep (it ignores Architectures), checked on the translated template."""
+    for logical in ("WebhookFunction", "SyncFunction", "TriggerFunction"):
+        properties = template["Resources"][logical]["Properties"]
+        if properties.get("Architectures") != ["arm64"] or properties.get("Runtime") != "provided.al2023":
+            fail(f"{logical}: {properties.get('Runtime')} {properties.get('Architectures')}")
+    mapping = template["Resources"]["SyncFunctionSyncJobs"]["Properties"]
+    if mapping.get("FunctionResponseTypes") != ["ReportBatchItemFailures"]:
+        fail(f"sync event source mapping: {mapping}")
+    for logical in ("WebhookFunctionUrl", "TriggerFunctionUrl"):
+        if template["Resources"][logical]["Type"] != "AWS::Lambda::Url":
+            fail(f"{logical} is not a function URL")
+
+
+def check_user_yaml():
+    for relative in ("infra/github-app.yml", ".pre-commit-hooks.yaml", "action.yml"):
+        path = ROOT / relative
+        if not path.exists():
+            fail(f"{relative} is missing")
+        try:
+            yaml.safe_load(path.read_text())
+        except yaml.YAMLError as err:
+            fail(f"{relative} does not parse: {err}")
+
+
+def shell_quote(value):
+    return "'" + str(value).replace("'", "'\\''") + "'"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--stack", default="astrolift-smoke")
+    parser.add_argument("--env-file", required=True)
+    args = parser.parse_args()
+    if not os.environ.get("AWS_ENDPOINT_URL"):
+        fail("AWS_ENDPOINT_URL is not set: start moto with scripts/moto.sh")
+
+    check_user_yaml()
+    translated = translate()
+    check_functions(translated)
+    template = stand_in_for_unsupported(translated, args.stack)
+    upload_placeholder_code()
+    stack = create_stack(args.stack, template)
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+    resources = physical_ids(args.stack)
+    apply_what_moto_ignores(translated, resources)
+    check_resources(outputs, resources)
+
+    exports = {
+        "SMOKE_STACK": args.stack,
+        "SMOKE_TABLE": outputs["StateTableName"],
+        "SMOKE_BUCKET": outputs["BlobBucketName"],
+        "SMOKE_SYNC_QUEUE_URL": outputs["SyncQueueUrl"],
+        "SMOKE_SYNC_DLQ_URL": outputs["SyncDeadLetterQueueUrl"],
+        "SMOKE_DISPATCH_QUEUE_URL": outputs["DispatchQueueUrl"],
+        "SMOKE_WEBHOOK_SECRET_ID": outputs["GitHubWebhookSecretArn"],
+        "SMOKE_WEBHOOK_SECRET_PREVIOUS_ID": outputs["GitHubWebhookSecretPreviousArn"],
+        "SMOKE_APP_PRIVATE_KEY_SECRET_ID": outputs["GitHubAppPrivateKeySecretArn"],
+    }
+    Path(args.env_file).write_text(
+        "".join(f"export {k}={shell_quote(v)}\n" for k, v in exports.items())
+    )
+    for key, value in exports.items():
+        print(f"{key}={value}")
+
+
+if __name__ == "__main__":
+    main()
