@@ -295,15 +295,41 @@ def check_functions(template):
             fail(f"{logical} is not a function URL")
 
 
+def load_yaml(relative):
+    path = ROOT / relative
+    if not path.exists():
+        fail(f"{relative} is missing")
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        fail(f"{relative} does not parse: {err}")
+
+
 def check_user_yaml():
-    for relative in ("infra/github-app.yml", ".pre-commit-hooks.yaml", "action.yml"):
-        path = ROOT / relative
-        if not path.exists():
-            fail(f"{relative} is missing")
-        try:
-            yaml.safe_load(path.read_text())
-        except yaml.YAMLError as err:
-            fail(f"{relative} does not parse: {err}")
+    """The App manifest, the pre-commit hook and the composite action parse and say what users rely on."""
+    app = load_yaml("infra/github-app.yml")
+    expected_permissions = {
+        "checks": "write", "contents": "read", "metadata": "read", "pull_requests": "read", "issues": "read",
+    }
+    if app.get("default_permissions") != expected_permissions:
+        fail(f"infra/github-app.yml permissions: {app.get('default_permissions')}")
+    expected_events = {"push", "pull_request", "check_suite", "check_run", "issues", "issue_comment"}
+    if set(app.get("default_events", [])) != expected_events:
+        fail(f"infra/github-app.yml events: {app.get('default_events')}")
+
+    hooks = {hook["id"]: hook for hook in load_yaml(".pre-commit-hooks.yaml")}
+    hook = hooks.get("astrolift-validate") or fail(".pre-commit-hooks.yaml: no astrolift-validate hook")
+    if hook.get("entry") != "astrolift validate" or hook.get("pass_filenames") is not False:
+        fail(f".pre-commit-hooks.yaml: astrolift-validate is {hook}")
+
+    action = load_yaml("action.yml")
+    steps = action.get("runs", {}).get("steps", [])
+    if action.get("runs", {}).get("using") != "composite":
+        fail("action.yml is not a composite action")
+    if not any("--format sarif" in step.get("run", "") for step in steps):
+        fail("action.yml does not run astrolift validate --format sarif")
+    if not any(step.get("uses", "").startswith("github/codeql-action/upload-sarif@") for step in steps):
+        fail("action.yml does not upload the SARIF file")
 
 
 def shell_quote(value):
