@@ -293,6 +293,18 @@ def check_functions(template):
     for logical in ("WebhookFunctionUrl", "TriggerFunctionUrl"):
         if template["Resources"][logical]["Type"] != "AWS::Lambda::Url":
             fail(f"{logical} is not a function URL")
+    check_least_privilege(template)
+
+
+def check_least_privilege(template):
+    """No function role has a wildcard action or a `*` resource in its own policies."""
+    for logical in ("WebhookFunctionRole", "SyncFunctionRole", "TriggerFunctionRole"):
+        for policy in template["Resources"][logical]["Properties"].get("Policies", []):
+            for statement in policy["PolicyDocument"]["Statement"]:
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+                if any("*" in action for action in actions) or "*" in resources:
+                    fail(f"{logical} statement {statement.get('Sid')} is not least privilege: {statement}")
 
 
 def load_yaml(relative):
