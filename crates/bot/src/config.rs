@@ -7,8 +7,9 @@
 //! `GITHUB_APP_PRIVATE_KEY_SECRET_ID`), read once at cold start. A plain
 //! variable wins over an id.
 
-
-use astrolift_forge::github::{AppCredentials, CredentialsError, GitHubApp, GitHubConfig, GitHubError};
+use astrolift_forge::github::{
+    AppCredentials, CredentialsError, GitHubApp, GitHubConfig, GitHubError,
+};
 use astrolift_forge::webhook::{SignatureError, WebhookSecrets};
 use astrolift_store::{StoreError, blob_store_from_url, state_store_from_url};
 use astrolift_sync::Stores;
@@ -142,12 +143,10 @@ impl Environment {
                 variable: id_variable,
                 reason: aws_sdk_secretsmanager::error::DisplayErrorContext(&error).to_string(),
             })?;
-        let value = output
-            .secret_string()
-            .ok_or(ConfigError::SecretsManager {
-                variable: id_variable,
-                reason: "the secret has no string value".to_owned(),
-            })?;
+        let value = output.secret_string().ok_or(ConfigError::SecretsManager {
+            variable: id_variable,
+            reason: "the secret has no string value".to_owned(),
+        })?;
         Ok(Some(SecretString::from(value.to_owned())))
     }
 }
@@ -167,4 +166,3 @@ fn create_parent(path: &str) -> Result<(), ConfigError> {
     }
     Ok(())
 }
-

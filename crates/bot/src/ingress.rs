@@ -87,7 +87,12 @@ impl Ingress {
         let _entered = span.enter();
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         let outcome = answer.body.get("status").and_then(Value::as_str);
-        tracing::info!(status = answer.status, outcome, duration_ms, "webhook answered");
+        tracing::info!(
+            status = answer.status,
+            outcome,
+            duration_ms,
+            "webhook answered"
+        );
         answer
     }
 
@@ -192,7 +197,11 @@ impl Ingress {
                     .as_ref()
                     .map(|a| a.login.clone())
                     .unwrap_or_default(),
-                repositories: event.repositories.iter().map(|r| r.full_name.clone()).collect(),
+                repositories: event
+                    .repositories
+                    .iter()
+                    .map(|r| r.full_name.clone())
+                    .collect(),
                 suspended: event.action == "suspend",
                 updated_at: now(),
             };
@@ -226,7 +235,9 @@ impl Ingress {
             .iter()
             .map(|r| r.full_name.as_str())
             .collect();
-        record.repositories.retain(|r| !removed.contains(&r.as_str()));
+        record
+            .repositories
+            .retain(|r| !removed.contains(&r.as_str()));
         for added in &event.repositories_added {
             if !record.repositories.contains(&added.full_name) {
                 record.repositories.push(added.full_name.clone());

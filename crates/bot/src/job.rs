@@ -93,7 +93,12 @@ pub fn job_for_event(delivery_id: &str, event: &Event) -> Result<SyncJob, NoJob>
                 return Err(NoJob::NotABranchPush);
             }
             let installation = push.installation.as_ref().map(|i| i.id);
-            let mut job = job(JobTrigger::Push, &push.repository, installation, &push.after)?;
+            let mut job = job(
+                JobTrigger::Push,
+                &push.repository,
+                installation,
+                &push.after,
+            )?;
             job.branch = branch.map(str::to_owned);
             job.commit_time = push.head_commit_time();
             Ok(job)
@@ -101,7 +106,12 @@ pub fn job_for_event(delivery_id: &str, event: &Event) -> Result<SyncJob, NoJob>
         Event::PullRequest(pr) => {
             let installation = pr.installation.as_ref().map(|i| i.id);
             let head = &pr.pull_request.head;
-            let mut job = job(JobTrigger::PullRequest, &pr.repository, installation, &head.sha)?;
+            let mut job = job(
+                JobTrigger::PullRequest,
+                &pr.repository,
+                installation,
+                &head.sha,
+            )?;
             job.branch = Some(head.git_ref.clone());
             job.fork = pr.is_fork();
             job.pull_request = Some(pr.number);

@@ -51,7 +51,9 @@ impl JobError {
             JobError::GitHub(error) => error
                 .status()
                 .is_none_or(|s| s.is_server_error() || s.as_u16() == 429 || s.as_u16() == 403),
-            JobError::Tarball(error) => matches!(error, TarballError::Corrupt(_) | TarballError::Spool(_)),
+            JobError::Tarball(error) => {
+                matches!(error, TarballError::Corrupt(_) | TarballError::Spool(_))
+            }
             JobError::Sync(error) => error.is_retryable(),
             JobError::Store(_) => true,
         }
@@ -161,11 +163,7 @@ impl SyncRunner {
         repo: &RepoPath,
         job: &SyncJob,
     ) -> Result<(Report, RenderContext), JobError> {
-        let registration = self
-            .stores
-            .state
-            .get_registration(&job.repository)
-            .await?;
+        let registration = self.stores.state.get_registration(&job.repository).await?;
         let (mode, check_only) = decide_mode(job, registration.as_ref());
         let tree = self.fetch(installation, repo, &job.head_sha).await?;
         let request = SyncRequest {

@@ -129,7 +129,10 @@ mod tests {
     fn emf_line_names_namespace_dimension_and_value() {
         let line = emf_line("webhook", Metric::Deliveries, 3, 1_700_000_000_000);
         let value: serde_json::Value = serde_json::from_str(&line).expect("json");
-        assert_eq!(value["_aws"]["CloudWatchMetrics"][0]["Namespace"], "Astrolift");
+        assert_eq!(
+            value["_aws"]["CloudWatchMetrics"][0]["Namespace"],
+            "Astrolift"
+        );
         assert_eq!(
             value["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"],
             "Deliveries"

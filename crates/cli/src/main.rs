@@ -46,6 +46,8 @@ enum Command {
     History(cmd::registry::AgentArgs),
     /// Retire an agent explicitly; its audit history is kept.
     Teardown(cmd::registry::AgentArgs),
+    /// Run the GitHub App locally: webhooks, triggers and the sync queue in one process.
+    Serve(cmd::serve::Args),
 }
 
 #[derive(Debug, Subcommand)]
@@ -61,9 +63,13 @@ enum AgentsCommand {
 }
 
 fn main() -> ExitCode {
-    init_tracing();
     // Usage errors exit 2 (clap's default); --help and --version exit 0.
     let cli = Cli::parse();
+    match cli.command {
+        // A server logs its requests: info by default, JSON on request.
+        Command::Serve(_) => astrolift_bot::telemetry::init_logging(),
+        _ => init_tracing(),
+    }
     let result = match cli.command {
         Command::Validate(args) => cmd::validate::run(args),
         Command::Assemble(args) => cmd::assemble::run(args),
@@ -75,6 +81,7 @@ fn main() -> ExitCode {
         Command::Agents(AgentsCommand::List(args)) => cmd::registry::agents_list(args),
         Command::History(args) => cmd::registry::history(args),
         Command::Teardown(args) => cmd::registry::teardown(args),
+        Command::Serve(args) => cmd::serve::run(args),
     };
     result.unwrap_or_else(|error| {
         eprintln!("error: {error:#}");

@@ -7,6 +7,7 @@ pub mod check;
 pub mod drift;
 pub mod package;
 pub mod registry;
+pub mod serve;
 pub mod stores;
 pub mod validate;
 

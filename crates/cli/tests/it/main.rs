@@ -6,4 +6,5 @@ mod examples;
 mod registry;
 mod renderers;
 mod sarif_schema;
+mod serve;
 mod support;

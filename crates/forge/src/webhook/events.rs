@@ -158,6 +158,8 @@ pub struct Installation {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Account {
+    /// An enterprise account has a `slug` where users and organizations have a `login`.
+    #[serde(alias = "slug")]
     pub login: String,
     #[serde(default)]
     pub id: Option<u64>,

@@ -5,7 +5,7 @@ mod ingress;
 mod signature;
 
 pub use events::{
-    CheckRunEvent, CheckSuiteEvent, Event, InstallationEvent, InstallationRef,
+    CheckRunEvent, CheckSuiteEvent, Event, HeadCommit, InstallationEvent, InstallationRef,
     InstallationRepositoriesEvent, PingEvent, PullRequestEvent, PushEvent, RepositoryRef,
     parse_event,
 };

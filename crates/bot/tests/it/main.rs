@@ -1,0 +1,6 @@
+//! Integration tests of the bot: ingress against real stores, the runner
+//! against the fake GitHub, on SQLite/directory and on DynamoDB/S3 (moto).
+
+mod ingress;
+mod runner;
+mod support;

@@ -1,0 +1,162 @@
+//! The runner against the fake GitHub: apply on the registered ref, check
+//! elsewhere, and every failure path ending in a completed check run.
+
+use astrolift_bot::{JobTrigger, SyncJob};
+use astrolift_fake_github::{FakeGitHub, Fault};
+use astrolift_sync::{PlanStatus, Stores};
+
+use crate::support::{
+    INSTALLATION, MAIN_SHA, REPO_ID, aws_stores, embedded_stores, fake_github, register, runner,
+};
+
+fn push_job(delivery: &str) -> SyncJob {
+    SyncJob {
+        version: 1,
+        delivery_id: delivery.into(),
+        trigger: JobTrigger::Push,
+        installation_id: INSTALLATION,
+        repository: "octo/agents".into(),
+        repository_id: REPO_ID,
+        head_sha: MAIN_SHA.into(),
+        branch: Some("main".into()),
+        fork: false,
+        commit_time: Some(1_795_946_400),
+        default_branch: Some("main".into()),
+        pull_request: None,
+    }
+}
+
+fn assert_no_run_in_progress(github: &FakeGitHub) {
+    let runs = github.check_runs();
+    assert!(!runs.is_empty());
+    assert!(runs.iter().all(|r| r.status == "completed"), "{runs:#?}");
+}
+
+async fn applies_then_converges(stores: Stores) {
+    let github = fake_github("monorepo").await;
+    register(&stores).await;
+    let runner = runner(&github, &stores);
+
+    let first = runner.run(&push_job("d-1")).await.expect("first run");
+    assert!(first.applied);
+    assert!(
+        first
+            .report
+            .plan
+            .iter()
+            .any(|e| e.status == PlanStatus::Added)
+    );
+    let registered = stores
+        .state
+        .list_agents("octo/agents")
+        .await
+        .expect("agents");
+    assert!(!registered.is_empty());
+
+    let second = runner.run(&push_job("d-2")).await.expect("second run");
+    assert!(
+        second
+            .report
+            .plan
+            .iter()
+            .all(|e| matches!(e.status, PlanStatus::Unchanged | PlanStatus::Disabled))
+    );
+    assert_eq!(
+        second.report.counts.state_writes, 0,
+        "a re-run writes nothing"
+    );
+    assert_eq!(
+        stores
+            .state
+            .list_agents("octo/agents")
+            .await
+            .expect("agents"),
+        registered
+    );
+    assert_eq!(
+        github.requests_to("POST", "/app/installations/").len(),
+        1,
+        "token cached"
+    );
+    assert_eq!(
+        github
+            .requests_to("GET", "/repos/octo/agents/tarball/")
+            .len(),
+        2
+    );
+    assert_no_run_in_progress(&github);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn applies_then_converges_on_embedded_stores() {
+    let (stores, _dir) = embedded_stores().await;
+    applies_then_converges(stores).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn applies_then_converges_on_dynamodb_and_s3() {
+    let Some(stores) = aws_stores("applies_then_converges_on_dynamodb_and_s3").await else {
+        return;
+    };
+    applies_then_converges(stores).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn transient_github_faults_are_retried() {
+    let (stores, _dir) = embedded_stores().await;
+    register(&stores).await;
+    let github = fake_github("monorepo").await;
+    github.inject(Fault::bad_gateway(1).on("GET", "/repos/octo/agents/tarball"));
+    github.inject(Fault::server_error(1).on("PATCH", "/repos/octo/agents/check-runs"));
+    github.inject(Fault::secondary_rate_limit().on("POST", "/repos/octo/agents/check-runs"));
+    let outcome = runner(&github, &stores)
+        .run(&push_job("d-f"))
+        .await
+        .expect("retried");
+    assert!(outcome.applied);
+    assert_no_run_in_progress(&github);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_download_completes_the_run_as_failure() {
+    let (stores, _dir) = embedded_stores().await;
+    register(&stores).await;
+    let github = fake_github("monorepo").await;
+    github.inject(Fault::server_error(100).on("GET", "/repos/octo/agents/tarball"));
+    let error = runner(&github, &stores)
+        .run(&push_job("d-down"))
+        .await
+        .expect_err("GitHub is down");
+    assert!(error.is_retryable(), "a 5xx is worth retrying: {error}");
+    let runs = github.check_runs();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].status, "completed");
+    assert_eq!(runs[0].conclusion.as_deref(), Some("failure"));
+    let summary = runs[0].summary.clone().unwrap_or_default();
+    assert!(summary.contains("could not finish"), "{summary}");
+    assert!(
+        stores
+            .state
+            .list_agents("octo/agents")
+            .await
+            .expect("agents")
+            .is_empty()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_installation_fails_without_a_run() {
+    let (stores, _dir) = embedded_stores().await;
+    let github = fake_github("monorepo").await;
+    let mut job = push_job("d-gone");
+    job.installation_id = 999;
+    let error = runner(&github, &stores)
+        .run(&job)
+        .await
+        .expect_err("no such installation");
+    assert!(
+        !error.is_retryable(),
+        "a deleted installation will not come back: {error}"
+    );
+    assert!(github.check_runs().is_empty());
+}

@@ -1,0 +1,419 @@
+//! End to end through `astrolift serve`, a real process: signed webhooks in,
+//! the fake GitHub (tokens, tarballs, check runs) and the embedded stores
+//! behind it. What a user of the App sees: check runs with exact annotations,
+//! registration on the registered ref only, dedupe, and refusals.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use astrolift_fake_github::{FakeCheckRun, FakeGitHub};
+use astrolift_forge::webhook::sign;
+use serde_json::{Value, json};
+
+use crate::support::{astrolift, fixture, json as parse_json};
+
+const SECRET: &str = "e2e-webhook-secret";
+const INSTALLATION: u64 = 77;
+const REPO_ID: u64 = 4001;
+const MAIN_SHA: &str = "1111111111111111111111111111111111111111";
+const BRANCH_SHA: &str = "2222222222222222222222222222222222222222";
+const FORK_SHA: &str = "3333333333333333333333333333333333333333";
+const NOISY_SHA: &str = "4444444444444444444444444444444444444444";
+
+fn examples(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+}
+
+/// A running `astrolift serve` on a free port, killed on drop.
+struct Server {
+    child: Child,
+    url: String,
+    home: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn state_url(&self) -> String {
+        format!("sqlite:{}", self.home.path().join("state.db").display())
+    }
+
+    fn blobs_url(&self) -> String {
+        format!("file:{}", self.home.path().join("blobs").display())
+    }
+
+    fn cli(&self, args: &[&str]) -> crate::support::Run {
+        let mut all: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        all.extend([
+            "--state".into(),
+            self.state_url(),
+            "--blobs".into(),
+            self.blobs_url(),
+        ]);
+        astrolift(all)
+    }
+}
+
+fn start_serve(github: &FakeGitHub, register: bool) -> Server {
+    let home = tempfile::tempdir().expect("temp dir");
+    let state = format!("sqlite:{}", home.path().join("state.db").display());
+    let blobs = format!("file:{}", home.path().join("blobs").display());
+    if register {
+        let run = astrolift([
+            "register-repo",
+            "octo/agents",
+            "--project-id",
+            "proj-e2e",
+            "--ref",
+            "main",
+            "--state",
+            &state,
+            "--blobs",
+            &blobs,
+        ]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_astrolift"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--state",
+            &state,
+            "--blobs",
+            &blobs,
+        ])
+        .env("GITHUB_API_URL", github.base_url())
+        .env("GITHUB_APP_ID", github.app_id().to_string())
+        .env("GITHUB_APP_PRIVATE_KEY", github.private_key_pem())
+        .env("GITHUB_WEBHOOK_SECRET", SECRET)
+        .env_remove("GITHUB_WEBHOOK_SECRET_PREVIOUS")
+        .env_remove("ASTROLIFT_STATE")
+        .env_remove("ASTROLIFT_BLOBS")
+        .env("ASTROLIFT_LOG_LEVEL", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve starts");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("serve prints its address");
+    let url = line
+        .trim()
+        .rsplit(' ')
+        .next()
+        .expect("an address")
+        .to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    Server { child, url, home }
+}
+
+async fn fake_github() -> FakeGitHub {
+    let github = FakeGitHub::start().await.expect("fake GitHub starts");
+    github.add_installation(INSTALLATION);
+    github.add_repo("octo", "agents", "main", MAIN_SHA, examples("monorepo"));
+    github.add_repo(
+        "octo",
+        "agents",
+        "feature",
+        BRANCH_SHA,
+        examples("monorepo"),
+    );
+    github.add_repo(
+        "octo",
+        "agents",
+        "fork-branch",
+        FORK_SHA,
+        examples("single-agent"),
+    );
+    github.add_repo(
+        "octo",
+        "agents",
+        "noisy",
+        NOISY_SHA,
+        fixture("many-diagnostics"),
+    );
+    github
+}
+
+fn repository() -> Value {
+    json!({ "id": REPO_ID, "full_name": "octo/agents", "default_branch": "main",
+            "fork": false, "private": true, "name": "agents",
+            "owner": { "login": "octo", "id": 1 } })
+}
+
+fn push(branch: &str, sha: &str) -> Value {
+    json!({
+        "ref": format!("refs/heads/{branch}"), "before": "0".repeat(40), "after": sha,
+        "deleted": false, "forced": false, "created": false,
+        "head_commit": { "id": sha, "timestamp": "2026-11-29T10:00:00Z", "message": "m" },
+        "repository": repository(),
+        "installation": { "id": INSTALLATION, "node_id": "x" },
+        "sender": { "login": "dev", "id": 5 },
+    })
+}
+
+fn fork_pull_request(sha: &str) -> Value {
+    json!({
+        "action": "opened", "number": 9,
+        "pull_request": {
+            "number": 9, "draft": false,
+            "head": { "sha": sha, "ref": "fork-branch",
+                      "repo": { "id": 9999, "full_name": "mallory/agents", "fork": true } },
+            "base": { "sha": MAIN_SHA, "ref": "main", "repo": repository() },
+        },
+        "repository": repository(),
+        "installation": { "id": INSTALLATION },
+    })
+}
+
+/// POSTs `body` as a GitHub delivery, signed with `secret`.
+async fn deliver(
+    server: &Server,
+    event: &str,
+    delivery: &str,
+    body: &Value,
+    secret: &str,
+) -> (u16, Value) {
+    let bytes = serde_json::to_vec(body).expect("json");
+    let response = reqwest::Client::new()
+        .post(format!("{}/github/webhook", server.url))
+        .header("content-type", "application/json")
+        .header("x-github-event", event)
+        .header("x-github-delivery", delivery)
+        .header("x-hub-signature-256", sign(&bytes, secret))
+        .body(bytes)
+        .send()
+        .await
+        .expect("serve answers");
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// Waits until every check run on `sha` is completed, and returns them.
+async fn completed_runs(github: &FakeGitHub, sha: &str) -> Vec<FakeCheckRun> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let runs: Vec<FakeCheckRun> = github
+            .check_runs()
+            .into_iter()
+            .filter(|r| r.head_sha == sha)
+            .collect();
+        if !runs.is_empty() && runs.iter().all(|r| r.status == "completed") {
+            return runs;
+        }
+        assert!(Instant::now() < deadline, "check runs on {sha}: {runs:#?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn agents(server: &Server) -> Vec<Value> {
+    let run = server.cli(&["agents", "list", "--format", "json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    parse_json(&run.stdout)
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_push_to_the_registered_ref_registers_and_reports() {
+    let github = fake_github().await;
+    let server = start_serve(&github, true);
+
+    let (status, body) =
+        deliver(&server, "push", "d-main-1", &push("main", MAIN_SHA), SECRET).await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (202, Some("queued")),
+        "{body}"
+    );
+    let runs = completed_runs(&github, MAIN_SHA).await;
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    assert_eq!(run.name, "Astrolift");
+    assert_eq!(run.conclusion.as_deref(), Some("success"), "{run:#?}");
+    let summary = run.summary.clone().unwrap_or_default();
+    assert!(summary.contains("added"), "{summary}");
+    let registered = agents(&server);
+    assert!(!registered.is_empty(), "agents were registered");
+    assert!(
+        registered.iter().all(|a| a["status"] == "active"),
+        "{registered:#?}"
+    );
+
+    // The same delivery again: acknowledged, not synced twice.
+    let (status, body) =
+        deliver(&server, "push", "d-main-1", &push("main", MAIN_SHA), SECRET).await;
+    assert_eq!((status, body["status"].as_str()), (200, Some("duplicate")));
+    // Another delivery of the same commit converges: one more run, nothing new registered.
+    let (status, _) = deliver(&server, "push", "d-main-2", &push("main", MAIN_SHA), SECRET).await;
+    assert_eq!(status, 202);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while completed_runs(&github, MAIN_SHA).await.len() < 2 {
+        assert!(Instant::now() < deadline, "the second delivery ran");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        agents(&server),
+        registered,
+        "the second sync changed nothing"
+    );
+    let token_requests = github.requests_to("POST", "/app/installations/").len();
+    assert_eq!(token_requests, 1, "one installation token served both jobs");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn other_refs_and_fork_pull_requests_are_checked_never_applied() {
+    let github = fake_github().await;
+    let server = start_serve(&github, true);
+
+    let (status, _) = deliver(
+        &server,
+        "push",
+        "d-feature",
+        &push("feature", BRANCH_SHA),
+        SECRET,
+    )
+    .await;
+    assert_eq!(status, 202);
+    let runs = completed_runs(&github, BRANCH_SHA).await;
+    let summary = runs[0].summary.clone().unwrap_or_default();
+    assert!(summary.contains("only `main` is registered"), "{summary}");
+
+    let (status, _) = deliver(
+        &server,
+        "pull_request",
+        "d-fork",
+        &fork_pull_request(FORK_SHA),
+        SECRET,
+    )
+    .await;
+    assert_eq!(status, 202);
+    let runs = completed_runs(&github, FORK_SHA).await;
+    let summary = runs[0].summary.clone().unwrap_or_default();
+    assert!(summary.contains("fork"), "{summary}");
+    assert!(agents(&server).is_empty(), "nothing was registered");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unregistered_repository_is_checked_and_told_how_to_register() {
+    let github = fake_github().await;
+    let server = start_serve(&github, false);
+    let (status, _) = deliver(&server, "push", "d-unreg", &push("main", MAIN_SHA), SECRET).await;
+    assert_eq!(status, 202);
+    let runs = completed_runs(&github, MAIN_SHA).await;
+    let summary = runs[0].summary.clone().unwrap_or_default();
+    assert!(
+        summary.contains("astrolift register-repo octo/agents --project-id ID --ref main"),
+        "{summary}"
+    );
+    assert!(agents(&server).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_repository_with_120_diagnostics_gets_3_annotation_batches() {
+    let github = fake_github().await;
+    let server = start_serve(&github, true);
+    let (status, _) = deliver(
+        &server,
+        "push",
+        "d-noisy",
+        &push("noisy", NOISY_SHA),
+        SECRET,
+    )
+    .await;
+    assert_eq!(status, 202);
+    let runs = completed_runs(&github, NOISY_SHA).await;
+    let run = &runs[0];
+    assert_eq!(run.conclusion.as_deref(), Some("failure"));
+    assert_eq!(run.annotations.len(), 120);
+    let lines: Vec<u64> = run
+        .annotations
+        .iter()
+        .filter_map(|a| a["start_line"].as_u64())
+        .collect();
+    assert_eq!(
+        lines,
+        (5..125).collect::<Vec<u64>>(),
+        "one annotation per unknown key (lines 5-124), on its line"
+    );
+    assert!(
+        run.annotations
+            .iter()
+            .all(|a| a["path"] == "astrolift.toml")
+    );
+    assert_eq!(
+        github
+            .requests_to("PATCH", "/repos/octo/agents/check-runs/")
+            .len(),
+        3
+    );
+    assert_eq!(
+        github
+            .requests_to("POST", "/repos/octo/agents/check-runs")
+            .len(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refusals_store_nothing() {
+    let github = fake_github().await;
+    let server = start_serve(&github, true);
+
+    let (status, _) = deliver(
+        &server,
+        "push",
+        "d-bad",
+        &push("main", MAIN_SHA),
+        "wrong-secret",
+    )
+    .await;
+    assert_eq!(status, 401);
+    let (status, body) = deliver(
+        &server,
+        "ping",
+        "d-ping",
+        &json!({ "zen": "Keep it logically awesome.", "hook_id": 1 }),
+        SECRET,
+    )
+    .await;
+    assert_eq!((status, body["status"].as_str()), (200, Some("pong")));
+    let mut deleted = push("main", MAIN_SHA);
+    deleted["deleted"] = json!(true);
+    let (status, body) = deliver(&server, "push", "d-deleted", &deleted, SECRET).await;
+    assert_eq!((status, body["status"].as_str()), (200, Some("ignored")));
+    let (status, _) = deliver(
+        &server,
+        "star",
+        "d-star",
+        &json!({ "action": "created", "repository": repository() }),
+        SECRET,
+    )
+    .await;
+    assert_eq!(status, 200);
+
+    let health = reqwest::get(format!("{}/healthz", server.url))
+        .await
+        .expect("healthz");
+    assert_eq!(health.status().as_u16(), 200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        github.check_runs().is_empty(),
+        "no run for refused or ignored deliveries"
+    );
+    assert!(agents(&server).is_empty());
+}
