@@ -6,7 +6,15 @@ use std::collections::BTreeMap;
 use astrolift_store::state::{AttributeShape, IndexShape, KeyShape, TableShape, table_definition};
 use serde::Deserialize;
 
-const TEMPLATE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../infra/template.yaml");
+/// `infra/template.yaml`, found from the crate directory `cargo test` runs in (read at run
+/// time, so a test binary built in another checkout still reads this one's template).
+fn template_path() -> std::path::PathBuf {
+    let crate_dir = std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+        || env!("CARGO_MANIFEST_DIR").into(),
+        std::path::PathBuf::from,
+    );
+    crate_dir.join("../../infra/template.yaml")
+}
 
 /// Only what this test reads; every other key of the template is ignored.
 #[derive(Debug, Deserialize)]
@@ -124,7 +132,9 @@ impl TableProperties {
 
 /// The template's only DynamoDB table.
 fn template_table() -> TableProperties {
-    let text = std::fs::read_to_string(TEMPLATE).unwrap();
+    let path = template_path();
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|err| panic!("read {}: {err}", path.display()));
     let template: Template = serde_saphyr::from_str(&text).unwrap();
     let mut tables = template
         .resources
