@@ -19,7 +19,7 @@
 use std::sync::Mutex;
 
 use astrolift_store::state::{
-    Dispatch, DispatchOutcome, DispatchStatus, TriggerBinding, UnixSeconds,
+    Agent, Dispatch, DispatchOutcome, DispatchStatus, TriggerBinding, UnixSeconds,
 };
 use astrolift_store::{BoxFuture, StateStore, StoreError};
 use http::HeaderMap;
@@ -37,7 +37,7 @@ pub fn idempotency_key(headers: &HeaderMap, trigger_id: &str, body: &[u8]) -> St
             .filter(|v| !v.is_empty())
     };
     if let Some(delivery) = header("X-GitHub-Delivery") {
-        return format!("{trigger_id}:delivery:{delivery}");
+        return delivery_key(trigger_id, delivery);
     }
     if let Some(key) = header("Idempotency-Key") {
         return format!("{trigger_id}:key:{key}");
@@ -47,6 +47,12 @@ pub fn idempotency_key(headers: &HeaderMap, trigger_id: &str, body: &[u8]) -> St
     hasher.update([0u8]);
     hasher.update(body);
     format!("{trigger_id}:body:{}", hex::encode(hasher.finalize()))
+}
+
+/// The idempotency key of a GitHub delivery for one binding: a delivery that
+/// matches two bindings dispatches each once.
+pub fn delivery_key(trigger_id: &str, delivery_id: &str) -> String {
+    format!("{trigger_id}:delivery:{delivery_id}")
 }
 
 /// A new random dispatch id: `d-` and 32 hex digits from the OS CSPRNG.
@@ -90,7 +96,7 @@ pub async fn record(
 ) -> Result<DispatchResult, DispatchError> {
     let id = new_dispatch_id().map_err(|e| DispatchError::Random(e.to_string()))?;
     let dispatch = Dispatch {
-        id: id.clone(),
+        id,
         idempotency_key: idempotency_key.to_owned(),
         trigger_id: binding.trigger_id.clone(),
         repository: binding.repository.clone(),
@@ -100,6 +106,51 @@ pub async fn record(
         created_at: now,
         status: DispatchStatus::Pending,
     };
+    record_new(state, dispatch).await
+}
+
+/// The `trigger_id` of a dispatch asked for by hand (`astrolift dispatch`).
+pub const MANUAL_TRIGGER: &str = "manual";
+
+/// Records a manual dispatch of `agent` at its current snapshot (`astrolift
+/// dispatch AGENT --input JSON`, like the seed's `astro agent dispatch
+/// --input`). The key is `manual:{repository}:{manifest}:key:{key}`, so
+/// repeating a command with the same `--idempotency-key` is one dispatch;
+/// without a key every call is a new dispatch. `payload` should already be
+/// reduced by [`crate::env::non_empty_payload`].
+pub async fn record_manual(
+    state: &dyn StateStore,
+    agent: &Agent,
+    payload: Option<&Value>,
+    key: Option<&str>,
+    now: UnixSeconds,
+) -> Result<DispatchResult, DispatchError> {
+    let id = new_dispatch_id().map_err(|e| DispatchError::Random(e.to_string()))?;
+    let scope = format!("manual:{}:{}", agent.repository, agent.manifest_path);
+    let idempotency_key = match key {
+        Some(key) => format!("{scope}:key:{key}"),
+        None => format!("{scope}:id:{id}"),
+    };
+    let dispatch = Dispatch {
+        id,
+        idempotency_key,
+        trigger_id: MANUAL_TRIGGER.to_owned(),
+        repository: agent.repository.clone(),
+        manifest_path: agent.manifest_path.clone(),
+        snapshot_hash: agent.snapshot_hash.clone(),
+        payload: payload.map(Value::to_string),
+        created_at: now,
+        status: DispatchStatus::Pending,
+    };
+    record_new(state, dispatch).await
+}
+
+/// The conditional write shared by [`record`] and [`record_manual`].
+async fn record_new(
+    state: &dyn StateStore,
+    dispatch: Dispatch,
+) -> Result<DispatchResult, DispatchError> {
+    let id = dispatch.id.clone();
     Ok(match state.record_dispatch(&dispatch).await? {
         DispatchOutcome::New => DispatchResult {
             id,
@@ -204,6 +255,54 @@ impl SqsDispatchQueue {
     pub async fn from_env(queue_url: impl Into<String>) -> Self {
         let config = aws_config::load_from_env().await;
         Self::new(aws_sdk_sqs::Client::new(&config), queue_url)
+    }
+
+    /// Creates (or finds) the standard queue `name` and returns it: for local
+    /// setups and tests against a local endpoint.
+    pub async fn create(client: aws_sdk_sqs::Client, name: &str) -> Result<Self, DispatchError> {
+        let output = client
+            .create_queue()
+            .queue_name(name)
+            .send()
+            .await
+            .map_err(|e| {
+                DispatchError::Queue(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
+            })?;
+        let url = output
+            .queue_url
+            .ok_or_else(|| DispatchError::Queue(format!("no URL for the queue {name}")))?;
+        Ok(Self::new(client, url))
+    }
+
+    /// The queue's URL.
+    pub fn url(&self) -> &str {
+        &self.queue_url
+    }
+
+    /// Receives (and leaves in flight) up to 10 messages, waiting up to
+    /// `wait_seconds` for the first: what a consumer sees. A body that is not
+    /// a [`DispatchMessage`] is an error.
+    pub async fn receive(&self, wait_seconds: i32) -> Result<Vec<DispatchMessage>, DispatchError> {
+        let output = self
+            .client
+            .receive_message()
+            .queue_url(&self.queue_url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(wait_seconds)
+            .send()
+            .await
+            .map_err(|e| {
+                DispatchError::Queue(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
+            })?;
+        output
+            .messages()
+            .iter()
+            .filter_map(|m| m.body())
+            .map(|body| {
+                serde_json::from_str(body)
+                    .map_err(|e| DispatchError::Queue(format!("not a dispatch message: {e}")))
+            })
+            .collect()
     }
 }
 

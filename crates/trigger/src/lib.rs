@@ -17,6 +17,11 @@
 //!   `StateStore::record_dispatch`, the queue message (format in its docs),
 //!   an SQS and an in-memory [`dispatch::DispatchQueue`].
 //! - [`env`]: `render_runtime_env`, seed 000's runtime environment table.
+//! - [`service`]: [`TriggerService`], stored bindings to HTTP-shaped answers:
+//!   `handle` for `POST /triggers/{trigger_id}` (every status of DESIGN.md
+//!   §3, duplicates, inactive agents) and `fan_out_github` for GitHub events
+//!   on repositories with `source = "github"` bindings, with the compiled
+//!   programs cached per binding and snapshot.
 //!
 //! # Semantics a binding author relies on
 //! - **The filter** must yield exactly one boolean: `true` dispatches;
@@ -47,9 +52,10 @@
 //!   its `secret://` reference.
 //!
 //! # Deliberately absent
-//! HTTP routing, the trigger Lambda, `serve`, binding registration on apply,
-//! GitHub event fan-out and the CLI commands: the callers wire those around
-//! [`evaluate`], [`dispatch::record`] and [`env::render_runtime_env`].
+//! HTTP routing: `functions/trigger`, `serve` and the webhook function map
+//! requests to [`TriggerService`] and its answers back to HTTP. Binding
+//! registration on apply lives in `astrolift-sync`; the CLI commands in
+//! `astrolift-cli`.
 #![forbid(unsafe_code)]
 
 pub mod dispatch;
@@ -58,8 +64,10 @@ mod error;
 mod evaluate;
 pub mod sandbox;
 pub mod secrets;
+pub mod service;
 pub mod verify;
 
 pub use error::{Stage, TriggerError};
 pub use evaluate::{CompiledBinding, Outcome, evaluate, evaluate_verified};
 pub use secrets::{AwsSecretResolver, EnvSecretResolver, SecretError, SecretResolver};
+pub use service::{FanOutResult, TriggerResponse, TriggerService};

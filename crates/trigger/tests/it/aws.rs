@@ -69,16 +69,12 @@ async fn dispatch_messages_reach_the_sqs_queue() {
     let Some(config) = aws_config("dispatch_messages_reach_the_sqs_queue").await else {
         return;
     };
-    let client = aws_sdk_sqs::Client::new(&config);
-    let queue_url = client
-        .create_queue()
-        .queue_name(unique_name("dispatches"))
-        .send()
-        .await
-        .expect("creates")
-        .queue_url
-        .expect("url");
-    let queue = SqsDispatchQueue::new(client.clone(), &queue_url);
+    let queue = SqsDispatchQueue::create(
+        aws_sdk_sqs::Client::new(&config),
+        &unique_name("dispatches"),
+    )
+    .await
+    .expect("creates");
     let message = DispatchMessage {
         dispatch_id: "d-1".to_owned(),
         trigger_id: "t-1".to_owned(),
@@ -89,18 +85,6 @@ async fn dispatch_messages_reach_the_sqs_queue() {
         payload: None,
     };
     queue.publish(&message).await.expect("publishes");
-    let received = client
-        .receive_message()
-        .queue_url(&queue_url)
-        .wait_time_seconds(1)
-        .send()
-        .await
-        .expect("receives");
-    let bodies: Vec<DispatchMessage> = received
-        .messages()
-        .iter()
-        .filter_map(|m| m.body())
-        .map(|b| serde_json::from_str(b).expect("our format"))
-        .collect();
+    let bodies = queue.receive(1).await.expect("receives");
     assert_eq!(bodies, vec![message]);
 }

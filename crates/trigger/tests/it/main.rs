@@ -6,5 +6,6 @@ mod env;
 mod evaluate;
 mod github;
 mod runaway;
+mod service;
 mod support;
 mod verify;
