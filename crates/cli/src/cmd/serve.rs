@@ -54,6 +54,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Bounds against slow or abusive clients (see SECURITY.md).
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionLimits {
+    /// Time to receive a request's headers (slow-loris).
+    pub header_read: Duration,
+    /// Time to receive a request's body.
+    pub body_read: Duration,
+    /// Connections served at once; more wait in the kernel's accept queue.
+    pub connections: usize,
+}
+
+pub const CONNECTION_LIMITS: ConnectionLimits = ConnectionLimits {
+    header_read: Duration::from_secs(5),
+    body_read: Duration::from_secs(10),
+    connections: 1024,
+};
+
 async fn serve(args: Args) -> anyhow::Result<()> {
     let app = build(&args).await?;
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -63,10 +80,48 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     // Tests and scripts read this line to learn the port of `--listen 127.0.0.1:0`.
     println!("astrolift serve listening on http://{address}");
     tracing::info!(%address, "listening");
-    axum::serve(listener, router(app))
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .context("the server failed")
+    let router = router(app);
+    tokio::select! {
+        result = accept_loop(listener, router, CONNECTION_LIMITS) => result,
+        () = shutdown_signal() => Ok(()),
+    }
+}
+
+/// hyper's HTTP/1 connection loop rather than `axum::serve`, which has no
+/// header-read timeout: a client that trickles its headers is dropped after
+/// `header_read`, and at most `connections` are served at once.
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+) -> anyhow::Result<()> {
+    let permits = Arc::new(tokio::sync::Semaphore::new(limits.connections));
+    loop {
+        let permit = Arc::clone(&permits)
+            .acquire_owned()
+            .await
+            .context("the connection limiter closed")?;
+        let (stream, _) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                // Out of file descriptors and the like: wait, do not spin.
+                tracing::warn!(%error, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        tokio::spawn(async move {
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(limits.header_read)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "connection closed");
+            }
+            drop(permit);
+        });
+    }
 }
 
 async fn build(args: &Args) -> anyhow::Result<App> {
@@ -154,15 +209,22 @@ async fn healthz() -> Response {
     respond(Answer::new(200, json!({ "status": "ok" })))
 }
 
-/// Reads at most `limit` bytes; a longer body is a 413 without reading the rest.
+/// Reads at most `limit` bytes within the body-read time; a longer body is a
+/// 413 without reading the rest, a slower one a 408.
 async fn read_body(body: Body, limit: u64) -> Result<Bytes, Answer> {
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    axum::body::to_bytes(body, limit).await.map_err(|_| {
-        Answer::new(
+    let read = axum::body::to_bytes(body, limit);
+    match tokio::time::timeout(CONNECTION_LIMITS.body_read, read).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(_)) => Err(Answer::new(
             413,
             json!({ "error": format!("body is larger than {limit} bytes") }),
-        )
-    })
+        )),
+        Err(_) => Err(Answer::new(
+            408,
+            json!({ "error": "the request body was not received in time" }),
+        )),
+    }
 }
 
 fn respond(answer: Answer) -> Response {
@@ -177,5 +239,5 @@ async fn shutdown_signal() {
     if tokio::signal::ctrl_c().await.is_err() {
         std::future::pending::<()>().await;
     }
-    tracing::info!("shutting down");
+    tracing::info!("shutting down; jobs still queued in memory are dropped");
 }

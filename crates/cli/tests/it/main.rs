@@ -3,6 +3,7 @@
 
 mod cli;
 mod examples;
+mod push_bench;
 mod registry;
 mod renderers;
 mod sarif_schema;

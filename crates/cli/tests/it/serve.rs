@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 
 use crate::support::{astrolift, fixture, json as parse_json};
 
-const SECRET: &str = "e2e-webhook-secret";
-const INSTALLATION: u64 = 77;
-const REPO_ID: u64 = 4001;
+pub(crate) const SECRET: &str = "e2e-webhook-secret";
+pub(crate) const INSTALLATION: u64 = 77;
+pub(crate) const REPO_ID: u64 = 4001;
 const MAIN_SHA: &str = "1111111111111111111111111111111111111111";
 const BRANCH_SHA: &str = "2222222222222222222222222222222222222222";
 const FORK_SHA: &str = "3333333333333333333333333333333333333333";
@@ -29,10 +29,13 @@ fn examples(name: &str) -> PathBuf {
 }
 
 /// A running `astrolift serve` on a free port, killed on drop.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    url: String,
+    pub(crate) url: String,
+    #[allow(dead_code, reason = "keeps the temp dir of the embedded stores alive")]
     home: tempfile::TempDir,
+    state: String,
+    blobs: String,
 }
 
 impl Drop for Server {
@@ -43,21 +46,13 @@ impl Drop for Server {
 }
 
 impl Server {
-    fn state_url(&self) -> String {
-        format!("sqlite:{}", self.home.path().join("state.db").display())
-    }
-
-    fn blobs_url(&self) -> String {
-        format!("file:{}", self.home.path().join("blobs").display())
-    }
-
     fn cli(&self, args: &[&str]) -> crate::support::Run {
         let mut all: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
         all.extend([
             "--state".into(),
-            self.state_url(),
+            self.state.clone(),
             "--blobs".into(),
-            self.blobs_url(),
+            self.blobs.clone(),
         ]);
         astrolift(all)
     }
@@ -67,6 +62,17 @@ fn start_serve(github: &FakeGitHub, register: bool) -> Server {
     let home = tempfile::tempdir().expect("temp dir");
     let state = format!("sqlite:{}", home.path().join("state.db").display());
     let blobs = format!("file:{}", home.path().join("blobs").display());
+    start_serve_on(github, register, home, &state, &blobs)
+}
+
+/// `astrolift serve` on the given stores; registers `octo/agents` for `main` first when asked.
+pub(crate) fn start_serve_on(
+    github: &FakeGitHub,
+    register: bool,
+    home: tempfile::TempDir,
+    state: &str,
+    blobs: &str,
+) -> Server {
     if register {
         let run = astrolift([
             "register-repo",
@@ -76,9 +82,9 @@ fn start_serve(github: &FakeGitHub, register: bool) -> Server {
             "--ref",
             "main",
             "--state",
-            &state,
+            state,
             "--blobs",
-            &blobs,
+            blobs,
         ]);
         assert_eq!(run.code, 0, "{}", run.stderr);
     }
@@ -88,9 +94,9 @@ fn start_serve(github: &FakeGitHub, register: bool) -> Server {
             "--listen",
             "127.0.0.1:0",
             "--state",
-            &state,
+            state,
             "--blobs",
-            &blobs,
+            blobs,
         ])
         .env("GITHUB_API_URL", github.base_url())
         .env("GITHUB_APP_ID", github.app_id().to_string())
@@ -116,7 +122,13 @@ fn start_serve(github: &FakeGitHub, register: bool) -> Server {
         .expect("an address")
         .to_owned();
     assert!(url.starts_with("http://127.0.0.1:"), "{line}");
-    Server { child, url, home }
+    Server {
+        child,
+        url,
+        home,
+        state: state.to_owned(),
+        blobs: blobs.to_owned(),
+    }
 }
 
 async fn fake_github() -> FakeGitHub {
@@ -147,13 +159,13 @@ async fn fake_github() -> FakeGitHub {
     github
 }
 
-fn repository() -> Value {
+pub(crate) fn repository() -> Value {
     json!({ "id": REPO_ID, "full_name": "octo/agents", "default_branch": "main",
             "fork": false, "private": true, "name": "agents",
             "owner": { "login": "octo", "id": 1 } })
 }
 
-fn push(branch: &str, sha: &str) -> Value {
+pub(crate) fn push(branch: &str, sha: &str) -> Value {
     json!({
         "ref": format!("refs/heads/{branch}"), "before": "0".repeat(40), "after": sha,
         "deleted": false, "forced": false, "created": false,
@@ -179,7 +191,7 @@ fn fork_pull_request(sha: &str) -> Value {
 }
 
 /// POSTs `body` as a GitHub delivery, signed with `secret`.
-async fn deliver(
+pub(crate) async fn deliver(
     server: &Server,
     event: &str,
     delivery: &str,
@@ -203,7 +215,7 @@ async fn deliver(
 }
 
 /// Waits until every check run on `sha` is completed, and returns them.
-async fn completed_runs(github: &FakeGitHub, sha: &str) -> Vec<FakeCheckRun> {
+pub(crate) async fn completed_runs(github: &FakeGitHub, sha: &str) -> Vec<FakeCheckRun> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let runs: Vec<FakeCheckRun> = github
@@ -219,7 +231,7 @@ async fn completed_runs(github: &FakeGitHub, sha: &str) -> Vec<FakeCheckRun> {
     }
 }
 
-fn agents(server: &Server) -> Vec<Value> {
+pub(crate) fn agents(server: &Server) -> Vec<Value> {
     let run = server.cli(&["agents", "list", "--format", "json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     parse_json(&run.stdout)
