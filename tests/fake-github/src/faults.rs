@@ -144,7 +144,14 @@ pub(crate) async fn record_and_inject(
             headers: redacted(&parts.headers),
             body: bytes.to_vec(),
         });
-        take_fault(&mut state.faults, &method, &path)
+        if state
+            .down_until
+            .is_some_and(|until| std::time::Instant::now() < until)
+        {
+            Some(FaultKind::Status(503))
+        } else {
+            take_fault(&mut state.faults, &method, &path)
+        }
     };
     if let Some(kind) = fault
         && let Some(response) = fault_response(&kind, &state).await

@@ -64,6 +64,8 @@ pub(crate) struct State {
     pub tokens: HashMap<String, IssuedToken>,
     pub repos: HashMap<(String, String), Vec<FakeRepo>>,
     pub faults: Vec<Fault>,
+    /// Every request answers 503 until then (an outage).
+    pub down_until: Option<std::time::Instant>,
     pub requests: Vec<RecordedRequest>,
     pub check_runs: Vec<FakeCheckRun>,
 }
@@ -166,6 +168,11 @@ impl FakeGitHub {
         };
         let key = (owner.to_owned(), repo.to_owned());
         self.state.lock().repos.entry(key).or_default().push(entry);
+    }
+
+    /// An outage: every request answers 503 for `duration` from now.
+    pub fn down_for(&self, duration: Duration) {
+        self.state.lock().down_until = Some(std::time::Instant::now() + duration);
     }
 
     /// Queues a fault; faults apply in the order injected.
