@@ -1,0 +1,125 @@
+//! The trigger Lambda: `POST /triggers/{trigger_id}` (DESIGN.md §3).
+//!
+//! A thin shell around [`astrolift_trigger::TriggerService`]: [`handle`] takes
+//! the trigger id from the raw path (function URL events carry no path
+//! parameters), hands headers and body to the service, and turns its answer
+//! into an HTTP response. Every status and body is the service's (see
+//! `astrolift_trigger::service`); this file adds only 404 for any other path
+//! and 405 for any other method.
+//!
+//! [`service_from_env`] builds the clients once per container, before the
+//! first request:
+//! - `ASTROLIFT_STATE`: `dynamodb:TABLE` on Lambda (`sqlite:PATH` locally);
+//! - `ASTROLIFT_SECRETS`: `aws` (Secrets Manager, cached) or `env`;
+//!   `GITHUB_WEBHOOK_SECRET` for `verify.kind = "github"`;
+//! - `ASTROLIFT_DISPATCH_QUEUE_URL`: the SQS queue for dispatches; without
+//!   it, messages stay in memory (local runs only: a warning is logged).
+#![forbid(unsafe_code)]
+
+use std::sync::Arc;
+
+use astrolift_manifest::Limits;
+use astrolift_store::{StoreError, state_store_from_url};
+use astrolift_trigger::dispatch::{DispatchQueue, MemoryDispatchQueue, SqsDispatchQueue};
+use astrolift_trigger::secrets::resolver_from_env;
+use astrolift_trigger::{SecretError, SecretResolver, TriggerResponse, TriggerService};
+use lambda_http::http::{Method, StatusCode, header};
+use lambda_http::{Body, Request, Response};
+use serde_json::json;
+
+/// The route's prefix; the rest of the path is the trigger id.
+const ROUTE: &str = "/triggers/";
+/// Longer ids are not ours (ours are `trg_` and 24 hex digits).
+const MAX_TRIGGER_ID: usize = 128;
+
+/// Why the function cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("cannot open the state store {url}: {source}")]
+    State { url: String, source: StoreError },
+    #[error("cannot set up secrets: {0}")]
+    Secrets(#[from] SecretError),
+}
+
+/// The service with its clients, from the environment (see the crate docs).
+pub async fn service_from_env() -> Result<TriggerService, StartupError> {
+    let url = std::env::var("ASTROLIFT_STATE")
+        .unwrap_or_else(|_| "sqlite:.astrolift/state.db".to_owned());
+    let state = state_store_from_url(&url)
+        .await
+        .map_err(|source| StartupError::State { url, source })?;
+    let secrets: Arc<dyn SecretResolver> = Arc::from(resolver_from_env().await?);
+    let queue: Arc<dyn DispatchQueue> = match std::env::var("ASTROLIFT_DISPATCH_QUEUE_URL") {
+        Ok(url) if !url.is_empty() => Arc::new(SqsDispatchQueue::from_env(url).await),
+        _ => {
+            tracing::warn!(
+                "ASTROLIFT_DISPATCH_QUEUE_URL is not set: dispatches are recorded but queued in memory only"
+            );
+            Arc::new(MemoryDispatchQueue::new())
+        }
+    };
+    Ok(TriggerService::new(state, secrets, queue, Limits::DEFAULT))
+}
+
+/// JSON log lines on stdout (CloudWatch), filtered by `RUST_LOG` (default `info`).
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // `try_init`: a second call (tests) keeps the first subscriber.
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_current_span(false)
+        .try_init();
+}
+
+/// The trigger id of `/triggers/{trigger_id}`: one non-empty segment.
+pub fn trigger_id_of(path: &str) -> Option<&str> {
+    let id = path.strip_prefix(ROUTE)?;
+    let id = id.strip_suffix('/').unwrap_or(id);
+    (!id.is_empty() && id.len() <= MAX_TRIGGER_ID && !id.contains('/')).then_some(id)
+}
+
+/// One request: routed, handed to the service, answered.
+pub async fn handle(service: &TriggerService, request: Request) -> Response<Body> {
+    let Some(trigger_id) = trigger_id_of(request.uri().path()) else {
+        return json_response(404, &json!({"error": "no such route"}));
+    };
+    if request.method() != Method::POST {
+        let mut response = json_response(405, &json!({"error": "use POST"}));
+        response
+            .headers_mut()
+            .insert(header::ALLOW, header::HeaderValue::from_static("POST"));
+        return response;
+    }
+    let body: &[u8] = match request.body() {
+        Body::Empty => &[],
+        Body::Text(text) => text.as_bytes(),
+        Body::Binary(bytes) => bytes,
+        // `Body` is non-exhaustive; a future kind is not a request we know.
+        _ => return json_response(400, &json!({"error": "unsupported body"})),
+    };
+    let answer = service.handle(trigger_id, request.headers(), body).await;
+    to_response(&answer)
+}
+
+/// The service's answer as an HTTP response; 204 has no body.
+pub fn to_response(answer: &TriggerResponse) -> Response<Body> {
+    if answer.status == 204 {
+        let mut response = Response::new(Body::Empty);
+        *response.status_mut() = StatusCode::NO_CONTENT;
+        return response;
+    }
+    json_response(answer.status, &answer.body)
+}
+
+fn json_response(status: u16, body: &serde_json::Value) -> Response<Body> {
+    let mut response = Response::new(Body::Text(body.to_string()));
+    *response.status_mut() =
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    response
+}

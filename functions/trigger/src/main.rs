@@ -1,0 +1,18 @@
+//! The trigger Lambda's entry point: clients built once per container, then
+//! every request through `astrolift_fn_trigger::handle`.
+#![forbid(unsafe_code)]
+
+use std::sync::Arc;
+
+use lambda_http::{Error, Request, service_fn};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    astrolift_fn_trigger::init_logging();
+    let service = Arc::new(astrolift_fn_trigger::service_from_env().await?);
+    lambda_http::run(service_fn(move |request: Request| {
+        let service = service.clone();
+        async move { Ok::<_, Error>(astrolift_fn_trigger::handle(&service, request).await) }
+    }))
+    .await
+}
