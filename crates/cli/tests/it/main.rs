@@ -3,6 +3,7 @@
 
 mod cli;
 mod examples;
+mod killed;
 mod push_bench;
 mod registry;
 mod renderers;
