@@ -13,6 +13,8 @@
 //!   [`astrolift_sync::sync`] in check or apply mode → check run completed.
 //! - [`config`]: the parts built from the environment once per process.
 //! - [`telemetry`]: JSON logs and CloudWatch EMF metrics.
+//! - [`triggers`]: the trigger service from the environment, and GitHub-sourced
+//!   fan-out ([`ingress::EventFanOut`] for `astrolift_trigger::TriggerService`).
 //!
 //! Invariants:
 //! - **Ingress never syncs.** It only verifies, records, fans out and
@@ -39,6 +41,7 @@ pub mod job;
 pub mod queue;
 pub mod runner;
 pub mod telemetry;
+pub mod triggers;
 
 pub use ingress::{Answer, EventFanOut, FanOutDelivery, Ingress};
 pub use job::{JobTrigger, SyncJob, job_for_event};

@@ -14,10 +14,13 @@ use std::time::Duration;
 use anyhow::Context as _;
 use astrolift_bot::config::Environment;
 use astrolift_bot::queue::JobHandler;
+use astrolift_bot::telemetry::{self, Metric};
+use astrolift_bot::triggers::service_from_env;
 use astrolift_bot::{Answer, Ingress, JobQueue, LocalJobQueue, SyncRunner};
 use astrolift_forge::webhook::WebhookRequest;
 use astrolift_manifest::Limits;
 use astrolift_sync::Stores;
+use astrolift_trigger::TriggerService;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
@@ -42,6 +45,7 @@ pub struct Args {
 #[derive(Debug, Clone)]
 struct App {
     ingress: Arc<Ingress>,
+    triggers: Arc<TriggerService>,
     limits: Limits,
 }
 
@@ -147,16 +151,22 @@ async fn build(args: &Args) -> anyhow::Result<App> {
         fail_run_patience: Duration::from_secs(60),
     });
     let jobs: Arc<dyn JobQueue> = Arc::new(LocalJobQueue::new(job_handler(runner)));
+    let triggers = Arc::new(
+        service_from_env(stores.state.clone())
+            .await
+            .context("cannot set up trigger secrets")?,
+    );
     let ingress = Ingress {
         state: stores.state.clone(),
         secrets,
         jobs,
-        triggers: None,
+        triggers: Some(triggers.clone()),
         limits,
         function: "serve",
     };
     Ok(App {
         ingress: Arc::new(ingress),
+        triggers,
         limits,
     })
 }
@@ -200,9 +210,21 @@ async fn github_webhook(State(app): State<App>, headers: HeaderMap, body: Body) 
     respond(app.ingress.receive(request).await)
 }
 
-async fn trigger(Path(trigger_id): Path<String>) -> Response {
-    let body = json!({ "error": format!("unknown trigger {trigger_id}") });
-    respond(Answer::new(404, body))
+async fn trigger(
+    State(app): State<App>,
+    Path(trigger_id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let body = match read_body(body, app.limits.trigger_body).await {
+        Ok(body) => body,
+        Err(answer) => return respond(answer),
+    };
+    let answer = app.triggers.handle(&trigger_id, &headers, &body).await;
+    if answer.status == 202 {
+        telemetry::count("serve", Metric::Dispatches, 1);
+    }
+    respond(Answer::new(answer.status, answer.body))
 }
 
 async fn healthz() -> Response {

@@ -17,6 +17,7 @@ use crate::support::{astrolift, fixture, json as parse_json};
 pub(crate) const SECRET: &str = "e2e-webhook-secret";
 pub(crate) const INSTALLATION: u64 = 77;
 pub(crate) const REPO_ID: u64 = 4001;
+const JIRA_SECRET: &str = "e2e-jira-hook-secret";
 const MAIN_SHA: &str = "1111111111111111111111111111111111111111";
 const BRANCH_SHA: &str = "2222222222222222222222222222222222222222";
 const FORK_SHA: &str = "3333333333333333333333333333333333333333";
@@ -102,6 +103,9 @@ pub(crate) fn start_serve_on(
         .env("GITHUB_APP_ID", github.app_id().to_string())
         .env("GITHUB_APP_PRIVATE_KEY", github.private_key_pem())
         .env("GITHUB_WEBHOOK_SECRET", SECRET)
+        .env("ASTROLIFT_SECRETS", "env")
+        .env("ASTROLIFT_SECRET_AGENTS_JIRA_HOOK", JIRA_SECRET)
+        .env_remove("ASTROLIFT_DISPATCH_QUEUE_URL")
         .env_remove("GITHUB_WEBHOOK_SECRET_PREVIOUS")
         .env_remove("ASTROLIFT_STATE")
         .env_remove("ASTROLIFT_BLOBS")
@@ -428,4 +432,86 @@ async fn refusals_store_nothing() {
         "no run for refused or ignored deliveries"
     );
     assert!(agents(&server).is_empty());
+}
+
+/// POSTs a generic trigger request signed like `verify.kind = "hmac-sha256"`.
+async fn post_trigger(server: &Server, path: &str, body: &Value, delivery: &str) -> (u16, Value) {
+    let bytes = serde_json::to_vec(body).expect("json");
+    let signature = sign(&bytes, JIRA_SECRET);
+    let response = reqwest::Client::new()
+        .post(format!("{}{path}", server.url))
+        .header("x-signature", signature)
+        .header("idempotency-key", delivery)
+        .body(bytes)
+        .send()
+        .await
+        .expect("serve answers");
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn registered_triggers_dispatch_through_serve() {
+    let github = fake_github().await;
+    let server = start_serve(&github, true);
+    let (status, _) = deliver(&server, "push", "d-trg", &push("main", MAIN_SHA), SECRET).await;
+    assert_eq!(status, 202);
+    let runs = completed_runs(&github, MAIN_SHA).await;
+    let summary = runs[0].summary.clone().unwrap_or_default();
+    let run = server.cli(&["triggers", "list", "--format", "json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let bindings = parse_json(&run.stdout);
+    let generic = bindings
+        .as_array()
+        .and_then(|b| b.iter().find(|t| t["name"] == "jira-high-priority"))
+        .cloned()
+        .expect("the generic trigger is registered");
+    let path = generic["path"].as_str().expect("a path").to_owned();
+    assert!(
+        summary.contains(&path),
+        "the check run shows {path}: {summary}"
+    );
+
+    let high = json!({ "issue": { "key": "OPS-1", "fields": { "priority": { "name": "High" }, "summary": "Down" } } });
+    let (status, body) = post_trigger(&server, &path, &high, "k-1").await;
+    assert_eq!(status, 202, "{body}");
+    let dispatch_id = body["dispatch_id"].clone();
+    let (status, body) = post_trigger(&server, &path, &high, "k-1").await;
+    assert_eq!(
+        (status, body["dispatch_id"].clone()),
+        (200, dispatch_id),
+        "a duplicate returns the first dispatch"
+    );
+    let low = json!({ "issue": { "key": "OPS-2", "fields": { "priority": { "name": "Low" } } } });
+    assert_eq!(post_trigger(&server, &path, &low, "k-2").await.0, 204);
+    let no_key = json!({ "issue": { "fields": { "priority": { "name": "High" } } } });
+    assert_eq!(post_trigger(&server, &path, &no_key, "k-3").await.0, 422);
+    assert_eq!(
+        post_trigger(
+            &server,
+            "/triggers/trg_000000000000000000000000",
+            &high,
+            "k-4"
+        )
+        .await
+        .0,
+        404
+    );
+
+    // A GitHub-sourced binding: an `issues.opened` delivery to the App's webhook.
+    let issue = json!({ "action": "opened", "issue": { "number": 12, "title": "t" },
+                        "repository": repository(), "installation": { "id": INSTALLATION } });
+    let (status, body) = deliver(&server, "issues", "d-issue-1", &issue, SECRET).await;
+    assert_eq!(
+        (status, body["dispatched"].clone()),
+        (202, json!(1)),
+        "{body}"
+    );
+    let (status, body) = deliver(&server, "issues", "d-issue-1", &issue, SECRET).await;
+    assert_eq!(
+        (status, body["dispatched"].clone()),
+        (200, json!(0)),
+        "a redelivery dispatches nothing"
+    );
 }
