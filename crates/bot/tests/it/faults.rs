@@ -7,32 +7,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use astrolift_bot::{JobTrigger, SyncJob, SyncRunner};
+use astrolift_bot::{SyncJob, SyncRunner};
 use astrolift_fake_github::{FakeGitHub, Fault};
 use astrolift_store::BlobKey;
 use astrolift_store::testing::{FaultPlan, FaultyBlobStore};
 use astrolift_sync::Stores;
 
-use crate::support::{
-    INSTALLATION, MAIN_SHA, REPO_ID, aws_stores, embedded_stores, fake_github, register, runner,
-};
-
-fn push_job(delivery: &str) -> SyncJob {
-    SyncJob {
-        version: 1,
-        delivery_id: delivery.into(),
-        trigger: JobTrigger::Push,
-        installation_id: INSTALLATION,
-        repository: "octo/agents".into(),
-        repository_id: REPO_ID,
-        head_sha: MAIN_SHA.into(),
-        branch: Some("main".into()),
-        fork: false,
-        commit_time: Some(1_795_946_400),
-        default_branch: Some("main".into()),
-        pull_request: None,
-    }
-}
+use crate::support::{aws_stores, embedded_stores, fake_github, push_job, register, runner};
 
 /// What must be equal to a clean run: agents (without timestamps), their
 /// audit trail lengths.

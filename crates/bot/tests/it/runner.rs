@@ -1,30 +1,10 @@
 //! The runner against the fake GitHub: apply on the registered ref, check
 //! elsewhere, and every failure path ending in a completed check run.
 
-use astrolift_bot::{JobTrigger, SyncJob};
 use astrolift_fake_github::{FakeGitHub, Fault};
 use astrolift_sync::{PlanStatus, Stores};
 
-use crate::support::{
-    INSTALLATION, MAIN_SHA, REPO_ID, aws_stores, embedded_stores, fake_github, register, runner,
-};
-
-fn push_job(delivery: &str) -> SyncJob {
-    SyncJob {
-        version: 1,
-        delivery_id: delivery.into(),
-        trigger: JobTrigger::Push,
-        installation_id: INSTALLATION,
-        repository: "octo/agents".into(),
-        repository_id: REPO_ID,
-        head_sha: MAIN_SHA.into(),
-        branch: Some("main".into()),
-        fork: false,
-        commit_time: Some(1_795_946_400),
-        default_branch: Some("main".into()),
-        pull_request: None,
-    }
-}
+use crate::support::{aws_stores, embedded_stores, fake_github, push_job, register, runner};
 
 fn assert_no_run_in_progress(github: &FakeGitHub) {
     let runs = github.check_runs();

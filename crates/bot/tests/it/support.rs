@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use astrolift_bot::SyncRunner;
+use astrolift_bot::{JobTrigger, SyncJob, SyncRunner};
 use astrolift_fake_github::FakeGitHub;
 use astrolift_forge::github::{AppCredentials, GitHubApp, GitHubConfig};
 use astrolift_forge::webhook::sign;
@@ -124,4 +124,22 @@ pub fn signed(event: &str, delivery: &str, body: &[u8], secret: &str) -> HeaderM
     put("x-github-delivery", delivery);
     put("x-hub-signature-256", &sign(body, secret));
     headers
+}
+
+/// The job of a push of `MAIN_SHA` to `main`.
+pub fn push_job(delivery: &str) -> SyncJob {
+    SyncJob {
+        version: 1,
+        delivery_id: delivery.into(),
+        trigger: JobTrigger::Push,
+        installation_id: INSTALLATION,
+        repository: "octo/agents".into(),
+        repository_id: REPO_ID,
+        head_sha: MAIN_SHA.into(),
+        branch: Some("main".into()),
+        fork: false,
+        commit_time: Some(1_795_946_400),
+        default_branch: Some("main".into()),
+        pull_request: None,
+    }
 }
