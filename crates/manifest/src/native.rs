@@ -763,7 +763,7 @@ impl<'i> ManifestReader<'_, 'i, '_> {
             ("executables", &mut spec.executables),
         ] {
             let what = format!("`[package] {key}` glob");
-            if let Some((patterns, _)) = paths::glob_list_field(self.file, package, key, &what) {
+            if let Some(patterns) = paths::glob_list_patterns(self.file, package, key, &what) {
                 *field = patterns;
             }
         }

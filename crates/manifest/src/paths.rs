@@ -190,6 +190,28 @@ pub fn glob_list_field<'i>(
     key: &str,
     what: &str,
 ) -> Option<(Vec<String>, GlobSet)> {
+    let (patterns, globs) = checked_globs(file, table, key, what)?;
+    Some((patterns, glob_set(globs)))
+}
+
+/// Every string of a glob-array field that checks out, without building the
+/// set: building a `GlobSet` compiles a matcher (the costly part), which a
+/// caller that only keeps the patterns does not need.
+pub fn glob_list_patterns<'i>(
+    file: &mut TomlFile<'i>,
+    table: &toml::de::DeTable<'i>,
+    key: &str,
+    what: &str,
+) -> Option<Vec<String>> {
+    checked_globs(file, table, key, what).map(|(patterns, _)| patterns)
+}
+
+fn checked_globs<'i>(
+    file: &mut TomlFile<'i>,
+    table: &toml::de::DeTable<'i>,
+    key: &str,
+    what: &str,
+) -> Option<(Vec<String>, Vec<Glob>)> {
     let items = file.str_array(table, key)?;
     let mut patterns = Vec::with_capacity(items.len());
     let mut globs = Vec::with_capacity(items.len());
@@ -199,7 +221,7 @@ pub fn glob_list_field<'i>(
             patterns.push(pattern);
         }
     }
-    Some((patterns, glob_set(globs)))
+    Some((patterns, globs))
 }
 
 /// A slug: 1–64 of `a-z 0-9 -`, no leading, trailing or double hyphen.

@@ -223,7 +223,10 @@ impl SourceTree for DirTree {
         let file =
             std::fs::File::open(self.root.join(path)).map_err(|e| ReadError::Io(e.to_string()))?;
         // Read at most limit + 1 bytes: the file may have grown since listing.
-        let mut bytes = Vec::new();
+        // Sized from the listing (capped by the limit), so a small file is
+        // read without the buffer growing and probing.
+        let expected = entry.size.min(limit).saturating_add(1);
+        let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
         file.take(limit.saturating_add(1))
             .read_to_end(&mut bytes)
             .map_err(|e| ReadError::Io(e.to_string()))?;

@@ -14,6 +14,10 @@
 //!   bytes never depend on the thread count;
 //! - the digest is sha256 over the `.tar.gz` bytes, computed while writing.
 //!
+//! Any change to these bytes must also bump
+//! [`crate::fingerprint::FINGERPRINT_FORMAT`], or stored fingerprint records
+//! would keep answering with the old format's digests.
+//!
 //! zlib-rs picks SIMD routines by CPU, but they compute the same matches: the
 //! output depends only on the zlib-rs version pinned in `Cargo.lock`.
 
@@ -25,6 +29,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::codes;
+use crate::fingerprint::ContentHashes;
 use crate::gzip::ParallelGzip;
 use crate::slice::Slice;
 use crate::source::PayloadTree;
@@ -141,19 +146,36 @@ pub fn write_archive_with_threads<W: Write>(
     writer: W,
     threads: usize,
 ) -> Result<PackageOutput, PackageError> {
+    write_archive_inner(slice, tree, writer, threads, None)
+}
+
+/// [`write_archive`], checking that every file's bytes are the ones hashed
+/// in `expected` (the slice's fingerprint stands for exactly this archive).
+/// A file whose content changed since it was hashed fails as a read error.
+pub fn write_archive_checked<W: Write>(
+    slice: &Slice,
+    tree: &dyn PayloadTree,
+    writer: W,
+    expected: &ContentHashes,
+) -> Result<PackageOutput, PackageError> {
+    write_archive_inner(slice, tree, writer, threads_for(slice), Some(expected))
+}
+
+fn write_archive_inner<W: Write>(
+    slice: &Slice,
+    tree: &dyn PayloadTree,
+    writer: W,
+    threads: usize,
+    expected: Option<&ContentHashes>,
+) -> Result<PackageOutput, PackageError> {
     let uncompressed_size = check_slice(slice, tree)?;
     let tee = HashingWriter::new(writer);
     let gzip = ParallelGzip::new(tee, COMPRESSION_LEVEL, threads);
     let mut builder = tar::Builder::new(gzip);
     for file in &slice.files {
         let mut header = file_header(file.size, file.executable);
-        let reader = tree
-            .open_file(&file.source)
-            .map_err(|source| PackageError::Read {
-                path: file.source.clone(),
-                source,
-            })?;
-        let mut reader = ErrorPath::new(reader);
+        let reader = open_source(tree, &file.source)?;
+        let mut reader = ErrorPath::new(reader, expected.is_some());
         let appended = builder.append_data(&mut header, &file.dest, &mut reader);
         if let Some(source) = reader.error.take() {
             return Err(PackageError::Io {
@@ -162,6 +184,15 @@ pub fn write_archive_with_threads<W: Write>(
             });
         }
         appended.map_err(PackageError::Write)?;
+        if let Some(expected) = expected {
+            let read = reader.hasher.map(|h| <[u8; 32]>::from(h.finalize()));
+            if read.as_ref() != expected.get(&file.source) {
+                return Err(PackageError::Io {
+                    path: file.source.clone(),
+                    source: io::Error::other("the file changed while it was packaged"),
+                });
+            }
+        }
     }
     let gzip = builder.into_inner().map_err(PackageError::Write)?;
     let tee = gzip.finish().map_err(PackageError::Write)?;
@@ -171,6 +202,17 @@ pub fn write_archive_with_threads<W: Write>(
         size,
         files: slice.files.len() as u64,
         uncompressed_size,
+    })
+}
+
+/// Opens a file of the tree for packaging; failing is a read error of it.
+pub(crate) fn open_source<'t>(
+    tree: &'t dyn PayloadTree,
+    path: &str,
+) -> Result<Box<dyn Read + 't>, PackageError> {
+    tree.open_file(path).map_err(|source| PackageError::Read {
+        path: path.to_owned(),
+        source,
     })
 }
 
@@ -210,25 +252,35 @@ fn file_header(size: u64, executable: bool) -> tar::Header {
 }
 
 /// Remembers a source read error, so it is reported as a read of that file
-/// rather than as a failure to write the archive.
+/// rather than as a failure to write the archive; optionally hashes what it
+/// reads.
 struct ErrorPath<R> {
     inner: R,
     error: Option<io::Error>,
+    hasher: Option<Sha256>,
 }
 
 impl<R> ErrorPath<R> {
-    fn new(inner: R) -> Self {
-        Self { inner, error: None }
+    fn new(inner: R, hash: bool) -> Self {
+        Self {
+            inner,
+            error: None,
+            hasher: hash.then(Sha256::new),
+        }
     }
 }
 
 impl<R: Read> Read for ErrorPath<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read(buf).map_err(|e| {
+        let n = self.inner.read(buf).map_err(|e| {
             let message = e.to_string();
             self.error = Some(e);
             io::Error::other(message)
-        })
+        })?;
+        if let Some(hasher) = &mut self.hasher {
+            hasher.update(&buf[..n]);
+        }
+        Ok(n)
     }
 }
 

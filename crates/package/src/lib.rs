@@ -12,7 +12,10 @@
 //!   brief and context files;
 //! - the archive format ([`write_archive`], gzip in [`gzip`]) and its digest;
 //! - the snapshot format ([`snapshot`], [`Snapshot::canonical_json`],
-//!   [`Snapshot::digest`], the agent's version).
+//!   [`Snapshot::digest`], the agent's version);
+//! - the slice fingerprint ([`fingerprint`], [`prepare_agent`]): what an
+//!   archive will be, known before building it, so a caller that stored
+//!   the [`FingerprintRecord`] of an earlier build can skip tar + gzip.
 //!
 //! Invariants:
 //! - **No I/O beyond reading a source tree and writing the archive to the
@@ -53,6 +56,7 @@
 
 pub mod archive;
 pub mod codes;
+pub mod fingerprint;
 pub mod gzip;
 pub mod slice;
 pub mod snapshot;
@@ -60,10 +64,12 @@ pub mod source;
 pub mod tarball;
 
 pub use archive::{
-    COMPRESSION_LEVEL, PackageError, PackageOutput, write_archive, write_archive_with_threads,
+    COMPRESSION_LEVEL, PackageError, PackageOutput, write_archive, write_archive_checked,
+    write_archive_with_threads,
 };
+pub use fingerprint::{ContentHashes, FINGERPRINT_FORMAT, FingerprintRecord, slice_fingerprint};
 pub use slice::{Slice, SliceError, SliceFile, slice};
-pub use snapshot::{Snapshot, snapshot};
+pub use snapshot::{Snapshot, snapshot, snapshot_with_hashes};
 pub use source::PayloadTree;
 pub use tarball::{SourceTarball, TarballError, TarballOptions, TarballTree};
 
@@ -94,4 +100,78 @@ pub fn package_agent<W: std::io::Write>(
         output,
         snapshot,
     })
+}
+
+/// One agent sliced and its files hashed once: ready to be archived
+/// ([`PreparedAgent::package`]) or, when a stored [`FingerprintRecord`]
+/// already says what its archive is, snapshotted without building it
+/// ([`PreparedAgent::reuse`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedAgent {
+    pub slice: Slice,
+    pub hashes: ContentHashes,
+    /// [`slice_fingerprint`] of the slice, 64 hex digits.
+    pub fingerprint: String,
+}
+
+/// Slices one agent and hashes its files; every failure is a diagnostic on
+/// its manifest.
+pub fn prepare_agent(
+    manifest: &astrolift_manifest::model::AgentManifest,
+    tree: &dyn PayloadTree,
+    limits: &astrolift_manifest::Limits,
+) -> Result<PreparedAgent, Vec<astrolift_manifest::Diagnostic>> {
+    let slice = slice(manifest, tree, limits)?;
+    let failed = |e: PackageError| vec![e.to_diagnostic(&manifest.manifest, &manifest.name)];
+    let hashes = ContentHashes::of_slice(&slice, tree).map_err(failed)?;
+    let fingerprint =
+        slice_fingerprint(&slice, &hashes).ok_or_else(|| failed(PackageError::Empty))?;
+    Ok(PreparedAgent {
+        slice,
+        hashes,
+        fingerprint,
+    })
+}
+
+impl PreparedAgent {
+    /// Archives (to `writer`) and snapshots the agent. Fails if a file's
+    /// bytes differ from the ones hashed (so the fingerprint always stands
+    /// for the archive built); the writer then holds a partial archive.
+    pub fn package<W: std::io::Write>(
+        self,
+        manifest: &astrolift_manifest::model::AgentManifest,
+        tree: &dyn PayloadTree,
+        writer: W,
+    ) -> Result<Packaged, Vec<astrolift_manifest::Diagnostic>> {
+        let failed = |e: PackageError| vec![e.to_diagnostic(&manifest.manifest, &manifest.name)];
+        let output =
+            write_archive_checked(&self.slice, tree, writer, &self.hashes).map_err(failed)?;
+        self.snapshot_of(manifest, tree, output)
+    }
+
+    /// Snapshots the agent with the archive `output` a stored record gave
+    /// for its fingerprint: no archive is built.
+    pub fn reuse(
+        self,
+        manifest: &astrolift_manifest::model::AgentManifest,
+        tree: &dyn PayloadTree,
+        output: PackageOutput,
+    ) -> Result<Packaged, Vec<astrolift_manifest::Diagnostic>> {
+        self.snapshot_of(manifest, tree, output)
+    }
+
+    fn snapshot_of(
+        self,
+        manifest: &astrolift_manifest::model::AgentManifest,
+        tree: &dyn PayloadTree,
+        output: PackageOutput,
+    ) -> Result<Packaged, Vec<astrolift_manifest::Diagnostic>> {
+        let snapshot = snapshot_with_hashes(manifest, &self.slice, tree, &output, &self.hashes)
+            .map_err(|e| vec![e.to_diagnostic(&manifest.manifest, &manifest.name)])?;
+        Ok(Packaged {
+            slice: self.slice,
+            output,
+            snapshot,
+        })
+    }
 }

@@ -14,7 +14,6 @@
 //! `find . -type f | LC_ALL=C sort | xargs sha256sum` prints, without `./`.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 
 use astrolift_manifest::model::{AgentManifest, SkillRef};
 use serde::Serialize;
@@ -22,6 +21,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::archive::{PackageError, PackageOutput};
+use crate::fingerprint::{ContentHashes, file_hash};
 use crate::slice::Slice;
 use crate::source::PayloadTree;
 
@@ -104,17 +104,33 @@ pub fn snapshot(
     tree: &dyn PayloadTree,
     output: &PackageOutput,
 ) -> Result<Snapshot, PackageError> {
+    snapshot_with_hashes(manifest, slice, tree, output, &ContentHashes::default())
+}
+
+/// [`snapshot`], taking file hashes from `hashes` where it has them (the
+/// slice's files, already hashed for its fingerprint) and reading the rest.
+pub fn snapshot_with_hashes(
+    manifest: &AgentManifest,
+    slice: &Slice,
+    tree: &dyn PayloadTree,
+    output: &PackageOutput,
+    hashes: &ContentHashes,
+) -> Result<Snapshot, PackageError> {
+    let hash = |path: &str| match hashes.hex(path) {
+        Some(hex) => Ok(hex),
+        None => file_sha256(tree, path),
+    };
     let brief = match &manifest.brief {
         Some(brief) => Some(BriefSnapshot {
             path: brief.path.clone(),
-            sha256: file_sha256(tree, &brief.path)?,
+            sha256: hash(&brief.path)?,
             context_files: brief
                 .context_files
                 .iter()
                 .map(|path| {
                     Ok(FileHash {
                         path: path.clone(),
-                        sha256: file_sha256(tree, path)?,
+                        sha256: hash(path)?,
                     })
                 })
                 .collect::<Result<_, PackageError>>()?,
@@ -124,7 +140,7 @@ pub fn snapshot(
     let skills = manifest
         .skills
         .iter()
-        .map(|skill| skill_snapshot(skill, slice, tree))
+        .map(|skill| skill_snapshot(skill, slice, &hash))
         .collect::<Result<_, _>>()?;
     let workload = manifest.workload.as_ref().map(|w| WorkloadSnapshot {
         name: w.name.clone(),
@@ -164,7 +180,7 @@ pub fn snapshot(
 fn skill_snapshot(
     skill: &SkillRef,
     slice: &Slice,
-    tree: &dyn PayloadTree,
+    hash: &dyn Fn(&str) -> Result<String, PackageError>,
 ) -> Result<SkillSnapshot, PackageError> {
     Ok(match skill {
         SkillRef::Local {
@@ -182,7 +198,7 @@ fn skill_snapshot(
                 local_name: local_name.clone(),
                 name: skill.as_ref().map(|s| s.name.clone()),
                 dir: dir.clone(),
-                sha256: skill_sha256(tree, dir, files)?,
+                sha256: skill_sha256(hash, dir, files)?,
             }
         }
         SkillRef::Catalogue { name, version } => SkillSnapshot::Catalogue {
@@ -203,7 +219,7 @@ fn skill_snapshot(
 
 /// sha256 of the `sha256sum`-style listing of the skill's files.
 fn skill_sha256(
-    tree: &dyn PayloadTree,
+    hash: &dyn Fn(&str) -> Result<String, PackageError>,
     dir: &str,
     files: &[String],
 ) -> Result<String, PackageError> {
@@ -220,7 +236,7 @@ fn skill_sha256(
         .collect();
     lines.sort();
     for (rel, path) in lines {
-        listing.extend_from_slice(file_sha256(tree, path)?.as_bytes());
+        listing.extend_from_slice(hash(path)?.as_bytes());
         listing.extend_from_slice(b"  ");
         listing.extend_from_slice(rel.as_bytes());
         listing.push(b'\n');
@@ -230,25 +246,8 @@ fn skill_sha256(
 
 /// sha256 (hex) of one file, streamed.
 pub fn file_sha256(tree: &dyn PayloadTree, path: &str) -> Result<String, PackageError> {
-    let mut reader = tree.open_file(path).map_err(|source| PackageError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
-    let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 64 * 1024];
-    loop {
-        let n = reader
-            .read(&mut buffer)
-            .map_err(|source| PackageError::Io {
-                path: path.to_owned(),
-                source,
-            })?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buffer[..n]);
-    }
-    Ok(hex::encode(hasher.finalize()))
+    Ok(hex::encode(file_hash(tree, path, &mut buffer)?))
 }
 
 impl Snapshot {

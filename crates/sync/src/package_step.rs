@@ -1,22 +1,58 @@
-//! Validation and packaging of every discovered agent (CPU and local disk only).
+//! Validation and packaging of every discovered agent.
+//!
+//! Three steps, so that an unchanged agent is never archived again:
+//! 1. [`validate_and_prepare`] (CPU and local disk): validate the tree; for
+//!    each clean agent, compute its slice and hash its files once, which
+//!    gives the slice fingerprint ([`astrolift_package::fingerprint`]).
+//! 2. [`stored_outputs`] (blob store): look up the [`FingerprintRecord`] of
+//!    each fingerprint, several at a time.
+//! 3. [`package`] (CPU and local disk): snapshot the agents with a record
+//!    without building their archive; archive the others (to a temp file
+//!    when applying), checking their bytes against the hashes of step 1.
+//!
+//! A record only says what an archive *is*; whether the archive is stored is
+//! checked where it matters, before a state change points at it
+//! (`pipeline::upload_artifacts`).
 
 use std::io::{BufWriter, Write};
 
 use astrolift_manifest::model::AgentManifest;
-use astrolift_manifest::{Diagnostic, Limits, ValidateOptions, validate_repository};
-use astrolift_package::PayloadTree;
+use astrolift_manifest::{Diagnostic, ValidateOptions, validate_repository};
+use astrolift_package::{
+    FingerprintRecord, PackageOutput, PayloadTree, PreparedAgent, prepare_agent,
+};
+use astrolift_store::blob::{BlobKey, BlobStore};
+use futures_util::StreamExt;
 use tempfile::TempPath;
 
 use crate::SyncError;
 use crate::plan::{Candidate, Packaged};
 
+/// Fingerprint records looked up at once (S3 GETs are latency-bound).
+const LOOKUP_CONCURRENCY: usize = 32;
+
 /// A packaged agent's bytes, kept until they are uploaded.
 #[derive(Debug)]
 pub(crate) struct Artifacts {
-    /// The archive, spooled to a temp file (apply mode only); deleted on drop.
+    /// The archive, spooled to a temp file (apply mode only, and only when
+    /// it was built); deleted on drop.
     pub archive: Option<TempPath>,
     /// The canonical snapshot JSON.
     pub snapshot_json: Vec<u8>,
+    /// The slice fingerprint (hex).
+    pub fingerprint: String,
+    /// How the archive's output was learned.
+    pub origin: ArchiveOrigin,
+}
+
+/// Whether the archive was built by this sync or taken from a stored record.
+#[derive(Debug)]
+pub(crate) enum ArchiveOrigin {
+    /// Built here: its record is stored once the archive is known stored.
+    Built(FingerprintRecord),
+    /// From a stored [`FingerprintRecord`]; the slice is kept so that the
+    /// archive can still be built if the store turns out not to hold it.
+    Reused(Box<PreparedAgent>),
 }
 
 /// Every agent, validated and (when clean) packaged, plus every diagnostic.
@@ -28,33 +64,97 @@ pub(crate) struct Packaging {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Validates the tree, then packages each agent that has no error. With
-/// `keep_archives`, archives are spooled to temp files for upload; otherwise
-/// they are only hashed.
-pub(crate) fn validate_and_package(
+/// Every agent validated, and each clean one sliced and hashed.
+#[derive(Debug, Default)]
+pub(crate) struct Prepared {
+    agents: Vec<(AgentManifest, Option<PreparedAgent>)>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// Validates the tree, then slices and hashes each agent that has no error.
+pub(crate) fn validate_and_prepare(tree: &dyn PayloadTree, options: &ValidateOptions) -> Prepared {
+    let validation = validate_repository(tree, options);
+    let failing = validation.agents_with_errors();
+    let mut diagnostics = validation.diagnostics;
+    let agents = validation
+        .agents
+        .into_iter()
+        .enumerate()
+        .map(|(index, manifest)| {
+            let prepared = if failing[index] {
+                None
+            } else {
+                prepare_agent(&manifest, tree, &options.limits)
+                    .map_err(|found| diagnostics.extend(found))
+                    .ok()
+            };
+            (manifest, prepared)
+        })
+        .collect();
+    Prepared {
+        agents,
+        diagnostics,
+    }
+}
+
+/// The stored archive output of each prepared agent's fingerprint, parallel
+/// to the agents. A record that is missing, unreadable or does not fit the
+/// slice is `None`: the records are a cache, never a reason to fail.
+pub(crate) async fn stored_outputs(
+    blobs: &dyn BlobStore,
+    prepared: &Prepared,
+) -> Vec<Option<PackageOutput>> {
+    // The lookups are collected into a Vec first rather than mapped lazily: a
+    // closure over borrowed agents inside the stream makes the `sync` future
+    // fail the higher-ranked `Send` check that `tokio::spawn` (serve) needs.
+    let lookups: Vec<_> = prepared
+        .agents
+        .iter()
+        .map(|(_, agent)| {
+            let agent = agent.as_ref();
+            async move {
+                let agent = agent?;
+                let key = BlobKey::package_fingerprint(&agent.fingerprint).ok()?;
+                let bytes = blobs.get(&key).await.ok()?;
+                FingerprintRecord::output_for(&bytes, &agent.slice)
+            }
+        })
+        .collect();
+    futures_util::stream::iter(lookups)
+        .buffered(LOOKUP_CONCURRENCY)
+        .collect()
+        .await
+}
+
+/// Packages each prepared agent: from its stored output when there is one,
+/// else by building the archive. With `keep_archives`, built archives are
+/// spooled to temp files for upload; otherwise they are only hashed.
+/// `progress(done, total)` is called after each agent.
+pub(crate) fn package(
+    prepared: Prepared,
+    stored: Vec<Option<PackageOutput>>,
     tree: &dyn PayloadTree,
-    options: &ValidateOptions,
     keep_archives: bool,
     progress: &dyn Fn(usize, usize),
 ) -> Result<Packaging, SyncError> {
-    let validation = validate_repository(tree, options);
-    let failing = validation.agents_with_errors();
     let mut packaging = Packaging {
-        diagnostics: validation.diagnostics,
+        diagnostics: prepared.diagnostics,
         ..Packaging::default()
     };
-    let total = validation.agents.len();
-    for (index, manifest) in validation.agents.into_iter().enumerate() {
-        let outcome = if failing[index] {
-            None
-        } else {
-            package_agent(
+    let total = prepared.agents.len();
+    let stored = stored.into_iter().chain(std::iter::repeat(None));
+    for (index, ((manifest, agent), output)) in prepared.agents.into_iter().zip(stored).enumerate()
+    {
+        let outcome = match agent {
+            None => None,
+            Some(agent) => package_agent(
                 &manifest,
+                agent,
+                output,
                 tree,
-                &options.limits,
                 keep_archives,
                 &mut packaging.diagnostics,
-            )?
+            )?,
         };
         let (packaged, artifacts) = outcome.unzip();
         packaging.candidates.push(Candidate { manifest, packaged });
@@ -68,23 +168,23 @@ pub(crate) fn validate_and_package(
 /// (`Ok(None)`); failures of this machine (temp files) are errors.
 fn package_agent(
     manifest: &AgentManifest,
+    agent: PreparedAgent,
+    stored: Option<PackageOutput>,
     tree: &dyn PayloadTree,
-    limits: &Limits,
     keep_archive: bool,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<Option<(Packaged, Artifacts)>, SyncError> {
-    let (result, archive) = if keep_archive {
-        let mut spool = tempfile::NamedTempFile::new().map_err(SyncError::Spool)?;
-        let result = {
-            let mut writer = BufWriter::new(spool.as_file_mut());
-            let result = astrolift_package::package_agent(manifest, tree, limits, &mut writer);
-            writer.flush().map_err(SyncError::Spool)?;
-            result
-        };
-        (result, Some(spool.into_temp_path()))
-    } else {
-        let result = astrolift_package::package_agent(manifest, tree, limits, std::io::sink());
-        (result, None)
+    let fingerprint = agent.fingerprint.clone();
+    let (result, archive, origin) = match stored {
+        Some(output) => {
+            let kept = Box::new(agent.clone());
+            let result = agent.reuse(manifest, tree, output);
+            (result, None, Some(ArchiveOrigin::Reused(kept)))
+        }
+        None => {
+            let (result, archive) = build_archive(manifest, agent, tree, keep_archive)?;
+            (result, archive, None)
+        }
     };
     let packaged = match result {
         Ok(packaged) => packaged,
@@ -93,6 +193,8 @@ fn package_agent(
             return Ok(None);
         }
     };
+    let origin =
+        origin.unwrap_or_else(|| ArchiveOrigin::Built(FingerprintRecord::new(&packaged.output)));
     let identity = Packaged {
         snapshot_hash: packaged.snapshot.digest(),
         payload_digest: packaged.output.digest.clone(),
@@ -100,6 +202,33 @@ fn package_agent(
     let artifacts = Artifacts {
         archive,
         snapshot_json: packaged.snapshot.canonical_json(),
+        fingerprint,
+        origin,
     };
     Ok(Some((identity, artifacts)))
+}
+
+type Built = (
+    Result<astrolift_package::Packaged, Vec<Diagnostic>>,
+    Option<TempPath>,
+);
+
+/// Builds the archive: to a temp file with `keep`, else only hashed.
+pub(crate) fn build_archive(
+    manifest: &AgentManifest,
+    agent: PreparedAgent,
+    tree: &dyn PayloadTree,
+    keep: bool,
+) -> Result<Built, SyncError> {
+    if !keep {
+        return Ok((agent.package(manifest, tree, std::io::sink()), None));
+    }
+    let mut spool = tempfile::NamedTempFile::new().map_err(SyncError::Spool)?;
+    let result = {
+        let mut writer = BufWriter::new(spool.as_file_mut());
+        let result = agent.package(manifest, tree, &mut writer);
+        writer.flush().map_err(SyncError::Spool)?;
+        result
+    };
+    Ok((result, Some(spool.into_temp_path())))
 }

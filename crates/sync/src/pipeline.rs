@@ -1,9 +1,12 @@
 //! `sync`: discover → validate → package → plan → (apply) → report.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use astrolift_manifest::model::AgentManifest;
 use astrolift_manifest::{ValidateOptions, diagnostic};
-use astrolift_package::PayloadTree;
+use astrolift_package::{PayloadTree, PreparedAgent};
+use astrolift_store::StoreError;
 use astrolift_store::blob::{
     BlobBody, BlobKey, BlobStore, CONTENT_TYPE_JSON, CONTENT_TYPE_TAR_GZ, PutOutcome,
 };
@@ -13,7 +16,10 @@ use astrolift_store::state::{
 
 use crate::SyncError;
 use crate::drift::snapshot_drift;
-use crate::package_step::{Artifacts, Packaging, validate_and_package};
+use crate::package_step::{
+    ArchiveOrigin, Artifacts, Packaging, build_archive, package, stored_outputs,
+    validate_and_prepare,
+};
 use crate::plan::{Plan, PlanContext, PlanStatus, plan};
 use crate::report::{Mode, Report, ReportCounts};
 
@@ -52,7 +58,9 @@ pub async fn sync(
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Report, SyncError> {
     let applying = matches!(request.mode, Mode::Apply { .. });
-    let packaging = validate_and_package(tree, &request.validate, applying, progress)?;
+    let prepared = validate_and_prepare(tree, &request.validate);
+    let stored = stored_outputs(stores.blobs.as_ref(), &prepared).await;
+    let packaging = package(prepared, stored, tree, applying, progress)?;
     let registered = stores.state.list_agents(&request.repository).await?;
     let bindings: Vec<_> = stores
         .state
@@ -76,7 +84,7 @@ pub async fn sync(
     add_drift(&mut planned, &packaging, stores.blobs.as_ref()).await;
     let mut report = new_report(request, &planned, packaging.diagnostics.clone());
     if applying {
-        apply(request, stores, &packaging, planned, &mut report).await?;
+        apply(request, stores, tree, &packaging, planned, &mut report).await?;
     }
     report.recount();
     Ok(report)
@@ -115,7 +123,7 @@ async fn add_drift(planned: &mut Plan, packaging: &Packaging, blobs: &dyn BlobSt
             continue;
         };
         let new = artifacts_for(packaging, &entry.manifest)
-            .and_then(|a| serde_json::from_slice::<serde_json::Value>(&a.snapshot_json).ok());
+            .and_then(|(_, a)| serde_json::from_slice::<serde_json::Value>(&a.snapshot_json).ok());
         let (Some(old), Some(new)) = (read_snapshot(blobs, old).await, new) else {
             continue;
         };
@@ -133,6 +141,7 @@ async fn read_snapshot(blobs: &dyn BlobStore, hash: &str) -> Option<serde_json::
 async fn apply(
     request: &SyncRequest,
     stores: &Stores,
+    tree: &(dyn PayloadTree + Sync),
     packaging: &Packaging,
     planned: Plan,
     report: &mut Report,
@@ -150,7 +159,8 @@ async fn apply(
         ));
         return Ok(());
     }
-    let uploads = upload_artifacts(stores.blobs.as_ref(), packaging, &planned).await?;
+    let mut uploads = upload_artifacts(stores.blobs.as_ref(), tree, packaging, &planned).await?;
+    uploads += store_fingerprint_records(stores.blobs.as_ref(), packaging, &planned).await?;
     let mut changes = ChangeSet::new(&request.repository);
     changes.agents = planned.changes;
     if synced.as_ref().is_none_or(|s| s.commit != request.commit) {
@@ -187,21 +197,18 @@ fn is_newer(synced: &SyncedCommit, request: &SyncRequest) -> bool {
 /// points at a new snapshot. Put-if-absent: existing objects are skipped.
 async fn upload_artifacts(
     blobs: &dyn BlobStore,
+    tree: &(dyn PayloadTree + Sync),
     packaging: &Packaging,
     planned: &Plan,
 ) -> Result<u64, SyncError> {
     let mut puts = 0;
     for change in &planned.changes {
-        let Some(artifacts) = artifacts_for(packaging, &change.agent.manifest_path) else {
+        let Some((manifest, artifacts)) = artifacts_for(packaging, &change.agent.manifest_path)
+        else {
             continue;
         };
-        if let Some(archive) = &artifacts.archive {
-            let key = BlobKey::package(&change.agent.payload_digest)?;
-            let body = BlobBody::File(archive.to_path_buf());
-            puts += u64::from(
-                blobs.put_if_absent(&key, body, CONTENT_TYPE_TAR_GZ).await? == PutOutcome::Created,
-            );
-        }
+        let digest = &change.agent.payload_digest;
+        puts += upload_archive(blobs, tree, manifest, artifacts, digest).await?;
         let key = BlobKey::snapshot(&change.agent.snapshot_hash)?;
         let body = BlobBody::Bytes(artifacts.snapshot_json.clone());
         puts += u64::from(
@@ -211,12 +218,114 @@ async fn upload_artifacts(
     Ok(puts)
 }
 
-fn artifacts_for<'p>(packaging: &'p Packaging, manifest_path: &str) -> Option<&'p Artifacts> {
+/// Makes sure the archive `digest` is stored: uploads the one built here;
+/// for one known from a fingerprint record, checks that it is stored, and
+/// builds and uploads it when it is not (a store that lost it, or a record
+/// copied from elsewhere). Returns the PUTs made.
+async fn upload_archive(
+    blobs: &dyn BlobStore,
+    tree: &(dyn PayloadTree + Sync),
+    manifest: &AgentManifest,
+    artifacts: &Artifacts,
+    digest: &str,
+) -> Result<u64, SyncError> {
+    let key = BlobKey::package(digest)?;
+    let rebuilt;
+    let path = match (&artifacts.archive, &artifacts.origin) {
+        (Some(path), _) => path.to_path_buf(),
+        (None, ArchiveOrigin::Reused(agent)) => {
+            if blobs.exists(&key).await? {
+                return Ok(0);
+            }
+            rebuilt = rebuild_archive(tree, manifest, agent, digest)?;
+            rebuilt.to_path_buf()
+        }
+        // Built without a spool file: only in check mode, which uploads nothing.
+        (None, ArchiveOrigin::Built(_)) => return Ok(0),
+    };
+    let outcome = blobs
+        .put_if_absent(&key, BlobBody::File(path), CONTENT_TYPE_TAR_GZ)
+        .await?;
+    Ok(u64::from(outcome == PutOutcome::Created))
+}
+
+/// Builds the archive a fingerprint record promised, and checks that it is
+/// the promised one.
+fn rebuild_archive(
+    tree: &(dyn PayloadTree + Sync),
+    manifest: &AgentManifest,
+    agent: &PreparedAgent,
+    digest: &str,
+) -> Result<tempfile::TempPath, SyncError> {
+    let refused = |message: String| {
+        SyncError::Store(StoreError::Backend {
+            operation: "rebuild a package archive".into(),
+            message,
+        })
+    };
+    let (result, archive) = build_archive(manifest, agent.clone(), tree, true)?;
+    let packaged = result.map_err(|diagnostics| {
+        let first = diagnostics.first().map(|d| d.message.clone());
+        refused(format!(
+            "{}: {}",
+            manifest.manifest,
+            first.unwrap_or_default()
+        ))
+    })?;
+    match archive {
+        Some(path) if packaged.output.digest == digest => Ok(path),
+        _ => Err(refused(format!(
+            "the fingerprint record packages/fingerprints/{}.json says {digest}, but the \
+             archive of {} is {}; delete that record",
+            agent.fingerprint, manifest.manifest, packaged.output.digest
+        ))),
+    }
+}
+
+/// Stores the fingerprint record of every archive built by this sync that
+/// is now known to be stored: uploaded above for a change, or registered
+/// already (same snapshot as before, so the same archive). Put-if-absent;
+/// once stored, later syncs of the same content skip building it.
+async fn store_fingerprint_records(
+    blobs: &dyn BlobStore,
+    packaging: &Packaging,
+    planned: &Plan,
+) -> Result<u64, SyncError> {
+    let uploaded: BTreeSet<&str> = planned
+        .changes
+        .iter()
+        .map(|c| c.agent.manifest_path.as_str())
+        .collect();
+    let mut puts = 0;
+    for entry in &planned.entries {
+        let stored = uploaded.contains(entry.manifest.as_str())
+            || (entry.snapshot.is_some() && entry.snapshot == entry.previous_snapshot);
+        let Some((_, artifacts)) = artifacts_for(packaging, &entry.manifest).filter(|_| stored)
+        else {
+            continue;
+        };
+        let ArchiveOrigin::Built(record) = &artifacts.origin else {
+            continue;
+        };
+        let key = BlobKey::package_fingerprint(&artifacts.fingerprint)?;
+        let body = BlobBody::Bytes(record.to_json());
+        puts += u64::from(
+            blobs.put_if_absent(&key, body, CONTENT_TYPE_JSON).await? == PutOutcome::Created,
+        );
+    }
+    Ok(puts)
+}
+
+fn artifacts_for<'p>(
+    packaging: &'p Packaging,
+    manifest_path: &str,
+) -> Option<(&'p AgentManifest, &'p Artifacts)> {
     let index = packaging
         .candidates
         .iter()
         .position(|c| c.manifest.manifest == manifest_path)?;
-    packaging.artifacts.get(index)?.as_ref()
+    let artifacts = packaging.artifacts.get(index)?.as_ref()?;
+    Some((&packaging.candidates[index].manifest, artifacts))
 }
 
 fn short(commit: &str) -> &str {

@@ -4,6 +4,7 @@ mod catalogue;
 mod common;
 mod determinism;
 mod golden;
+mod fingerprint;
 mod slice;
 mod snapshot;
 mod tarball;

@@ -58,6 +58,16 @@ impl BlobKey {
         )))
     }
 
+    /// `packages/fingerprints/<hex>.json`, the record of what archive a slice
+    /// fingerprint produced (a cache: written after the archive, never needed
+    /// for correctness; delete it together with `packages/`).
+    pub fn package_fingerprint(sha256_hex: &str) -> StoreResult<Self> {
+        Ok(BlobKey(format!(
+            "packages/fingerprints/{}.json",
+            checked_sha256_hex(sha256_hex)?
+        )))
+    }
+
     /// `snapshots/sha256/<hex>.json`, the key of an agent package snapshot.
     pub fn snapshot(sha256_hex: &str) -> StoreResult<Self> {
         Ok(BlobKey(format!(

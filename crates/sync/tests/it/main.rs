@@ -6,4 +6,5 @@
 
 mod faults;
 mod harness;
+mod reuse;
 mod scenarios;

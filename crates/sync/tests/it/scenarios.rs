@@ -76,8 +76,9 @@ async fn first_registration(stores: &Stores) {
         [entry(REPORTER, "disabled"), entry(TRIAGE, "added")]
     );
     assert!(report.applied);
-    // One archive and one snapshot for the one registered agent.
-    assert_eq!(report.counts.blob_puts, 2);
+    // One archive, one snapshot and one fingerprint record (the cache that
+    // lets a re-run skip building the archive) for the one registered agent.
+    assert_eq!(report.counts.blob_puts, 3);
     let agents = stores.state.list_agents(REPO).await.expect("list");
     assert_eq!(
         agents.len(),

@@ -1,0 +1,159 @@
+//! The slice fingerprint: a cheap identity of an archive *before* it is built.
+//!
+//! Building an archive means reading every file and deflating it; the digest
+//! is only known at the end. A re-sync of an unchanged repository would
+//! rebuild every archive just to learn digests it already stored. The
+//! fingerprint is the sha256 of everything the archive bytes depend on:
+//!
+//! - [`FINGERPRINT_FORMAT`], which names the archive format (tar layout,
+//!   gzip framing, [`COMPRESSION_LEVEL`], chunking); bump it with any change
+//!   to `archive.rs` or `gzip.rs` that changes bytes;
+//! - for every slice file, in archive order: its destination bytes, its mode
+//!   (0644/0755), its size and the sha256 of its content.
+//!
+//! Each field is length-prefixed, so no two slices share an encoding. Package
+//! rules (`include`, `exclude`, `executables`, shared mounts) are covered by
+//! what they produce: a rule change that changes a destination or a mode
+//! changes the fingerprint, one that changes nothing packaged does not need to.
+//!
+//! A [`FingerprintRecord`] stores what one fingerprint's archive turned out
+//! to be (the [`PackageOutput`]); the sync pipeline keeps it as a
+//! content-addressed blob and, on a later run with the same fingerprint,
+//! reuses the output instead of building the archive again. The record is
+//! only written after the archive was built from exactly the hashed bytes
+//! ([`crate::package_prepared`] checks them while archiving).
+
+use std::collections::BTreeMap;
+use std::io::Read;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::archive::{COMPRESSION_LEVEL, PackageError, PackageOutput, open_source};
+use crate::slice::Slice;
+use crate::source::PayloadTree;
+
+/// Names the archive format the fingerprint stands for. Part of every
+/// fingerprint: changing it invalidates every stored record.
+pub const FINGERPRINT_FORMAT: &str = "astrolift.slice-fingerprint/v1 tar=gnu gzip=chunked-1MiB";
+
+/// sha256 of each slice file's content, by source path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContentHashes(BTreeMap<String, [u8; 32]>);
+
+impl ContentHashes {
+    /// Hashes (streams) every file of `slice` once.
+    pub fn of_slice(slice: &Slice, tree: &dyn PayloadTree) -> Result<Self, PackageError> {
+        let mut buffer = vec![0u8; 64 * 1024];
+        let mut hashes = BTreeMap::new();
+        for file in &slice.files {
+            if hashes.contains_key(&file.source) {
+                continue;
+            }
+            let hash = file_hash(tree, &file.source, &mut buffer)?;
+            hashes.insert(file.source.clone(), hash);
+        }
+        Ok(Self(hashes))
+    }
+
+    /// The hash of a source path, when it is a file of the slice.
+    pub fn get(&self, source: &str) -> Option<&[u8; 32]> {
+        self.0.get(source)
+    }
+
+    /// The hex hash of a source path, when it is a file of the slice.
+    pub fn hex(&self, source: &str) -> Option<String> {
+        self.get(source).map(hex::encode)
+    }
+}
+
+/// sha256 of one file of the tree, streamed through `buffer`.
+pub(crate) fn file_hash(
+    tree: &dyn PayloadTree,
+    path: &str,
+    buffer: &mut [u8],
+) -> Result<[u8; 32], PackageError> {
+    let mut reader = open_source(tree, path)?;
+    let mut hasher = Sha256::new();
+    loop {
+        let n = reader.read(buffer).map_err(|source| PackageError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        if n == 0 {
+            return Ok(hasher.finalize().into());
+        }
+        hasher.update(&buffer[..n]);
+    }
+}
+
+/// The fingerprint of a slice whose contents hash to `hashes`, as 64 hex
+/// digits. `None` when a file of the slice has no hash (not hashed from this
+/// slice).
+pub fn slice_fingerprint(slice: &Slice, hashes: &ContentHashes) -> Option<String> {
+    let mut hasher = Sha256::new();
+    put_bytes(&mut hasher, FINGERPRINT_FORMAT.as_bytes());
+    hasher.update(u64::from(COMPRESSION_LEVEL).to_le_bytes());
+    hasher.update((slice.files.len() as u64).to_le_bytes());
+    for file in &slice.files {
+        put_bytes(&mut hasher, file.dest.as_bytes());
+        let mode: u32 = if file.executable { 0o755 } else { 0o644 };
+        hasher.update(mode.to_le_bytes());
+        hasher.update(file.size.to_le_bytes());
+        hasher.update(hashes.get(&file.source)?);
+    }
+    Some(hex::encode(hasher.finalize()))
+}
+
+fn put_bytes(hasher: &mut Sha256, bytes: &[u8]) {
+    hasher.update((bytes.len() as u64).to_le_bytes());
+    hasher.update(bytes);
+}
+
+/// What the archive of one fingerprint turned out to be: stored as JSON
+/// next to the archives, read back on later runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FingerprintRecord {
+    pub format: String,
+    pub digest: String,
+    pub size: u64,
+    pub files: u64,
+    pub uncompressed_size: u64,
+}
+
+impl FingerprintRecord {
+    pub fn new(output: &PackageOutput) -> Self {
+        Self {
+            format: FINGERPRINT_FORMAT.to_owned(),
+            digest: output.digest.clone(),
+            size: output.size,
+            files: output.files,
+            uncompressed_size: output.uncompressed_size,
+        }
+    }
+
+    pub fn to_json(&self) -> Vec<u8> {
+        // A struct of strings and integers always serializes.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// The output a stored record describes for `slice`, or `None` when the
+    /// record does not parse or does not fit the slice (another format, another
+    /// file count or size, a malformed digest): the archive is then built.
+    pub fn output_for(bytes: &[u8], slice: &Slice) -> Option<PackageOutput> {
+        let record: FingerprintRecord = serde_json::from_slice(bytes).ok()?;
+        let hex = record.digest.strip_prefix("sha256:")?;
+        let fits = record.format == FINGERPRINT_FORMAT
+            && hex.len() == 64
+            && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            && record.files == slice.files.len() as u64
+            && record.uncompressed_size == slice.uncompressed_size
+            && record.size > 0;
+        fits.then_some(PackageOutput {
+            digest: record.digest,
+            size: record.size,
+            files: record.files,
+            uncompressed_size: record.uncompressed_size,
+        })
+    }
+}

@@ -1,0 +1,255 @@
+//! Re-syncing unchanged content reuses the stored fingerprint records: the
+//! archives are not built again (each file is read once, to hash it, instead
+//! of twice), and a changed byte builds that agent's archive again.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::sync::Mutex;
+
+use astrolift_manifest::tree::ReadError;
+use astrolift_manifest::{FileEntry, MemTree, SourceTree, ValidateOptions};
+use astrolift_package::PayloadTree;
+use astrolift_sync::{Mode, Report, Stores, SyncRequest, sync};
+
+use crate::harness::{Backend, REPO, edit, monorepo, open};
+
+/// Runs an async scenario `fn(&Stores)` once per backend.
+macro_rules! on_both_backends {
+    ($($scenario:ident),* $(,)?) => {$(
+        mod $scenario {
+            use super::*;
+
+            #[tokio::test]
+            async fn embedded() {
+                if let Some(stores) = open(Backend::Embedded, stringify!($scenario)).await {
+                    super::$scenario(&stores.stores).await;
+                }
+            }
+
+            #[tokio::test]
+            async fn aws() {
+                if let Some(stores) = open(Backend::Aws, stringify!($scenario)).await {
+                    super::$scenario(&stores.stores).await;
+                }
+            }
+        }
+    )*};
+}
+
+on_both_backends!(
+    unchanged_rerun_builds_no_archive,
+    one_changed_byte_builds_that_archive_again,
+    check_mode_reuses_records_too,
+);
+
+const TRIAGE_BRIEF: &str = "agents/triage/brief/README.md";
+
+/// A tree that counts how often each file is opened for streaming.
+struct CountingTree {
+    inner: MemTree,
+    opened: Mutex<BTreeMap<String, usize>>,
+}
+
+impl CountingTree {
+    fn new(inner: MemTree) -> Self {
+        Self {
+            inner,
+            opened: Mutex::default(),
+        }
+    }
+
+    /// Opens of `path` since the last call, and resets every count.
+    fn take(&self) -> BTreeMap<String, usize> {
+        std::mem::take(&mut *self.opened.lock().expect("not poisoned"))
+    }
+}
+
+impl SourceTree for CountingTree {
+    fn entries(&self) -> &[FileEntry] {
+        self.inner.entries()
+    }
+
+    fn read(&self, path: &str, limit: u64) -> Result<Cow<'_, [u8]>, ReadError> {
+        self.inner.read(path, limit)
+    }
+}
+
+impl PayloadTree for CountingTree {
+    fn open_file(&self, path: &str) -> Result<Box<dyn Read + '_>, ReadError> {
+        *self
+            .opened
+            .lock()
+            .expect("not poisoned")
+            .entry(path.to_owned())
+            .or_default() += 1;
+        self.inner.open_file(path)
+    }
+}
+
+async fn run(stores: &Stores, tree: &CountingTree, mode: Mode) -> Report {
+    let request = SyncRequest {
+        repository: REPO.into(),
+        commit: "c1".into(),
+        commit_time: 100,
+        git_ref: Some("main".into()),
+        mode,
+        now: 100,
+        validate: ValidateOptions::default(),
+    };
+    let report = sync(tree, &request, stores, &|_, _| {})
+        .await
+        .expect("sync succeeds");
+    assert_eq!(
+        report.counts.diagnostics.errors, 0,
+        "{:#?}",
+        report.diagnostics
+    );
+    report
+}
+
+fn apply_mode() -> Mode {
+    Mode::Apply {
+        project_id: "proj-1".into(),
+    }
+}
+
+fn digests(report: &Report) -> Vec<(String, Option<String>)> {
+    report
+        .plan
+        .iter()
+        .map(|e| (e.manifest.clone(), e.digest.clone()))
+        .collect()
+}
+
+/// The most times any file of the registered `triage` agent was opened
+/// (the disabled, never registered `reporter` stores no archive, so it is
+/// built on every sync).
+fn most_opens(opened: &BTreeMap<String, usize>) -> usize {
+    opened
+        .iter()
+        .filter(|(path, _)| path.starts_with("agents/triage/"))
+        .map(|(_, n)| *n)
+        .max()
+        .unwrap_or(0)
+}
+
+async fn unchanged_rerun_builds_no_archive(stores: &Stores) {
+    let tree = CountingTree::new(monorepo());
+    let first = run(stores, &tree, apply_mode()).await;
+    let built = tree.take();
+    assert_eq!(
+        built.get(TRIAGE_BRIEF),
+        Some(&2),
+        "the first sync hashes, then archives: {built:?}"
+    );
+    // One archive, one snapshot and one fingerprint record per packaged agent
+    // (the disabled, never registered `reporter` stores nothing).
+    assert_eq!(first.counts.blob_puts, 3);
+
+    let puts_before = stores.blobs.stats().puts;
+    let second = run(stores, &tree, apply_mode()).await;
+    let reread = tree.take();
+    assert_eq!(
+        most_opens(&reread),
+        1,
+        "the re-run only hashes each file once: {reread:?}"
+    );
+    assert_eq!(digests(&second), digests(&first));
+    assert_eq!(
+        (second.counts.blob_puts, second.counts.state_writes),
+        (0, 0)
+    );
+    assert_eq!(stores.blobs.stats().puts, puts_before);
+}
+
+async fn one_changed_byte_builds_that_archive_again(stores: &Stores) {
+    let tree = CountingTree::new(monorepo());
+    let first = run(stores, &tree, apply_mode()).await;
+    tree.take();
+
+    let mut edited = monorepo();
+    edit(&mut edited, TRIAGE_BRIEF, "#", "##");
+    let tree = CountingTree::new(edited);
+    let second = run(stores, &tree, apply_mode()).await;
+    let opened = tree.take();
+    assert_eq!(
+        opened.get(TRIAGE_BRIEF),
+        Some(&2),
+        "the changed agent is archived again: {opened:?}"
+    );
+    let triage = |r: &Report| {
+        r.plan
+            .iter()
+            .find(|e| e.manifest == "agents/triage/astrolift.toml")
+            .map(|e| (e.status.as_str(), e.digest.clone()))
+    };
+    let (status, digest) = triage(&second).expect("triage planned");
+    assert_eq!(status, "changed");
+    assert_ne!(digest, triage(&first).and_then(|t| t.1));
+    // The new archive, its snapshot and its fingerprint record.
+    assert_eq!(second.counts.blob_puts, 3);
+
+    // Back to the first content: its record is still stored, nothing is built.
+    let tree = CountingTree::new(monorepo());
+    let third = run(stores, &tree, apply_mode()).await;
+    assert_eq!(most_opens(&tree.take()), 1);
+    assert_eq!(digests(&third), digests(&first));
+}
+
+async fn check_mode_reuses_records_too(stores: &Stores) {
+    let tree = CountingTree::new(monorepo());
+    let checked = run(stores, &tree, Mode::Check).await;
+    assert_eq!(
+        tree.take().get(TRIAGE_BRIEF),
+        Some(&2),
+        "nothing stored yet: built"
+    );
+    let applied = run(stores, &tree, apply_mode()).await;
+    tree.take();
+    let rechecked = run(stores, &tree, Mode::Check).await;
+    assert_eq!(most_opens(&tree.take()), 1);
+    assert_eq!(digests(&checked), digests(&applied));
+    assert_eq!(digests(&rechecked), digests(&applied));
+}
+
+/// An agent whose archive a record promises but the store lost is built
+/// and uploaded again before any state points at it (directory store: the
+/// test deletes the object file).
+#[tokio::test]
+async fn a_lost_archive_is_built_again() {
+    let Some(test) = open(Backend::Embedded, "lost_archive").await else {
+        return;
+    };
+    let stores = &test.stores;
+    let tree = CountingTree::new(monorepo());
+    let first = run(stores, &tree, apply_mode()).await;
+    let digest = first
+        .plan
+        .iter()
+        .find_map(|e| (e.status.as_str() == "added").then(|| e.digest.clone()))
+        .flatten()
+        .expect("triage added");
+    let location = stores.blobs.location();
+    let root = location.strip_prefix("file:").expect("a directory store");
+    let hex = digest.strip_prefix("sha256:").expect("sha256 digest");
+    let archive = std::path::Path::new(root).join(format!("packages/sha256/{hex}.tar.gz"));
+    let original = std::fs::read(&archive).expect("archive stored");
+    std::fs::remove_file(&archive).expect("delete the archive");
+
+    // A new alias changes the registration, not the snapshot or the archive.
+    let mut realiased = monorepo();
+    edit(
+        &mut realiased,
+        "astrolift.agents.toml",
+        "alias = \"triage\"",
+        "alias = \"triage-2\"",
+    );
+    let tree = CountingTree::new(realiased);
+    let second = run(stores, &tree, apply_mode()).await;
+    assert_eq!(second.counts.blob_puts, 1, "only the lost archive");
+    assert_eq!(
+        std::fs::read(&archive).expect("archive stored again"),
+        original
+    );
+}
