@@ -46,6 +46,14 @@ enum Command {
     History(cmd::registry::AgentArgs),
     /// Retire an agent explicitly; its audit history is kept.
     Teardown(cmd::registry::AgentArgs),
+    /// Inspect registered trigger bindings.
+    #[command(subcommand)]
+    Triggers(TriggersCommand),
+    /// Try a trigger locally.
+    #[command(subcommand)]
+    Trigger(TriggerCommand),
+    /// Record a manual dispatch of a registered agent.
+    Dispatch(cmd::triggers::DispatchArgs),
     /// Run the GitHub App locally: webhooks, triggers and the sync queue in one process.
     Serve(cmd::serve::Args),
 }
@@ -60,6 +68,18 @@ enum EnvSpecCommand {
 enum AgentsCommand {
     /// List registered agents.
     List(cmd::registry::AgentsListArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum TriggersCommand {
+    /// List registered trigger bindings with their URL paths.
+    List(cmd::triggers::ListArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum TriggerCommand {
+    /// Evaluate one request against a trigger of the manifest in DIR; print the payload and environment.
+    Test(cmd::triggers::TestArgs),
 }
 
 fn main() -> ExitCode {
@@ -81,6 +101,9 @@ fn main() -> ExitCode {
         Command::Agents(AgentsCommand::List(args)) => cmd::registry::agents_list(args),
         Command::History(args) => cmd::registry::history(args),
         Command::Teardown(args) => cmd::registry::teardown(args),
+        Command::Triggers(TriggersCommand::List(args)) => cmd::triggers::list(args),
+        Command::Trigger(TriggerCommand::Test(args)) => cmd::triggers::test(args),
+        Command::Dispatch(args) => cmd::triggers::dispatch(args),
         Command::Serve(args) => cmd::serve::run(args),
     };
     result.unwrap_or_else(|error| {

@@ -9,6 +9,7 @@ pub mod package;
 pub mod registry;
 pub mod serve;
 pub mod stores;
+pub mod triggers;
 pub mod validate;
 
 use std::path::{Component, Path};

@@ -218,7 +218,7 @@ async fn all_agents(
 }
 
 /// Resolves an agent by `OWNER/REPO:manifest`, name or alias; refuses an ambiguous name.
-async fn find_agent(
+pub async fn find_agent(
     state: &dyn StateStore,
     wanted: &str,
     repository: Option<&str>,

@@ -10,3 +10,4 @@ mod renderers;
 mod sarif_schema;
 mod serve;
 mod support;
+mod triggers;

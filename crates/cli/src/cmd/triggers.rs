@@ -1,0 +1,360 @@
+//! Trigger bindings from the command line:
+//! - `astrolift triggers list [--format human|json]`: the registered bindings
+//!   and the path `serve` and the trigger function answer (DESIGN.md §10);
+//! - `astrolift trigger test AGENT TRIGGER --body FILE [--header K:V]... [DIR]`:
+//!   one request evaluated locally against the manifest, with the payload and
+//!   the rendered runtime environment, secrets masked;
+//! - `astrolift dispatch AGENT --input JSON [--idempotency-key K]`: a manual
+//!   dispatch recorded on the configured stores.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use astrolift_manifest::model::AgentManifest;
+use astrolift_manifest::triggers::Verify;
+use astrolift_manifest::{DirTree, Limits, SourceTree, ValidateOptions, validate_repository};
+use astrolift_store::state::AgentStatus;
+use astrolift_trigger::dispatch::{
+    DispatchMessage, DispatchQueue, SqsDispatchQueue, record_manual,
+};
+use astrolift_trigger::env::{
+    DispatchContext, PromptTexts, RenderedEnv, RuntimeOptions, SnapshotView, non_empty_payload,
+    render_runtime_env,
+};
+use astrolift_trigger::secrets::{EnvSecretResolver, github_webhook_from_env};
+use astrolift_trigger::verify::verify_request;
+use astrolift_trigger::{CompiledBinding, Outcome, SecretResolver, evaluate_verified};
+use http::{HeaderMap, HeaderName, HeaderValue};
+use secrecy::ExposeSecret;
+use serde_json::{Value, json};
+
+use super::EXIT_FINDINGS;
+use super::registry::{ListFormat, find_agent};
+use super::stores::{StoreArgs, now, runtime};
+
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// `human` or `json` (an array of `{"trigger_id","agent","name","source","path"}`).
+    #[arg(long, value_enum, default_value_t = ListFormat::Human)]
+    format: ListFormat,
+    #[command(flatten)]
+    stores: StoreArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TestArgs {
+    /// The agent's name (or alias) in the repository.
+    agent: String,
+    /// The trigger's name.
+    trigger: String,
+    /// The request body, a file.
+    #[arg(long, value_name = "FILE")]
+    body: PathBuf,
+    /// A request header, `Name: value`; repeat for more.
+    #[arg(long = "header", value_name = "K:V")]
+    headers: Vec<String>,
+    /// The repository.
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DispatchArgs {
+    /// The agent: its name, its alias, or `OWNER/REPO:path/to/astrolift.toml`.
+    agent: String,
+    /// The input, a JSON object (`{}` or `null` for none): `ASTROLIFT_TRIGGER_PAYLOAD`.
+    #[arg(long, value_name = "JSON")]
+    input: String,
+    /// Repeating a dispatch with the same key records it once.
+    #[arg(long, value_name = "K")]
+    idempotency_key: Option<String>,
+    /// The repository, when the name is not unique.
+    #[arg(long = "repo", value_name = "OWNER/REPO")]
+    repository: Option<String>,
+    #[command(flatten)]
+    stores: StoreArgs,
+}
+
+pub fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
+    runtime()?.block_on(async {
+        let state = args.stores.state().await?;
+        let mut bindings = state.list_trigger_bindings().await?;
+        bindings.sort_by(|a, b| (&a.agent_name, &a.name).cmp(&(&b.agent_name, &b.name)));
+        let rows: Vec<Value> = bindings
+            .iter()
+            .map(|b| {
+                json!({
+                    "trigger_id": b.trigger_id,
+                    "agent": b.agent_name,
+                    "name": b.name,
+                    "source": b.source,
+                    "path": format!("/triggers/{}", b.trigger_id),
+                })
+            })
+            .collect();
+        match args.format {
+            ListFormat::Json => println!("{}", serde_json::to_string(&rows)?),
+            ListFormat::Human => {
+                for b in &bindings {
+                    println!(
+                        "{:<24} {:<24} {:<8} /triggers/{}",
+                        b.agent_name, b.name, b.source, b.trigger_id
+                    );
+                }
+                println!("{} trigger bindings", bindings.len());
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
+    let input: Value = serde_json::from_str(&args.input).context("--input is not valid JSON")?;
+    if !(input.is_object() || input.is_null()) {
+        bail!("--input must be a JSON object (or `{{}}` / `null` for no input)");
+    }
+    runtime()?.block_on(async {
+        let state = args.stores.state().await?;
+        let agent = find_agent(state.as_ref(), &args.agent, args.repository.as_deref()).await?;
+        if agent.status != AgentStatus::Active {
+            bail!(
+                "{} is {}: only an active agent can be dispatched",
+                agent.key(),
+                agent.status.as_str()
+            );
+        }
+        let payload = non_empty_payload(Some(&input));
+        let recorded = record_manual(
+            state.as_ref(),
+            &agent,
+            payload,
+            args.idempotency_key.as_deref(),
+            now(),
+        )
+        .await?;
+        if recorded.created {
+            publish(&DispatchMessage::of(&recorded.dispatch)).await?;
+        }
+        let out = json!({
+            "dispatch_id": recorded.id,
+            "agent": agent.name,
+            "snapshot": agent.snapshot_hash,
+            "status": "queued",
+            "duplicate": !recorded.created,
+        });
+        println!("{out}");
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Publishes to `ASTROLIFT_DISPATCH_QUEUE_URL` when it is set; locally the
+/// record in state is the dispatch.
+async fn publish(message: &DispatchMessage) -> anyhow::Result<()> {
+    match std::env::var("ASTROLIFT_DISPATCH_QUEUE_URL") {
+        Ok(url) if !url.is_empty() => {
+            SqsDispatchQueue::from_env(url)
+                .await
+                .publish(message)
+                .await?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Placeholders for the parts of the environment only a real dispatch has.
+const TEST_TASK_ID: &str = "task-trigger-test";
+const TEST_CONTROLLER_URL: &str = "http://localhost:8080";
+const TEST_CALLBACK_URL: &str = "http://localhost:8080/callback/task-trigger-test";
+const TEST_WORKSPACE: &str = "/workspace";
+const MASK: &str = "********";
+
+pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
+    let limits = Limits::DEFAULT;
+    let tree = super::open_dir(&args.dir, &limits)?;
+    let validation = validate_repository(
+        &tree,
+        &ValidateOptions {
+            limits,
+            ..Default::default()
+        },
+    );
+    let agent = validation
+        .agents
+        .iter()
+        .find(|a| a.name == args.agent || a.alias.as_deref() == Some(args.agent.as_str()))
+        .with_context(|| format!("no agent named {} in {}", args.agent, args.dir.display()))?;
+    let spec = agent
+        .triggers
+        .iter()
+        .find(|t| t.name == args.trigger)
+        .with_context(|| format!("{} has no trigger named {}", agent.name, args.trigger))?;
+    let binding = CompiledBinding::from_spec(spec.name.clone(), spec.clone())
+        .with_context(|| format!("trigger {} does not compile", spec.name))?;
+    let headers = parse_headers(&args.headers)?;
+    let body = read_body(&args.body, limits.trigger_body)?;
+    let secrets = match github_webhook_from_env() {
+        Some(app) => EnvSecretResolver::new().with_github_webhook(app),
+        None => EnvSecretResolver::new(),
+    };
+    runtime()?.block_on(async {
+        let masked = secret_values(agent, &binding, &secrets).await;
+        let verify = spec.verify.clone().unwrap_or(Verify::Github);
+        match verify_request(&verify, &headers, &body, &secrets).await {
+            Ok(()) => println!("verification: ok"),
+            Err(error) if error.status() == 500 => {
+                bail!("cannot verify: {error}");
+            }
+            Err(error) => {
+                println!("verification: failed ({error})");
+                return Ok(ExitCode::from(EXIT_FINDINGS));
+            }
+        }
+        let payload = match evaluate_verified(&binding, &body, &limits).await {
+            Ok(Outcome::Dispatch { payload }) => payload,
+            Ok(Outcome::Filtered) => {
+                println!("result: filtered out (204)");
+                return Ok(ExitCode::from(EXIT_FINDINGS));
+            }
+            Err(error) => {
+                println!("result: {} ({error})", error.status());
+                return Ok(ExitCode::from(EXIT_FINDINGS));
+            }
+        };
+        println!("result: dispatched (202)");
+        print_payload(payload.as_ref(), &masked)?;
+        let rendered = render(agent, &tree, &limits, payload)?;
+        print_env(&rendered, &masked);
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn parse_headers(pairs: &[String]) -> anyhow::Result<HeaderMap> {
+    let mut headers = HeaderMap::new();
+    for pair in pairs {
+        let (name, value) = pair
+            .split_once(':')
+            .with_context(|| format!("--header {pair}: expected `Name: value`"))?;
+        let name = HeaderName::from_bytes(name.trim().as_bytes())
+            .with_context(|| format!("--header {pair}: not a header name"))?;
+        let value = HeaderValue::from_str(value.trim())
+            .with_context(|| format!("--header {pair}: not a header value"))?;
+        headers.append(name, value);
+    }
+    Ok(headers)
+}
+
+/// Reads at most `limit + 1` bytes: enough for evaluation to answer 413.
+fn read_body(path: &PathBuf, limit: u64) -> anyhow::Result<Vec<u8>> {
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut body = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut body)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(body)
+}
+
+/// Every secret value this run could print: the binding's, the App's
+/// webhook secrets, and the agent's `[secrets]` that resolve locally.
+async fn secret_values(
+    agent: &AgentManifest,
+    binding: &CompiledBinding,
+    secrets: &EnvSecretResolver,
+) -> BTreeSet<String> {
+    let mut references: Vec<&str> = agent.secrets.values().map(String::as_str).collect();
+    match &binding.spec.verify {
+        Some(Verify::HmacSha256 { secret, .. }) | Some(Verify::Token { secret, .. }) => {
+            references.push(secret);
+        }
+        _ => {}
+    }
+    let mut values = BTreeSet::new();
+    for reference in references {
+        if let Ok(value) = secrets.resolve(reference).await {
+            values.insert(value.expose_secret().to_owned());
+        }
+    }
+    for variable in ["GITHUB_WEBHOOK_SECRET", "GITHUB_WEBHOOK_SECRET_PREVIOUS"] {
+        values.extend(std::env::var(variable).ok());
+    }
+    values.retain(|v| !v.is_empty());
+    values
+}
+
+/// `text` with every secret value replaced by the mask.
+fn mask(text: &str, secrets: &BTreeSet<String>) -> String {
+    secrets.iter().fold(text.to_owned(), |text, secret| {
+        text.replace(secret.as_str(), MASK)
+    })
+}
+
+fn print_payload(payload: Option<&Value>, secrets: &BTreeSet<String>) -> anyhow::Result<()> {
+    match payload {
+        None => println!("payload: empty (no ASTROLIFT_TRIGGER_PAYLOAD)"),
+        Some(payload) => println!(
+            "payload:\n{}",
+            mask(&serde_json::to_string_pretty(payload)?, secrets)
+        ),
+    }
+    Ok(())
+}
+
+/// The runtime environment of a dispatch of `agent` with `payload`: its
+/// snapshot is built by packaging the agent (to nowhere), the dispatch and
+/// runtime parts are placeholders.
+fn render(
+    agent: &AgentManifest,
+    tree: &DirTree,
+    limits: &Limits,
+    payload: Option<Value>,
+) -> anyhow::Result<RenderedEnv> {
+    let packaged = match astrolift_package::package_agent(agent, tree, limits, std::io::sink()) {
+        Ok(packaged) => packaged,
+        Err(diagnostics) => {
+            super::print_diagnostics(&diagnostics);
+            bail!("{} does not package", agent.name);
+        }
+    };
+    let snapshot: Value = serde_json::from_slice(&packaged.snapshot.canonical_json())?;
+    let snapshot = SnapshotView::from_json(&snapshot).context("the snapshot does not read back")?;
+    let brief = match &agent.brief {
+        Some(brief) => Some(
+            String::from_utf8_lossy(&tree.read(&brief.path, limits.manifest_file)?).into_owned(),
+        ),
+        None => None,
+    };
+    let runtime = RuntimeOptions {
+        controller_url: TEST_CONTROLLER_URL.to_owned(),
+        workspace: TEST_WORKSPACE.to_owned(),
+        callback_url: Some(TEST_CALLBACK_URL.to_owned()),
+        prompts: PromptTexts {
+            brief,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let dispatch = DispatchContext {
+        task_id: TEST_TASK_ID.to_owned(),
+        payload,
+    };
+    Ok(render_runtime_env(&snapshot, &dispatch, &runtime)?)
+}
+
+fn print_env(rendered: &RenderedEnv, secrets: &BTreeSet<String>) {
+    println!("environment:");
+    for (name, value) in &rendered.vars {
+        let shown = if name == "ASTROLIFT_CLUSTER_KEY" {
+            MASK.to_owned()
+        } else {
+            mask(value, secrets)
+        };
+        println!("{name}={}", shown.replace('\n', "\\n"));
+    }
+    for warning in &rendered.warnings {
+        eprintln!("warning: {}: {}", warning.name, warning.message);
+    }
+}

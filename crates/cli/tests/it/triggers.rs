@@ -1,0 +1,243 @@
+//! `triggers list`, `trigger test` and `dispatch` on `examples/monorepo`,
+//! with the embedded stores in a temp dir.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+
+use crate::support::{Run, json, run_of};
+
+const HOOK_VARIABLE: &str = "ASTROLIFT_SECRET_AGENTS_JIRA_HOOK";
+const HOOK_SECRET: &str = "cli-test-hook-secret";
+
+fn monorepo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/monorepo")
+}
+
+/// Runs `astrolift` with the stores in `dir` and the hook secret set.
+fn astrolift(args: &[&str], dir: &Path) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_astrolift"))
+        .args(args)
+        .arg(format!("--state=sqlite:{}", dir.join("state.db").display()))
+        .arg(format!("--blobs=file:{}", dir.join("blobs").display()))
+        .env(HOOK_VARIABLE, HOOK_SECRET)
+        .env_remove("GITHUB_WEBHOOK_SECRET")
+        .env_remove("ASTROLIFT_DISPATCH_QUEUE_URL")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the astrolift binary runs");
+    run_of(output)
+}
+
+/// `trigger test` takes no store flags.
+fn trigger_test(args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_astrolift"))
+        .args(["trigger", "test"])
+        .args(args)
+        .env(HOOK_VARIABLE, HOOK_SECRET)
+        .env_remove("GITHUB_WEBHOOK_SECRET")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the astrolift binary runs");
+    run_of(output)
+}
+
+fn applied() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let repo = monorepo();
+    let check = astrolift(
+        &["check", "--apply", repo.to_str().expect("utf-8")],
+        dir.path(),
+    );
+    assert_eq!(check.code, 0, "{}", check.stderr);
+    dir
+}
+
+fn signature(body: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(HOOK_SECRET.as_bytes()).expect("any key");
+    mac.update(body);
+    format!(
+        "X-Signature: sha256={}",
+        hex::encode(mac.finalize().into_bytes())
+    )
+}
+
+/// A Jira-shaped body in a file of `dir`.
+fn body_file(dir: &Path, priority: &str, summary: &str) -> (PathBuf, Vec<u8>) {
+    let body = serde_json::json!({
+        "issue": {"key": "OPS-17", "fields": {"summary": summary, "priority": {"name": priority}}}
+    })
+    .to_string()
+    .into_bytes();
+    let path = dir.join(format!("{priority}.json"));
+    std::fs::write(&path, &body).expect("writes");
+    (path, body)
+}
+
+#[test]
+fn triggers_list_shows_every_binding_with_its_path() {
+    let dir = applied();
+    let listed = astrolift(&["triggers", "list", "--format", "json"], dir.path());
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let rows = json(&listed.stdout);
+    let rows = rows.as_array().expect("an array");
+    let names: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["agent"].as_str().unwrap_or_default(),
+                r["name"].as_str().unwrap_or_default(),
+                r["source"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("emr-triage", "jira-high-priority", "generic"),
+            ("emr-triage", "new-issue", "github")
+        ]
+    );
+    for row in rows {
+        let keys: Vec<&String> = row.as_object().expect("an object").keys().collect();
+        assert_eq!(keys, ["trigger_id", "agent", "name", "source", "path"]);
+        let id = row["trigger_id"].as_str().expect("an id");
+        assert!(id.starts_with("trg_"), "{id}");
+        assert_eq!(row["path"], format!("/triggers/{id}"));
+    }
+    let human = astrolift(&["triggers", "list"], dir.path());
+    assert_eq!(human.code, 0, "{}", human.stderr);
+    assert!(human.stdout.contains("/triggers/trg_"), "{}", human.stdout);
+    assert!(
+        human.stdout.contains("2 trigger bindings"),
+        "{}",
+        human.stdout
+    );
+}
+
+#[test]
+fn trigger_test_prints_the_payload_and_environment_with_secrets_masked() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // The summary is the secret itself: it must not be printed.
+    let (path, body) = body_file(dir.path(), "High", HOOK_SECRET);
+    let repo = monorepo();
+    let out = trigger_test(&[
+        "emr-triage",
+        "jira-high-priority",
+        "--body",
+        path.to_str().expect("utf-8"),
+        "--header",
+        &signature(&body),
+        repo.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(!out.stdout.contains(HOOK_SECRET), "{}", out.stdout);
+    assert!(!out.stderr.contains(HOOK_SECRET), "{}", out.stderr);
+    for expected in [
+        "verification: ok",
+        "result: dispatched (202)",
+        r#""issue": "OPS-17""#,
+        "ASTROLIFT_TRIGGER_PAYLOAD={",
+        "ASTROLIFT_CLUSTER_KEY=********",
+        "ASTROLIFT_TASK_ID=",
+        "AGENT_SYSTEM=",
+        "AGENT_PROMPT=",
+        "LOG_LEVEL=info",
+    ] {
+        assert!(out.stdout.contains(expected), "{expected}: {}", out.stdout);
+    }
+}
+
+#[test]
+fn trigger_test_exits_1_when_filtered_or_refused_and_2_on_usage() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let repo = monorepo();
+    let repo = repo.to_str().expect("utf-8");
+    let (low, low_body) = body_file(dir.path(), "Low", "typo");
+    let low = low.to_str().expect("utf-8");
+    let forged = format!("X-Signature: sha256={}", "0".repeat(64));
+    for (header, expected) in [
+        (signature(&low_body), "filtered out"),
+        (forged, "verification: failed"),
+    ] {
+        let out = trigger_test(&[
+            "emr-triage",
+            "jira-high-priority",
+            "--body",
+            low,
+            "--header",
+            &header,
+            repo,
+        ]);
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        assert!(out.stdout.contains(expected), "{}", out.stdout);
+    }
+
+    for args in [
+        vec!["nobody", "jira-high-priority", "--body", low, repo],
+        vec!["emr-triage", "no-such-trigger", "--body", low, repo],
+        vec![
+            "emr-triage",
+            "jira-high-priority",
+            "--body",
+            "/does/not/exist",
+            repo,
+        ],
+        vec![
+            "emr-triage",
+            "jira-high-priority",
+            "--body",
+            low,
+            "--header",
+            "no colon",
+            repo,
+        ],
+    ] {
+        let usage = trigger_test(&args);
+        assert_eq!(usage.code, 2, "{args:?}: {}", usage.stderr);
+    }
+}
+
+#[test]
+fn dispatch_records_once_per_idempotency_key() {
+    let dir = applied();
+    let args = [
+        "dispatch",
+        "emr-triage",
+        "--input",
+        r#"{"mode":"triage","issue":"OPS-1"}"#,
+        "--idempotency-key",
+        "k-1",
+    ];
+    let first = astrolift(&args, dir.path());
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let first = json(&first.stdout);
+    let keys: Vec<&String> = first.as_object().expect("an object").keys().collect();
+    assert_eq!(
+        keys,
+        ["dispatch_id", "agent", "snapshot", "status", "duplicate"]
+    );
+    assert_eq!(first["agent"], "emr-triage");
+    assert_eq!(first["status"], "queued");
+    assert_eq!(first["duplicate"], false);
+    let again = json(&astrolift(&args, dir.path()).stdout);
+    assert_eq!(again["duplicate"], true);
+    assert_eq!(again["dispatch_id"], first["dispatch_id"]);
+
+    let fresh = json(&astrolift(&["dispatch", "triage", "--input", "{}"], dir.path()).stdout);
+    assert_eq!(fresh["duplicate"], false);
+    assert_ne!(fresh["dispatch_id"], first["dispatch_id"]);
+
+    for bad in [
+        vec!["dispatch", "emr-triage", "--input", "[1]"],
+        vec!["dispatch", "emr-triage", "--input", "{not json"],
+        vec!["dispatch", "nobody", "--input", "{}"],
+        vec!["dispatch", "weekly-reporter", "--input", "{}"],
+    ] {
+        let refused = astrolift(&bad, dir.path());
+        assert_eq!(refused.code, 2, "{bad:?}: {}", refused.stdout);
+        assert!(!refused.stderr.is_empty(), "{bad:?}");
+    }
+}
