@@ -1,0 +1,149 @@
+//! The `sync` Lambda function: a thin shell over [`astrolift_bot::SyncRunner`],
+//! fed by the SQS FIFO sync queue with partial batch responses
+//! (`ReportBatchItemFailures`).
+//!
+//! For each record, in order: parse the body as a [`SyncJob`] → run it →
+//! report it in `batchItemFailures` only when running it again may succeed:
+//! - a body that does not parse never will: logged and acknowledged (deleted);
+//! - a non-retryable error (a refused tarball, a 4xx from GitHub) is
+//!   acknowledged: the runner already completed the check run as `failure`;
+//! - a retryable error (GitHub or a store down) is reported, and SQS delivers
+//!   the record again (up to `maxReceiveCount`, then the DLQ).
+//!
+//! Order: one message group is one repository, and its jobs must run in
+//! order. Records are processed one at a time, and once a record of a group
+//! is reported, every later record of that group is reported too, without
+//! running (AWS: with FIFO queues, "stop processing messages after the first
+//! failure and return all failed and unprocessed messages"). Per group is
+//! enough: other groups (repositories) are independent, so their records
+//! still run rather than waste a delivery.
+//!
+//! The runner is built once per container ([`SyncFunction::from_env`]).
+#![forbid(unsafe_code)]
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use astrolift_bot::config::{ConfigError, Environment};
+use astrolift_bot::{SyncJob, SyncRunner};
+use astrolift_manifest::Limits;
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+
+/// The `Function` dimension of this function's metrics.
+pub const FUNCTION: &str = "sync";
+
+/// How long a failed job keeps trying to complete its check run as `failure`.
+pub const FAIL_RUN_PATIENCE: Duration = Duration::from_secs(60);
+
+/// The SQS attribute naming a FIFO record's message group.
+const MESSAGE_GROUP_ID: &str = "MessageGroupId";
+
+/// Why the container cannot start. Never holds a secret value.
+#[derive(Debug, thiserror::Error)]
+#[error("the sync function is misconfigured: {0}")]
+pub struct ColdStartError(#[from] ConfigError);
+
+/// What became of one record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordOutcome {
+    /// Ran to a completed check run.
+    Done,
+    /// Acknowledged without success: a body that is not a job, or an error
+    /// that a retry would repeat.
+    Dropped,
+    /// Reported as a batch item failure, to be delivered again.
+    Retry,
+    /// Reported without running: an earlier record of its group failed.
+    Held,
+}
+
+/// The sync function, built once per container.
+#[derive(Debug, Clone)]
+pub struct SyncFunction {
+    runner: Arc<SyncRunner>,
+}
+
+impl SyncFunction {
+    pub fn new(runner: SyncRunner) -> Self {
+        Self {
+            runner: Arc::new(runner),
+        }
+    }
+
+    /// The cold start: stores and the GitHub App (its private key read from
+    /// Secrets Manager once).
+    pub async fn from_env(environment: &Environment) -> Result<Self, ColdStartError> {
+        let stores = environment.stores().await?;
+        let github = environment.github_app().await?;
+        Ok(Self::new(SyncRunner {
+            stores,
+            github: Arc::new(github),
+            limits: Limits::DEFAULT,
+            function: FUNCTION,
+            fail_run_patience: FAIL_RUN_PATIENCE,
+        }))
+    }
+
+    pub fn runner(&self) -> &SyncRunner {
+        &self.runner
+    }
+
+    /// One batch: its records in order, the ones to deliver again reported.
+    pub async fn handle(&self, event: SqsEvent) -> SqsBatchResponse {
+        let mut response = SqsBatchResponse::default();
+        let mut failed_groups: HashSet<String> = HashSet::new();
+        for record in &event.records {
+            let group = record.attributes.get(MESSAGE_GROUP_ID);
+            let outcome = if group.is_some_and(|g| failed_groups.contains(g)) {
+                tracing::warn!(
+                    message_id = record.message_id.as_deref(),
+                    group = group.map(String::as_str),
+                    "held back: an earlier job of this repository failed"
+                );
+                RecordOutcome::Held
+            } else {
+                self.process(record).await
+            };
+            if matches!(outcome, RecordOutcome::Retry | RecordOutcome::Held) {
+                if let Some(group) = group {
+                    failed_groups.insert(group.clone());
+                }
+                report(&mut response, record);
+            }
+        }
+        response
+    }
+
+    async fn process(&self, record: &SqsMessage) -> RecordOutcome {
+        let message_id = record.message_id.as_deref();
+        let body = record.body.as_deref().unwrap_or_default();
+        let job: SyncJob = match serde_json::from_str(body) {
+            Ok(job) => job,
+            Err(error) => {
+                // Never parses, so never retried; the body is not logged (it
+                // could be anything), its size is.
+                tracing::error!(
+                    message_id,
+                    bytes = body.len(),
+                    error = %error,
+                    "dropped: the message is not a sync job"
+                );
+                return RecordOutcome::Dropped;
+            }
+        };
+        match self.runner.run(&job).await {
+            Ok(_) => RecordOutcome::Done,
+            // The runner has logged the error and completed the check run.
+            Err(error) if error.is_retryable() => RecordOutcome::Retry,
+            Err(_) => RecordOutcome::Dropped,
+        }
+    }
+}
+
+/// Reports `record` as a batch item failure. A record without a message id
+/// cannot be named; reporting an empty id makes Lambda retry the whole
+/// batch, which is the safe side.
+fn report(response: &mut SqsBatchResponse, record: &SqsMessage) {
+    response.add_failure(record.message_id.clone().unwrap_or_default());
+}

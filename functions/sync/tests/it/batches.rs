@@ -1,0 +1,125 @@
+//! Batches through `handle`: success, GitHub down, bad bodies, errors that a
+//! retry would repeat, and the FIFO order of one repository's records.
+
+use astrolift_fake_github::Fault;
+use serde_json::{Value, json};
+
+use crate::support::{
+    INSTALLATION, MAIN_SHA, PR_SHA, REPOSITORY, event, failures, fake_github, function,
+    message_ids, sqs_event, stores,
+};
+
+const TARBALL: &str = "/repos/astrolift-demo/agents/tarball";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_that_succeeds_reports_no_failures() {
+    let (stores, _dir) = stores().await;
+    let github = fake_github().await;
+    let response = function(&github, &stores)
+        .handle(sqs_event(event("sync-batch")))
+        .await;
+    assert_eq!(failures(&response), Vec::<String>::new());
+    let runs = github.check_runs();
+    assert_eq!(runs.len(), 2, "{runs:#?}");
+    assert!(runs.iter().all(|r| r.status == "completed"), "{runs:#?}");
+    assert_eq!(runs[0].head_sha, MAIN_SHA);
+    assert_eq!(runs[1].head_sha, PR_SHA);
+    let agents = stores.state.list_agents(REPOSITORY).await.expect("agents");
+    assert!(!agents.is_empty(), "the push to main applied");
+    // The response is what Lambda reads.
+    let wire = serde_json::to_value(&response).expect("json");
+    assert_eq!(wire, json!({ "batchItemFailures": [] }));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_down_reports_the_record_and_holds_the_rest_of_its_group() {
+    let (stores, _dir) = stores().await;
+    let github = fake_github().await;
+    github.inject(Fault::server_error(100).on("GET", TARBALL));
+    let batch = event("sync-batch");
+    let response = function(&github, &stores)
+        .handle(sqs_event(batch.clone()))
+        .await;
+    // The first job failed (retryable); the second, of the same repository,
+    // must not overtake it: both go back to the queue.
+    assert_eq!(failures(&response), message_ids(&batch));
+    let runs = github.check_runs();
+    assert_eq!(runs.len(), 1, "the held job did not run: {runs:#?}");
+    assert_eq!(runs[0].status, "completed");
+    assert_eq!(runs[0].conclusion.as_deref(), Some("failure"));
+    let wire = serde_json::to_value(&response).expect("json");
+    assert_eq!(
+        wire["batchItemFailures"][0]["itemIdentifier"],
+        batch["Records"][0]["messageId"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_body_is_acknowledged_not_retried() {
+    let (stores, _dir) = stores().await;
+    let github = fake_github().await;
+    let mut batch = event("sync-bad-body");
+    // A bad body does not hold back the good job after it in its group.
+    let good = event("sync-batch")["Records"][0].clone();
+    records(&mut batch).push(good);
+    let response = function(&github, &stores).handle(sqs_event(batch)).await;
+    assert_eq!(failures(&response), Vec::<String>::new());
+    assert_eq!(github.check_runs().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_error_a_retry_would_repeat_is_acknowledged() {
+    let (stores, _dir) = stores().await;
+    let github = fake_github().await;
+    let mut batch = event("sync-batch");
+    // An installation GitHub does not know: 404 on the token, every time.
+    set_job(&mut records(&mut batch)[0], |job| {
+        job["installation_id"] = json!(INSTALLATION + 1);
+    });
+    let response = function(&github, &stores)
+        .handle(sqs_event(batch.clone()))
+        .await;
+    assert_eq!(failures(&response), Vec::<String>::new());
+    assert_eq!(github.check_runs().len(), 1, "the second job still ran");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn other_repositories_run_while_one_group_is_held() {
+    let (stores, _dir) = stores().await;
+    let github = fake_github().await;
+    github.inject(Fault::server_error(100).on("GET", TARBALL));
+    let sample = event("sync-batch");
+    let first = sample["Records"][0].clone();
+    let second = sample["Records"][1].clone();
+    let mut other = first.clone();
+    other["messageId"] = json!("0f6c2b1a-5d3e-4c7b-9a8f-0000000000b1");
+    other["attributes"]["MessageGroupId"] = json!("7770001");
+    set_job(&mut other, |job| {
+        job["repository"] = json!("astrolift-demo/other");
+        job["repository_id"] = json!(7_770_001);
+        job["delivery_id"] = json!("other-delivery");
+    });
+    let batch = json!({ "Records": [first, other, second] });
+    let response = function(&github, &stores)
+        .handle(sqs_event(batch.clone()))
+        .await;
+    let ids = message_ids(&batch);
+    assert_eq!(failures(&response), vec![ids[0].clone(), ids[2].clone()]);
+    let runs = github.check_runs();
+    assert_eq!(runs.len(), 2, "{runs:#?}");
+    assert_eq!(runs[0].conclusion.as_deref(), Some("failure"));
+    assert_eq!(runs[1].status, "completed");
+    assert_ne!(runs[1].conclusion.as_deref(), Some("failure"), "{runs:#?}");
+}
+
+fn records(batch: &mut Value) -> &mut Vec<Value> {
+    batch["Records"].as_array_mut().expect("Records")
+}
+
+/// Edits the job in `record`'s body.
+fn set_job(record: &mut Value, edit: impl FnOnce(&mut Value)) {
+    let mut job: Value =
+        serde_json::from_str(record["body"].as_str().expect("body")).expect("a job");
+    edit(&mut job);
+    record["body"] = json!(job.to_string());
+}

@@ -1,0 +1,130 @@
+//! Shared fixtures: the sample batches, the fake GitHub serving the sample
+//! repository, and the function over a runner against it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use astrolift_bot::SyncRunner;
+use astrolift_fake_github::FakeGitHub;
+use astrolift_fn_sync::SyncFunction;
+use astrolift_forge::github::{AppCredentials, GitHubApp, GitHubConfig};
+use astrolift_manifest::Limits;
+use astrolift_store::FsBlobStore;
+use astrolift_store::state::{RepoRegistration, SqliteStateStore};
+use astrolift_sync::Stores;
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use secrecy::SecretString;
+use serde_json::Value;
+
+/// The sample repository of `events/` (events/generate.py).
+pub const OWNER: &str = "astrolift-demo";
+pub const REPOSITORY: &str = "astrolift-demo/agents";
+pub const INSTALLATION: u64 = 51234567;
+pub const MAIN_SHA: &str = "3f2a9c1e5b7d4a6f8e0c2b4d6f8a0c2e4b6d8f0a";
+pub const PR_SHA: &str = "9b1d3f5a7c9e1b3d5f7a9c1e3b5d7f9a1c3e5b7d";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `events/<name>.json`.
+pub fn event(name: &str) -> Value {
+    let path = root().join("events").join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).expect("json")
+}
+
+/// The SQS event Lambda would deliver.
+pub fn sqs_event(value: Value) -> SqsEvent {
+    serde_json::from_value(value).expect("an SQS event")
+}
+
+/// The record ids of `response`, in order.
+pub fn failures(response: &SqsBatchResponse) -> Vec<String> {
+    response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect()
+}
+
+/// The message ids of `event`'s records.
+pub fn message_ids(event: &Value) -> Vec<String> {
+    event["Records"]
+        .as_array()
+        .expect("Records")
+        .iter()
+        .map(|r| r["messageId"].as_str().expect("messageId").to_owned())
+        .collect()
+}
+
+/// A fake GitHub serving `agents` (main: the monorepo; the PR head: the single agent)
+/// and `other` (main: the single agent).
+pub async fn fake_github() -> FakeGitHub {
+    let github = FakeGitHub::start().await.expect("fake GitHub");
+    github.add_installation(INSTALLATION);
+    let examples = root().join("examples");
+    github.add_repo(OWNER, "agents", "main", MAIN_SHA, examples.join("monorepo"));
+    github.add_repo(
+        OWNER,
+        "agents",
+        "triage-billing",
+        PR_SHA,
+        examples.join("single-agent"),
+    );
+    github.add_repo(
+        OWNER,
+        "other",
+        "main",
+        MAIN_SHA,
+        examples.join("single-agent"),
+    );
+    github
+}
+
+/// SQLite state and directory blobs in a temp dir, the sample repository registered on `main`.
+pub async fn stores() -> (Stores, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let state = SqliteStateStore::open(dir.path().join("state.db"))
+        .await
+        .expect("sqlite");
+    let blobs = FsBlobStore::new(dir.path().join("blobs")).expect("blob dir");
+    let stores = Stores {
+        state: Arc::new(state),
+        blobs: Arc::new(blobs),
+    };
+    let registration = RepoRegistration {
+        repository: REPOSITORY.into(),
+        installation_id: Some(INSTALLATION),
+        project_id: "proj-events".into(),
+        registered_ref: "main".into(),
+        manifest_path: None,
+        updated_at: 1,
+    };
+    stores
+        .state
+        .put_registration(&registration)
+        .await
+        .expect("registered");
+    (stores, dir)
+}
+
+/// The function over a runner against `github`, as `from_env` builds it
+/// but with fast retries.
+pub fn function(github: &FakeGitHub, stores: &Stores) -> SyncFunction {
+    let mut config = GitHubConfig::new(github.base_url()).expect("config");
+    config.retry.base_delay = Duration::from_millis(10);
+    let credentials = AppCredentials::new(
+        github.app_id(),
+        SecretString::from(github.private_key_pem().to_owned()),
+    )
+    .expect("credentials");
+    SyncFunction::new(SyncRunner {
+        stores: stores.clone(),
+        github: Arc::new(GitHubApp::new(config, credentials).expect("app")),
+        limits: Limits::DEFAULT,
+        function: "test",
+        fail_run_patience: Duration::from_secs(2),
+    })
+}

@@ -1,0 +1,29 @@
+//! The `webhook` Lambda binary: build the function once, then serve invocations.
+#![forbid(unsafe_code)]
+
+use std::convert::Infallible;
+
+use astrolift_bot::config::Environment;
+use astrolift_bot::telemetry;
+use astrolift_fn_webhook::WebhookFunction;
+use lambda_http::{Error, Request, service_fn};
+
+// One thread: an invocation is one request at a time, and a second runtime
+// thread would only add to the cold start. Blocking work (SQLite) still runs
+// on Tokio's blocking pool.
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Error> {
+    telemetry::init_logging();
+    let function = match WebhookFunction::from_env(&Environment::new()).await {
+        Ok(function) => function,
+        Err(error) => {
+            tracing::error!(error = %error, "cold start failed");
+            return Err(error.into());
+        }
+    };
+    lambda_http::run(service_fn(move |request: Request| {
+        let function = function.clone();
+        async move { Ok::<_, Infallible>(function.handle(request).await) }
+    }))
+    .await
+}
