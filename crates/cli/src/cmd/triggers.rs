@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
@@ -153,14 +153,13 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
 /// Publishes to `ASTROLIFT_DISPATCH_QUEUE_URL` when it is set; locally the
 /// record in state is the dispatch.
 async fn publish(message: &DispatchMessage) -> anyhow::Result<()> {
-    match std::env::var("ASTROLIFT_DISPATCH_QUEUE_URL") {
-        Ok(url) if !url.is_empty() => {
-            SqsDispatchQueue::from_env(url)
-                .await
-                .publish(message)
-                .await?;
-        }
-        _ => {}
+    if let Ok(url) = std::env::var("ASTROLIFT_DISPATCH_QUEUE_URL")
+        && !url.is_empty()
+    {
+        SqsDispatchQueue::from_env(url)
+            .await
+            .publish(message)
+            .await?;
     }
     Ok(())
 }
@@ -248,7 +247,7 @@ fn parse_headers(pairs: &[String]) -> anyhow::Result<HeaderMap> {
 }
 
 /// Reads at most `limit + 1` bytes: enough for evaluation to answer 413.
-fn read_body(path: &PathBuf, limit: u64) -> anyhow::Result<Vec<u8>> {
+fn read_body(path: &Path, limit: u64) -> anyhow::Result<Vec<u8>> {
     let file =
         std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut body = Vec::new();
