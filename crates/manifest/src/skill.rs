@@ -134,6 +134,7 @@ struct Split<'t> {
 /// Maps parser positions inside the frontmatter to positions in SKILL.md.
 struct Frame<'t> {
     index: LineIndex<'t>,
+    yaml: &'t str,
     yaml_start: usize,
 }
 
@@ -150,7 +151,14 @@ impl Frame<'_> {
                 let end = start.saturating_add(usize::try_from(len).unwrap_or(0).max(1));
                 self.index.span(start..end)
             }
-            _ => point(location.line(), location.column()),
+            // The parser's line counts a lone `\r` as a line break; the
+            // index does not, so go through a byte offset.
+            _ => {
+                let line_column =
+                    yaml::line_column_offset(self.yaml, location.line(), location.column());
+                let start = self.yaml_start.saturating_add(line_column);
+                self.index.span(start..start.saturating_add(1))
+            }
         }
     }
 }
@@ -232,6 +240,7 @@ impl SkillFile<'_> {
         };
         let frame = Frame {
             index: LineIndex::new(text),
+            yaml: split.yaml,
             yaml_start: split.yaml_start,
         };
         let entries = self.parse_yaml(&split, &frame, limits)?;
@@ -470,21 +479,6 @@ fn frontmatter_options(limits: &Limits) -> serde_saphyr::Options {
     options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::Error;
     options.with_snippet = false;
     options
-}
-
-/// A one-character span at a parser position (1-based line and column of the
-/// frontmatter), moved below the opening `---` line.
-fn point(line: u64, column: u64) -> Span {
-    let line = u32::try_from(line.max(1))
-        .unwrap_or(u32::MAX)
-        .saturating_add(1);
-    let column = u32::try_from(column.max(1)).unwrap_or(u32::MAX);
-    Span {
-        line,
-        column,
-        end_line: line,
-        end_column: column.saturating_add(1),
-    }
 }
 
 /// Splits a space-delimited tool list, keeping spaces inside parentheses:

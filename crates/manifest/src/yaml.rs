@@ -422,13 +422,24 @@ fn location_range(location: &Location, text: &str) -> Range<usize> {
     start..start
 }
 
-fn line_column_offset(text: &str, line: u64, column: u64) -> usize {
-    let line_start = text
-        .split_inclusive('\n')
-        .take(usize::try_from(line.saturating_sub(1)).unwrap_or(usize::MAX))
-        .map(str::len)
-        .sum::<usize>();
-    let rest = &text[line_start.min(text.len())..];
+/// The byte offset of the parser's 1-based `line` and `column`. Lines are
+/// counted as YAML counts them: `\r\n`, `\r` and `\n` each end one (a lone
+/// `\r` is a line break to the parser but not to [`crate::position::LineIndex`],
+/// so spans are built from this offset, never from the parser's line number).
+pub(crate) fn line_column_offset(text: &str, line: u64, column: u64) -> usize {
+    let mut breaks = text.match_indices(['\r', '\n']);
+    let mut line_start = 0;
+    for _ in 1..line {
+        let Some((at, found)) = breaks.next() else {
+            return text.len();
+        };
+        line_start = at + 1;
+        if found == "\r" && text[line_start..].starts_with('\n') {
+            breaks.next();
+            line_start += 1;
+        }
+    }
+    let rest = &text[line_start..];
     let skip = usize::try_from(column.saturating_sub(1)).unwrap_or(usize::MAX);
     line_start + rest.char_indices().nth(skip).map_or(rest.len(), |(i, _)| i)
 }
