@@ -5,7 +5,7 @@
 //! Every rule reports on the offending key or value and reading goes on, so
 //! one pass gives every problem plus a best-effort [`AgentManifest`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::ops::Range;
 
 use toml::de::{DeTable, DeValue};
@@ -318,11 +318,13 @@ impl<'i> ManifestReader<'_, 'i, '_> {
             return Vec::new();
         };
         let mut skills: Vec<SkillRef> = Vec::with_capacity(array.len());
+        // A set, not a scan of `skills`: 100,000 references stay linear (issue 9).
+        let mut seen: HashSet<SkillIdentity> = HashSet::with_capacity(array.len());
         for item in array.iter() {
             let Some(skill) = self.skill_ref(item.get_ref(), item.span(), package_root) else {
                 continue;
             };
-            if skills.iter().any(|s| same_skill(s, &skill)) {
+            if !seen.insert(skill_identity(&skill)) {
                 self.file
                     .report(
                         &DUPLICATE_SKILL,
@@ -848,24 +850,23 @@ impl<'i> ManifestReader<'_, 'i, '_> {
     }
 }
 
-/// Two references to the same skill, whatever version or ref they ask for.
-fn same_skill(a: &SkillRef, b: &SkillRef) -> bool {
-    match (a, b) {
-        (SkillRef::Local { dir: x, .. }, SkillRef::Local { dir: y, .. }) => x == y,
-        (SkillRef::Catalogue { name: x, .. }, SkillRef::Catalogue { name: y, .. }) => x == y,
-        (
-            SkillRef::Org {
-                repo_alias: ax,
-                path: px,
-                ..
-            },
-            SkillRef::Org {
-                repo_alias: ay,
-                path: py,
-                ..
-            },
-        ) => ax == ay && px == py,
-        _ => false,
+/// What makes two skill references the same skill: the local directory,
+/// the catalogue name, or the organization repository and path, whatever
+/// version or ref they ask for.
+#[derive(Debug, PartialEq, Eq, Hash)]
+enum SkillIdentity {
+    Local(String),
+    Catalogue(String),
+    Org(String, String),
+}
+
+fn skill_identity(skill: &SkillRef) -> SkillIdentity {
+    match skill {
+        SkillRef::Local { dir, .. } => SkillIdentity::Local(dir.clone()),
+        SkillRef::Catalogue { name, .. } => SkillIdentity::Catalogue(name.clone()),
+        SkillRef::Org {
+            repo_alias, path, ..
+        } => SkillIdentity::Org(repo_alias.clone(), path.clone()),
     }
 }
 

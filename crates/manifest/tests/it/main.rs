@@ -1,5 +1,6 @@
 //! Integration tests of astrolift-manifest: one binary, one module per area.
 
+mod abuse;
 mod catalogue;
 mod examples;
 mod fixtures;
