@@ -1,6 +1,7 @@
 //! Integration tests of the `astrolift` binary and its renderers: one test
 //! binary, one module per concern.
 
+mod abuse;
 mod cli;
 mod examples;
 mod killed;
@@ -8,6 +9,8 @@ mod push_bench;
 mod registry;
 mod renderers;
 mod sarif_schema;
+mod sentinel;
 mod serve;
+mod serve_process;
 mod support;
 mod triggers;
