@@ -1,10 +1,11 @@
 //! Integration tests of astrolift-package: one binary.
 
+mod abuse;
 mod catalogue;
 mod common;
 mod determinism;
-mod golden;
 mod fingerprint;
+mod golden;
 mod slice;
 mod snapshot;
 mod tarball;
