@@ -18,12 +18,16 @@
 //! enough: other groups (repositories) are independent, so their records
 //! still run rather than waste a delivery.
 //!
+//! Time: a record is started only while at least [`RUN_MARGIN`] is left
+//! before the invocation's deadline; the rest are reported without running,
+//! so that a timeout never makes Lambda redeliver the whole batch.
+//!
 //! The runner is built once per container ([`SyncFunction::from_env`]).
 #![forbid(unsafe_code)]
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use astrolift_bot::config::{ConfigError, Environment};
 use astrolift_bot::{SyncJob, SyncRunner};
@@ -35,6 +39,9 @@ pub const FUNCTION: &str = "sync";
 
 /// How long a failed job keeps trying to complete its check run as `failure`.
 pub const FAIL_RUN_PATIENCE: Duration = Duration::from_secs(60);
+
+/// The least time left before the deadline to start another job.
+pub const RUN_MARGIN: Duration = Duration::from_secs(120);
 
 /// The SQS attribute naming a FIFO record's message group.
 const MESSAGE_GROUP_ID: &str = "MessageGroupId";
@@ -54,7 +61,8 @@ pub enum RecordOutcome {
     Dropped,
     /// Reported as a batch item failure, to be delivered again.
     Retry,
-    /// Reported without running: an earlier record of its group failed.
+    /// Reported without running: an earlier record of its group failed,
+    /// or too little time is left.
     Held,
 }
 
@@ -90,7 +98,8 @@ impl SyncFunction {
     }
 
     /// One batch: its records in order, the ones to deliver again reported.
-    pub async fn handle(&self, event: SqsEvent) -> SqsBatchResponse {
+    /// `deadline` is the invocation's (none: no time limit).
+    pub async fn handle(&self, event: SqsEvent, deadline: Option<SystemTime>) -> SqsBatchResponse {
         let mut response = SqsBatchResponse::default();
         let mut failed_groups: HashSet<String> = HashSet::new();
         for record in &event.records {
@@ -100,6 +109,12 @@ impl SyncFunction {
                     message_id = record.message_id.as_deref(),
                     group = group.map(String::as_str),
                     "held back: an earlier job of this repository failed"
+                );
+                RecordOutcome::Held
+            } else if deadline.is_some_and(too_late) {
+                tracing::warn!(
+                    message_id = record.message_id.as_deref(),
+                    "held back: too little time left before the deadline"
                 );
                 RecordOutcome::Held
             } else {
@@ -139,6 +154,10 @@ impl SyncFunction {
             Err(_) => RecordOutcome::Dropped,
         }
     }
+}
+
+fn too_late(deadline: SystemTime) -> bool {
+    !matches!(deadline.duration_since(SystemTime::now()), Ok(left) if left >= RUN_MARGIN)
 }
 
 /// Reports `record` as a batch item failure. A record without a message id

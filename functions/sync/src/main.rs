@@ -21,7 +21,8 @@ async fn main() -> Result<(), Error> {
     };
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let function = function.clone();
-        async move { Ok::<_, Infallible>(function.handle(event.payload).await) }
+        let deadline = event.context.deadline();
+        async move { Ok::<_, Infallible>(function.handle(event.payload, Some(deadline)).await) }
     }))
     .await
 }

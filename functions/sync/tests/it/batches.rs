@@ -16,7 +16,7 @@ async fn a_batch_that_succeeds_reports_no_failures() {
     let (stores, _dir) = stores().await;
     let github = fake_github().await;
     let response = function(&github, &stores)
-        .handle(sqs_event(event("sync-batch")))
+        .handle(sqs_event(event("sync-batch")), None)
         .await;
     assert_eq!(failures(&response), Vec::<String>::new());
     let runs = github.check_runs();
@@ -38,7 +38,7 @@ async fn github_down_reports_the_record_and_holds_the_rest_of_its_group() {
     github.inject(Fault::server_error(100).on("GET", TARBALL));
     let batch = event("sync-batch");
     let response = function(&github, &stores)
-        .handle(sqs_event(batch.clone()))
+        .handle(sqs_event(batch.clone()), None)
         .await;
     // The first job failed (retryable); the second, of the same repository,
     // must not overtake it: both go back to the queue.
@@ -62,7 +62,9 @@ async fn a_bad_body_is_acknowledged_not_retried() {
     // A bad body does not hold back the good job after it in its group.
     let good = event("sync-batch")["Records"][0].clone();
     records(&mut batch).push(good);
-    let response = function(&github, &stores).handle(sqs_event(batch)).await;
+    let response = function(&github, &stores)
+        .handle(sqs_event(batch), None)
+        .await;
     assert_eq!(failures(&response), Vec::<String>::new());
     assert_eq!(github.check_runs().len(), 1);
 }
@@ -77,7 +79,7 @@ async fn an_error_a_retry_would_repeat_is_acknowledged() {
         job["installation_id"] = json!(INSTALLATION + 1);
     });
     let response = function(&github, &stores)
-        .handle(sqs_event(batch.clone()))
+        .handle(sqs_event(batch.clone()), None)
         .await;
     assert_eq!(failures(&response), Vec::<String>::new());
     assert_eq!(github.check_runs().len(), 1, "the second job still ran");
@@ -101,7 +103,7 @@ async fn other_repositories_run_while_one_group_is_held() {
     });
     let batch = json!({ "Records": [first, other, second] });
     let response = function(&github, &stores)
-        .handle(sqs_event(batch.clone()))
+        .handle(sqs_event(batch.clone()), None)
         .await;
     let ids = message_ids(&batch);
     assert_eq!(failures(&response), vec![ids[0].clone(), ids[2].clone()]);
@@ -122,4 +124,17 @@ fn set_job(record: &mut Value, edit: impl FnOnce(&mut Value)) {
         serde_json::from_str(record["body"].as_str().expect("body")).expect("a job");
     edit(&mut job);
     record["body"] = json!(job.to_string());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn records_are_not_started_too_close_to_the_deadline() {
+    let (stores, _dir) = stores().await;
+    let github = fake_github().await;
+    let batch = event("sync-batch");
+    let soon = std::time::SystemTime::now() + std::time::Duration::from_secs(30);
+    let response = function(&github, &stores)
+        .handle(sqs_event(batch.clone()), Some(soon))
+        .await;
+    assert_eq!(failures(&response), message_ids(&batch));
+    assert!(github.check_runs().is_empty());
 }
