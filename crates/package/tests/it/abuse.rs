@@ -152,7 +152,7 @@ fn a_million_empty_files_stop_at_the_files_limit() {
     let elapsed = start.elapsed();
     println!("1,000,000 empty files refused after {cpu:?} of CPU ({elapsed:?} wall)");
     let grown_kib = resident_kib().saturating_sub(before);
-    let error = result.err().expect("a million files are refused");
+    let error = result.expect_err("a million files are refused");
     assert!(
         matches!(error, TarballError::TooManyEntries { limit: l } if l == limit),
         "{error}"
@@ -182,9 +182,7 @@ fn a_header_claiming_10_gib_is_refused_before_its_body() {
         0o644,
     );
     let start = Instant::now();
-    let error = SourceTarball::read(tar.gzip().as_slice(), &Limits::DEFAULT)
-        .err()
-        .expect("refused");
+    let error = SourceTarball::read(tar.gzip().as_slice(), &Limits::DEFAULT).expect_err("refused");
     assert!(start.elapsed() < QUICKLY);
     assert!(
         matches!(&error, TarballError::TooLarge { entry, .. } if entry.contains("huge.bin")),
@@ -219,8 +217,7 @@ fn a_10_gib_gnu_sparse_file_is_refused_without_expanding_it() {
         GzEncoder::new(bytes.as_slice(), Compression::fast()),
         &Limits::DEFAULT,
     )
-    .err()
-    .expect("refused");
+    .expect_err("refused");
     assert!(start.elapsed() < QUICKLY);
     assert!(error.to_string().contains("sparse.img"), "{error}");
     assert!(
