@@ -22,7 +22,7 @@ echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); agents: $n
 cd "$repo"
 # Release code without fat LTO: the same speed within noise, a much shorter build.
 export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
-cargo test --release --quiet -p astrolift-cli --test it --no-run 2>/dev/null
+cargo test --release --quiet -p astrolift-cli --test it --no-run
 for _ in $(seq "$runs"); do
   ASTROLIFT_BENCH_REPO="$work/repo" ASTROLIFT_BENCH_STORES="${STORES:-aws}" cargo test --release --quiet -p astrolift-cli --test it \
     push_benchmark -- --ignored --nocapture 2>/dev/null | grep '^{' | tee -a "$work/runs.jsonl"

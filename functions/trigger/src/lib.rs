@@ -16,13 +16,8 @@
 //!   it, messages stay in memory (local runs only: a warning is logged).
 #![forbid(unsafe_code)]
 
-use std::sync::Arc;
-
-use astrolift_manifest::Limits;
-use astrolift_store::{StoreError, state_store_from_url};
-use astrolift_trigger::dispatch::{DispatchQueue, MemoryDispatchQueue, SqsDispatchQueue};
-use astrolift_trigger::secrets::resolver_from_env;
-use astrolift_trigger::{SecretError, SecretResolver, TriggerResponse, TriggerService};
+use astrolift_bot::config::Environment;
+use astrolift_trigger::{SecretError, TriggerResponse, TriggerService};
 use lambda_http::http::{Method, StatusCode, header};
 use lambda_http::{Body, Request, Response};
 use serde_json::json;
@@ -35,42 +30,22 @@ const MAX_TRIGGER_ID: usize = 128;
 /// Why the function cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
-    #[error("cannot open the state store {url}: {source}")]
-    State { url: String, source: StoreError },
+    #[error(transparent)]
+    Config(#[from] astrolift_bot::config::ConfigError),
     #[error("cannot set up secrets: {0}")]
     Secrets(#[from] SecretError),
 }
 
-/// The service with its clients, from the environment (see the crate docs).
+/// The service with its clients, from the environment (see the crate docs):
+/// the same construction as `astrolift serve` and the webhook function.
 pub async fn service_from_env() -> Result<TriggerService, StartupError> {
-    let url = std::env::var("ASTROLIFT_STATE")
-        .unwrap_or_else(|_| "sqlite:.astrolift/state.db".to_owned());
-    let state = state_store_from_url(&url)
-        .await
-        .map_err(|source| StartupError::State { url, source })?;
-    let secrets: Arc<dyn SecretResolver> = Arc::from(resolver_from_env().await?);
-    let queue: Arc<dyn DispatchQueue> = match std::env::var("ASTROLIFT_DISPATCH_QUEUE_URL") {
-        Ok(url) if !url.is_empty() => Arc::new(SqsDispatchQueue::from_env(url).await),
-        _ => {
-            tracing::warn!(
-                "ASTROLIFT_DISPATCH_QUEUE_URL is not set: dispatches are recorded but queued in memory only"
-            );
-            Arc::new(MemoryDispatchQueue::new())
-        }
-    };
-    Ok(TriggerService::new(state, secrets, queue, Limits::DEFAULT))
+    let state = Environment::new().stores().await?.state;
+    Ok(astrolift_bot::triggers::service_from_env(state).await?)
 }
 
-/// JSON log lines on stdout (CloudWatch), filtered by `RUST_LOG` (default `info`).
+/// JSON logs on Lambda (see `astrolift_bot::telemetry`).
 pub fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // `try_init`: a second call (tests) keeps the first subscriber.
-    let _ = tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(filter)
-        .with_current_span(false)
-        .try_init();
+    astrolift_bot::telemetry::init_logging();
 }
 
 /// The trigger id of `/triggers/{trigger_id}`: one non-empty segment.

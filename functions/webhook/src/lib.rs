@@ -40,6 +40,8 @@ pub enum ColdStartError {
          SQS FIFO sync queue (the stack sets it to the SyncQueue's URL)"
     )]
     NoSyncQueue,
+    #[error("cannot set up trigger secrets: {0}")]
+    TriggerSecrets(#[from] astrolift_trigger::SecretError),
 }
 
 /// The webhook function, built once per container.
@@ -65,13 +67,13 @@ impl WebhookFunction {
             .sync_queue()
             .await
             .ok_or(ColdStartError::NoSyncQueue)?;
+        // GitHub-sourced trigger bindings see every verified delivery.
+        let triggers = astrolift_bot::triggers::service_from_env(state.clone()).await?;
         Ok(Self::new(Ingress {
             state,
             secrets,
             jobs: Arc::new(jobs),
-            // LEAD: GitHub-sourced trigger fan-out plugs in here
-            // (`Some(Arc<dyn EventFanOut>)` built from the dispatch queue).
-            triggers: None,
+            triggers: Some(Arc::new(triggers)),
             limits: Limits::DEFAULT,
             function: FUNCTION,
         }))
