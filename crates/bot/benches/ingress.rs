@@ -19,9 +19,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use http::{HeaderMap, HeaderValue};
 
 const SECRET: &str = "bench-secret";
-const PAYLOAD: &str = include_str!(
-    "../../forge/tests/fixtures/payloads/push/branch.created.with-installation.json"
-);
+const PAYLOAD: &str =
+    include_str!("../../forge/tests/fixtures/payloads/push/branch.created.with-installation.json");
 
 /// Counts jobs and keeps none (no memory growth over millions of iterations).
 #[derive(Debug, Default)]
