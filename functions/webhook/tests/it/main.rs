@@ -3,4 +3,5 @@
 
 mod events;
 mod sqs;
+mod stack;
 mod support;
