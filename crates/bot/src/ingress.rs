@@ -190,13 +190,6 @@ impl Ingress {
             self.state.delete_installation(id).await
         } else {
             let record = Installation {
-                installation_id: id,
-                account: event
-                    .installation
-                    .account
-                    .as_ref()
-                    .map(|a| a.login.clone())
-                    .unwrap_or_default(),
                 repositories: event
                     .repositories
                     .iter()
@@ -204,6 +197,14 @@ impl Ingress {
                     .collect(),
                 suspended: event.action == "suspend",
                 updated_at: now(),
+                ..new_installation(
+                    id,
+                    event
+                        .installation
+                        .account
+                        .as_ref()
+                        .map(|a| a.login.as_str()),
+                )
             };
             self.state.put_installation(&record).await
         };
@@ -216,17 +217,15 @@ impl Ingress {
     async fn record_repositories(&self, event: &InstallationRepositoriesEvent) -> Answer {
         let id = event.installation.id;
         let mut record = match self.state.get_installation(id).await {
-            Ok(found) => found.unwrap_or_else(|| Installation {
-                installation_id: id,
-                account: event
-                    .installation
-                    .account
-                    .as_ref()
-                    .map(|a| a.login.clone())
-                    .unwrap_or_default(),
-                repositories: Vec::new(),
-                suspended: false,
-                updated_at: 0,
+            Ok(found) => found.unwrap_or_else(|| {
+                new_installation(
+                    id,
+                    event
+                        .installation
+                        .account
+                        .as_ref()
+                        .map(|a| a.login.as_str()),
+                )
             }),
             Err(error) => return self.unavailable("cannot read the installation", &error),
         };
@@ -249,6 +248,17 @@ impl Ingress {
             Ok(()) => Answer::new(200, json!({ "status": "recorded", "action": event.action })),
             Err(error) => self.unavailable("cannot record the installation", &error),
         }
+    }
+}
+
+/// An installation record with nothing known yet but its id and account.
+fn new_installation(id: u64, login: Option<&str>) -> Installation {
+    Installation {
+        installation_id: id,
+        account: login.unwrap_or_default().to_owned(),
+        repositories: Vec::new(),
+        suspended: false,
+        updated_at: 0,
     }
 }
 
