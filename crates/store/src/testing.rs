@@ -172,6 +172,7 @@ impl BlobStore for FaultyBlobStore {
 pub struct FaultyStateStore {
     inner: Arc<dyn StateStore>,
     faults: FaultInjector,
+    hide_trigger_bindings: bool,
 }
 
 impl FaultyStateStore {
@@ -180,7 +181,16 @@ impl FaultyStateStore {
         FaultyStateStore {
             inner,
             faults: FaultInjector::new(plan),
+            hide_trigger_bindings: false,
         }
+    }
+
+    /// Lists no trigger bindings: a read that sees an agent record but not
+    /// the bindings written in the same change set, as a Query may while a
+    /// concurrent DynamoDB transaction is being applied.
+    pub fn hiding_trigger_bindings(mut self) -> Self {
+        self.hide_trigger_bindings = true;
+        self
     }
 
     /// The injector, to ask how many faults fired.
@@ -351,12 +361,14 @@ impl StateStore for FaultyStateStore {
         )
     }
     fn list_trigger_bindings(&self) -> BoxFuture<'_, StoreResult<Vec<TriggerBinding>>> {
-        forward!(
-            self,
-            "list_trigger_bindings",
-            false,
-            self.inner.list_trigger_bindings()
-        )
+        forward!(self, "list_trigger_bindings", false, async {
+            let bindings = self.inner.list_trigger_bindings().await?;
+            Ok(if self.hide_trigger_bindings {
+                Vec::new()
+            } else {
+                bindings
+            })
+        })
     }
     fn record_dispatch<'a>(
         &'a self,

@@ -45,6 +45,21 @@ pub fn desired(
         .collect()
 }
 
+/// `sha256:` and the hex digest of `bindings` in trigger-id order: what an
+/// agent record stores as `bindings_digest` beside the bindings it wrote.
+pub fn digest(bindings: &[TriggerBinding]) -> String {
+    let mut sorted: Vec<&TriggerBinding> = bindings.iter().collect();
+    sorted.sort_by(|a, b| a.trigger_id.cmp(&b.trigger_id));
+    let mut hash = Sha256::new();
+    for binding in sorted {
+        // Serialising plain strings and JSON values cannot fail; an empty
+        // record would still change the digest, so nothing is lost if it did.
+        hash.update(serde_json::to_vec(binding).unwrap_or_default());
+        hash.update([0]);
+    }
+    format!("sha256:{}", hex::encode(hash.finalize()))
+}
+
 /// The writes that turn `stored` (one agent's bindings) into `desired`:
 /// bindings to put (new or different) and trigger ids to delete.
 pub fn diff(

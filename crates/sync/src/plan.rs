@@ -156,10 +156,15 @@ fn plan_candidate(
         }
         _ => Vec::new(),
     };
+    let bindings_digest = bindings::digest(&desired);
+    let recorded_current = previous
+        .and_then(|p| p.bindings_digest.as_deref())
+        .map(|recorded| recorded == bindings_digest);
     let (puts, deletes) = bindings::diff(&context.bindings_of(&manifest.manifest), desired);
+    let bindings_current = recorded_current.unwrap_or(puts.is_empty() && deletes.is_empty());
     let (status, action, detail) = match classify(manifest, packaged, target, previous) {
         // Same snapshot, other triggers: the bindings change the agent.
-        (PlanStatus::Unchanged, None) if !puts.is_empty() || !deletes.is_empty() => (
+        (PlanStatus::Unchanged, None) if !bindings_current => (
             PlanStatus::Changed,
             Some(AuditAction::Changed),
             "trigger bindings changed",
@@ -169,7 +174,8 @@ fn plan_candidate(
     plan.entries
         .push(entry(manifest, status, Some(packaged), previous));
     if let Some(action) = action {
-        let record = agent_record(manifest, packaged, target, context);
+        let mut record = agent_record(manifest, packaged, target, context);
+        record.bindings_digest = Some(bindings_digest);
         let mut change = AgentChange::new(
             record,
             previous.map(|p| p.version),
@@ -236,6 +242,7 @@ fn plan_missing(agent: &Agent, context: &PlanContext<'_>, plan: &mut Plan) {
     let mut record = agent.clone();
     record.status = AgentStatus::Orphaned;
     record.updated_at = context.now;
+    record.bindings_digest = Some(bindings::digest(&[]));
     let mut change = AgentChange::new(
         record,
         Some(agent.version),
@@ -290,6 +297,7 @@ fn agent_record(
         commit: context.commit.to_owned(),
         version: 0,
         updated_at: context.now,
+        bindings_digest: None,
     }
 }
 

@@ -310,6 +310,7 @@ mod tests {
             commit: "c".into(),
             version: 0,
             updated_at: 0,
+            bindings_digest: None,
         };
         let mut change = AgentChange::new(agent, None, AuditAction::Added, "c", "", 0);
         change.delete_bindings = (0..bindings).map(|i| format!("t{i}")).collect();

@@ -186,6 +186,8 @@ pub trait StateStore: Send + Sync + fmt::Debug {
             let mut agent = current.clone();
             agent.status = AgentStatus::TornDown;
             agent.updated_at = at;
+            // Its bindings go; the plan compares the listing when it reactivates it.
+            agent.bindings_digest = None;
             let mut change = AgentChange::new(
                 agent,
                 Some(current.version),

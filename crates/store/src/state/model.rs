@@ -128,6 +128,14 @@ pub struct Agent {
     pub version: u64,
     /// When it was last written.
     pub updated_at: UnixSeconds,
+    /// Digest of the trigger bindings written in the same change set as this
+    /// record. The plan trusts it over a listing of the bindings, which is a
+    /// separate read and may see a concurrent change set half-applied (a
+    /// DynamoDB Query is read-committed per item, not per transaction).
+    /// `None` on records written before bindings were tracked, or by a write
+    /// that does not know them; the plan then compares the listing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bindings_digest: Option<String>,
 }
 
 impl Agent {

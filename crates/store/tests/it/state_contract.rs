@@ -30,6 +30,7 @@ fn agent(manifest: &str, name: &str) -> Agent {
         commit: "c1".into(),
         version: 0,
         updated_at: NOW,
+        bindings_digest: None,
     }
 }
 

@@ -97,3 +97,43 @@ async fn crash_after_every_upload_and_before_the_state_write() {
 async fn crash_at_the_last_upload() {
     crash_then_rerun(Some(4), None).await;
 }
+
+/// A listing of trigger bindings that lags the agent records (a concurrent
+/// transaction half-visible) does not make a registered agent "changed": the
+/// agent record's bindings digest is what the plan trusts.
+#[tokio::test]
+async fn a_lagging_binding_listing_changes_nothing() {
+    let stores = open(Backend::Embedded, "lagging-bindings")
+        .await
+        .expect("embedded stores");
+    let tree = both_enabled();
+    apply(&stores.stores, &tree, "c1", 100).await;
+    assert!(
+        !stores
+            .stores
+            .state
+            .list_trigger_bindings()
+            .await
+            .expect("bindings")
+            .is_empty(),
+        "the fixture registers trigger bindings"
+    );
+    let lagging = Stores {
+        blobs: stores.stores.blobs.clone(),
+        state: Arc::new(
+            FaultyStateStore::new(stores.stores.state.clone(), FaultPlan::nth_call(u64::MAX))
+                .hiding_trigger_bindings(),
+        ),
+    };
+    let rerun = apply(&lagging, &tree, "c1", 100).await;
+    assert!(
+        rerun
+            .plan
+            .iter()
+            .all(|e| e.status.as_str() == "unchanged" || e.status.as_str() == "disabled"),
+        "{:?}",
+        rerun.plan
+    );
+    let agents = stores.stores.state.list_agents(REPO).await.expect("list");
+    assert!(agents.iter().all(|a| a.version == 1), "{agents:?}");
+}

@@ -112,6 +112,7 @@ fn agent(manifest: &str, name: &str, status: AgentStatus) -> Agent {
         commit: "c0ffee".to_owned(),
         version: 0,
         updated_at: 1,
+        bindings_digest: None,
     }
 }
 
