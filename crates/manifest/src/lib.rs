@@ -17,6 +17,10 @@
 //! - **No secrets echoed.** A plaintext secret value never appears in a
 //!   diagnostic.
 //! - **Bounded.** Every read is under a [`limits::Limits`] bound.
+//! - **Deterministic under parallelism.** A repository of more than 64
+//!   agents has its manifests read on one scoped thread per core
+//!   ([`parallel::map_in_order`]); the output is in the order of a
+//!   sequential read.
 //!
 //! Deliberately absent: packaging (the `package` crate), state, I/O beyond
 //! reading the tree.
@@ -33,6 +37,7 @@ pub mod jq;
 pub mod limits;
 pub mod model;
 pub mod native;
+pub mod parallel;
 pub mod paths;
 pub mod position;
 pub mod resolved;

@@ -48,7 +48,7 @@ pub enum ReadError {
 }
 
 /// A read-only view of a repository at one commit.
-pub trait SourceTree {
+pub trait SourceTree: Sync {
     /// Every entry, sorted by path bytes.
     fn entries(&self) -> &[FileEntry];
 

@@ -5,12 +5,12 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::diagnostic::{self, Diagnostic};
-use crate::discovery::discover;
+use crate::discovery::{DiscoveredAgent, discover};
 use crate::limits::Limits;
 use crate::model::AgentManifest;
-use crate::native;
 use crate::tree::SourceTree;
 use crate::{config, workspace};
+use crate::{native, parallel};
 
 /// What `validate_repository` is told beyond the tree.
 #[derive(Debug, Clone, Default)]
@@ -94,10 +94,9 @@ pub fn validate_repository(tree: &dyn SourceTree, options: &ValidateOptions) -> 
     let mut diagnostics = discovery.diagnostics;
     let mut agents = Vec::with_capacity(discovery.agents.len());
     let mut names: HashMap<String, String> = HashMap::new();
-    for discovered in &discovery.agents {
-        let Some(manifest) =
-            native::read_manifest(tree, &options.limits, discovered, &mut diagnostics)
-        else {
+    for (manifest, found) in read_manifests(tree, &options.limits, &discovery.agents) {
+        diagnostics.extend(found);
+        let Some(manifest) = manifest else {
             continue;
         };
         if let Some(diagnostic) = duplicate_name(&mut names, &manifest) {
@@ -118,6 +117,27 @@ pub fn validate_repository(tree: &dyn SourceTree, options: &ValidateOptions) -> 
         diagnostics,
         workspace_manifests: discovery.workspace_manifests,
     }
+}
+
+/// Manifests one thread reads before a second thread is worth starting.
+const MANIFESTS_PER_THREAD: usize = 64;
+
+/// One discovered agent's manifest (if it could be read) and its diagnostics.
+type ReadManifest = (Option<native::NativeManifest>, Vec<Diagnostic>);
+
+/// Reads every discovered manifest, in discovery order. Parsing and checking
+/// are CPU-bound and independent per agent, so a large repository is split
+/// across the cores; a small one stays on this thread.
+fn read_manifests(
+    tree: &dyn SourceTree,
+    limits: &Limits,
+    discovered: &[DiscoveredAgent],
+) -> Vec<ReadManifest> {
+    parallel::map_in_order(discovered, MANIFESTS_PER_THREAD, |agent| {
+        let mut found = Vec::new();
+        let manifest = native::read_manifest(tree, limits, agent, &mut found);
+        (manifest, found)
+    })
 }
 
 fn owner_of(agents: &[AgentManifest], path: &str) -> Option<usize> {

@@ -17,6 +17,7 @@
 use std::io::{BufWriter, Write};
 
 use astrolift_manifest::model::AgentManifest;
+use astrolift_manifest::parallel::map_in_order;
 use astrolift_manifest::{Diagnostic, ValidateOptions, validate_repository};
 use astrolift_package::{
     FingerprintRecord, PackageOutput, PayloadTree, PreparedAgent, prepare_agent,
@@ -27,6 +28,9 @@ use tempfile::TempPath;
 
 use crate::SyncError;
 use crate::plan::{Candidate, Packaged};
+
+/// Agents one thread slices and hashes before a second thread is worth starting.
+const AGENTS_PER_THREAD: usize = 32;
 
 /// Fingerprint records looked up at once (S3 GETs are latency-bound).
 const LOOKUP_CONCURRENCY: usize = 32;
@@ -76,18 +80,22 @@ pub(crate) fn validate_and_prepare(tree: &dyn PayloadTree, options: &ValidateOpt
     let validation = validate_repository(tree, options);
     let failing = validation.agents_with_errors();
     let mut diagnostics = validation.diagnostics;
+    // Slicing and hashing are CPU- and read-bound per agent: spread over the cores.
+    let work: Vec<(&AgentManifest, bool)> = validation
+        .agents
+        .iter()
+        .zip(failing.iter().copied())
+        .collect();
+    let outcomes = map_in_order(&work, AGENTS_PER_THREAD, |&(manifest, failed)| {
+        (!failed).then(|| prepare_agent(manifest, tree, &options.limits))
+    });
     let agents = validation
         .agents
         .into_iter()
-        .enumerate()
-        .map(|(index, manifest)| {
-            let prepared = if failing[index] {
-                None
-            } else {
-                prepare_agent(&manifest, tree, &options.limits)
-                    .map_err(|found| diagnostics.extend(found))
-                    .ok()
-            };
+        .zip(outcomes)
+        .map(|(manifest, outcome)| {
+            let prepared =
+                outcome.and_then(|result| result.map_err(|found| diagnostics.extend(found)).ok());
             (manifest, prepared)
         })
         .collect();

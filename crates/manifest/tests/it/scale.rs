@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use astrolift_manifest::MemTree;
+use astrolift_manifest::{MemTree, SourceTree};
 
 use crate::support::validate;
 
@@ -62,4 +62,39 @@ fn generated_monorepo_validates_clean() {
         validation.diagnostics.first()
     );
     assert_eq!(validation.agents[0].alias.as_deref(), Some("a0"));
+}
+
+/// Manifests of a large repository are read on several threads (one part per
+/// core); the result is in selection order all the same, and a name taken by
+/// the first agent is reported on the last one, which another thread read.
+#[test]
+fn a_large_repository_reads_in_parallel_and_keeps_selection_order() {
+    let n = 300;
+    let mut tree = generated_monorepo(n);
+    // agent-99 is selected last (an included manifest, in path order);
+    // agent-0 first (listed in the federation file).
+    let last = "agents/agent-99/astrolift.toml".to_owned();
+    let text = String::from_utf8(tree.read(&last, u64::MAX).expect("manifest").into_owned())
+        .expect("utf-8")
+        .replace("name = \"agent-99\"", "name = \"agent-0\"");
+    tree.insert(last.clone(), text, false);
+    let validation = validate(&tree);
+    let paths: Vec<&str> = validation
+        .agents
+        .iter()
+        .map(|agent| agent.manifest.as_str())
+        .collect();
+    // Selection order: the federation file's `[[agents]]` (the even ones, as
+    // listed), then the rest of its `include` glob, in path order.
+    let path = |i: usize| format!("agents/agent-{i}/astrolift.toml");
+    let mut included: Vec<String> = (1..n).step_by(2).map(path).collect();
+    included.sort_unstable();
+    let expected: Vec<String> = (0..n).step_by(2).map(path).chain(included).collect();
+    assert_eq!(paths, expected, "selection order");
+    let duplicates: Vec<_> = validation
+        .diagnostics
+        .iter()
+        .map(|d| (d.code.as_str(), d.path.as_str()))
+        .collect();
+    assert_eq!(duplicates, [("manifest/duplicate-name", last.as_str())]);
 }
