@@ -139,3 +139,25 @@ pub fn statuses(report: &Report) -> Vec<(String, &'static str)> {
         .map(|e| (e.manifest.clone(), e.status.as_str()))
         .collect()
 }
+
+/// Runs an async scenario `fn(&Stores)` once per backend.
+macro_rules! on_both_backends {
+    ($($scenario:ident),* $(,)?) => {$(
+        mod $scenario {
+            #[tokio::test]
+            async fn embedded() {
+                if let Some(stores) = $crate::harness::open($crate::harness::Backend::Embedded, stringify!($scenario)).await {
+                    super::$scenario(&stores.stores).await;
+                }
+            }
+
+            #[tokio::test]
+            async fn aws() {
+                if let Some(stores) = $crate::harness::open($crate::harness::Backend::Aws, stringify!($scenario)).await {
+                    super::$scenario(&stores.stores).await;
+                }
+            }
+        }
+    )*};
+}
+pub(crate) use on_both_backends;

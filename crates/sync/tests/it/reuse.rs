@@ -12,30 +12,7 @@ use astrolift_manifest::{FileEntry, MemTree, SourceTree, ValidateOptions};
 use astrolift_package::PayloadTree;
 use astrolift_sync::{Mode, Report, Stores, SyncRequest, sync};
 
-use crate::harness::{Backend, REPO, edit, monorepo, open};
-
-/// Runs an async scenario `fn(&Stores)` once per backend.
-macro_rules! on_both_backends {
-    ($($scenario:ident),* $(,)?) => {$(
-        mod $scenario {
-            use super::*;
-
-            #[tokio::test]
-            async fn embedded() {
-                if let Some(stores) = open(Backend::Embedded, stringify!($scenario)).await {
-                    super::$scenario(&stores.stores).await;
-                }
-            }
-
-            #[tokio::test]
-            async fn aws() {
-                if let Some(stores) = open(Backend::Aws, stringify!($scenario)).await {
-                    super::$scenario(&stores.stores).await;
-                }
-            }
-        }
-    )*};
-}
+use crate::harness::{Backend, REPO, edit, monorepo, on_both_backends, open};
 
 on_both_backends!(
     unchanged_rerun_builds_no_archive,

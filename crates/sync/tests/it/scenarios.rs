@@ -5,31 +5,8 @@ use astrolift_store::state::{AgentKey, AgentStatus, AuditAction};
 use astrolift_sync::{DriftSeverity, Stores};
 
 use crate::harness::{
-    Backend, REPO, apply, both_enabled, edit, monorepo, open, remove_dir, statuses,
+    REPO, apply, both_enabled, edit, monorepo, on_both_backends, remove_dir, statuses,
 };
-
-/// Runs an async scenario `fn(&Stores)` once per backend.
-macro_rules! on_both_backends {
-    ($($scenario:ident),* $(,)?) => {$(
-        mod $scenario {
-            use super::*;
-
-            #[tokio::test]
-            async fn embedded() {
-                if let Some(stores) = open(Backend::Embedded, stringify!($scenario)).await {
-                    super::$scenario(&stores.stores).await;
-                }
-            }
-
-            #[tokio::test]
-            async fn aws() {
-                if let Some(stores) = open(Backend::Aws, stringify!($scenario)).await {
-                    super::$scenario(&stores.stores).await;
-                }
-            }
-        }
-    )*};
-}
 
 on_both_backends!(
     first_registration,
