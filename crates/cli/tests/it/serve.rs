@@ -3,7 +3,7 @@
 //! behind it. What a user of the App sees: check runs with exact annotations,
 //! registration on the registered ref only, dedupe, and refusals.
 
-use std::io::{BufRead as _, BufReader};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -12,7 +12,7 @@ use astrolift_fake_github::{FakeCheckRun, FakeGitHub};
 use astrolift_forge::webhook::sign;
 use serde_json::{Value, json};
 
-use crate::support::{astrolift, fixture, json as parse_json};
+use crate::support::{astrolift, fixture, json as parse_json, read_serve_url};
 
 pub(crate) const SECRET: &str = "e2e-webhook-secret";
 pub(crate) const INSTALLATION: u64 = 77;
@@ -115,17 +115,7 @@ pub(crate) fn start_serve_on(
         .spawn()
         .expect("serve starts");
     let stdout = child.stdout.take().expect("piped stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("serve prints its address");
-    let url = line
-        .trim()
-        .rsplit(' ')
-        .next()
-        .expect("an address")
-        .to_owned();
-    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    let (_, url) = read_serve_url(&mut BufReader::new(stdout));
     Server {
         child,
         url,

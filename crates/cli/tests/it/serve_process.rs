@@ -2,7 +2,7 @@
 //! any environment, its stdout and stderr kept for inspection, its embedded
 //! stores in a temp dir the test can read afterwards.
 
-use std::io::{BufRead as _, BufReader};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -12,7 +12,7 @@ use astrolift_fake_github::{FakeCheckRun, FakeGitHub};
 use astrolift_forge::webhook::sign;
 use serde_json::{Value, json};
 
-use crate::support::astrolift;
+use crate::support::{astrolift, read_serve_url};
 
 pub const INSTALLATION: u64 = 77;
 
@@ -93,17 +93,7 @@ impl ServeProcess {
         let mut child = command.spawn().expect("serve starts");
         let output = Arc::new(Mutex::new(Vec::new()));
         let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-        let mut line = String::new();
-        stdout
-            .read_line(&mut line)
-            .expect("serve prints its address");
-        let url = line
-            .trim()
-            .rsplit(' ')
-            .next()
-            .expect("an address")
-            .to_owned();
-        assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+        let (line, url) = read_serve_url(&mut stdout);
         output
             .lock()
             .expect("output")

@@ -142,3 +142,20 @@ pub fn without_version(mut sarif: serde_json::Value) -> serde_json::Value {
     sarif["runs"][0]["tool"]["driver"]["version"] = "[version]".into();
     sarif
 }
+
+/// The first line `astrolift serve` prints (`... listening on http://ADDR`)
+/// and the URL at its end; panics unless it is a loopback URL.
+pub fn read_serve_url(stdout: &mut impl std::io::BufRead) -> (String, String) {
+    let mut line = String::new();
+    stdout
+        .read_line(&mut line)
+        .expect("serve prints its address");
+    let url = line
+        .trim()
+        .rsplit(' ')
+        .next()
+        .expect("an address")
+        .to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    (line, url)
+}
