@@ -74,7 +74,10 @@ async fn try_cannot_swallow_the_budget() {
     assert_runaway_422("def f: try f catch f; f", "and was stopped").await;
     assert_runaway_422("def f: try error(1) catch f; f", "ran longer than 100 ms").await;
     assert_runaway_422("[limit(1e9; repeat(1))?]", "ran longer than 100 ms").await;
-    assert_runaway_422("def f: (1+f)?; f", "recursed too deeply").await;
+    // Which bound stops this one first depends on the machine's speed: the
+    // depth limit, or the 100 ms deadline on a loaded CI runner. Either is a
+    // bounded 422.
+    assert_runaway_422("def f: (1+f)?; f", "and was stopped").await;
 }
 
 #[tokio::test]
