@@ -7,9 +7,11 @@ use astrolift_manifest::Limits;
 use astrolift_store::{BoxFuture, StateStore};
 use astrolift_trigger::dispatch::{DispatchQueue, MemoryDispatchQueue, SqsDispatchQueue};
 use astrolift_trigger::secrets::resolver_from_env;
-use astrolift_trigger::{SecretError, SecretResolver, TriggerService};
+use astrolift_trigger::{SecretError, SecretResolver, TriggerResponse, TriggerService};
+use http::HeaderMap;
 
 use crate::ingress::{EventFanOut, FanOutDelivery};
+use crate::telemetry::{self, Metric};
 
 /// The trigger service on `state`, with the secret resolver of
 /// `ASTROLIFT_SECRETS` and the dispatch queue of `ASTROLIFT_DISPATCH_QUEUE_URL`
@@ -26,6 +28,25 @@ pub async fn service_from_env(state: Arc<dyn StateStore>) -> Result<TriggerServi
         }
     };
     Ok(TriggerService::new(state, secrets, queue, Limits::DEFAULT))
+}
+
+/// One `POST /triggers/{trigger_id}`, for `serve` and the trigger function
+/// alike: the service's answer, counted as a `Dispatches` metric when it
+/// dispatched (202) and as `Failures` when it refused or failed (4xx, 5xx).
+pub async fn handle(
+    service: &TriggerService,
+    function: &str,
+    trigger_id: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> TriggerResponse {
+    let answer = service.handle(trigger_id, headers, body).await;
+    match answer.status {
+        202 => telemetry::count(function, Metric::Dispatches, 1),
+        400.. => telemetry::count(function, Metric::Failures, 1),
+        _ => {}
+    }
+    answer
 }
 
 impl EventFanOut for TriggerService {

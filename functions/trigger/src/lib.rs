@@ -22,6 +22,9 @@ use lambda_http::http::{Method, StatusCode, header};
 use lambda_http::{Body, Request, Response};
 use serde_json::json;
 
+/// The `Function` dimension of this function's metrics.
+pub const FUNCTION: &str = "trigger";
+
 /// The route's prefix; the rest of the path is the trigger id.
 const ROUTE: &str = "/triggers/";
 /// Longer ids are not ours (ours are `trg_` and 24 hex digits).
@@ -74,7 +77,9 @@ pub async fn handle(service: &TriggerService, request: Request) -> Response<Body
         // `Body` is non-exhaustive; a future kind is not a request we know.
         _ => return json_response(400, &json!({"error": "unsupported body"})),
     };
-    let answer = service.handle(trigger_id, request.headers(), body).await;
+    let answer =
+        astrolift_bot::triggers::handle(service, FUNCTION, trigger_id, request.headers(), body)
+            .await;
     to_response(&answer)
 }
 

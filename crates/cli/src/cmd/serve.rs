@@ -14,8 +14,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use astrolift_bot::config::Environment;
 use astrolift_bot::queue::JobHandler;
-use astrolift_bot::telemetry::{self, Metric};
-use astrolift_bot::triggers::service_from_env;
+use astrolift_bot::triggers::{self, service_from_env};
 use astrolift_bot::{Answer, Ingress, JobQueue, LocalJobQueue, SyncRunner};
 use astrolift_forge::webhook::WebhookRequest;
 use astrolift_manifest::Limits;
@@ -220,10 +219,7 @@ async fn trigger(
         Ok(body) => body,
         Err(answer) => return respond(answer),
     };
-    let answer = app.triggers.handle(&trigger_id, &headers, &body).await;
-    if answer.status == 202 {
-        telemetry::count("serve", Metric::Dispatches, 1);
-    }
+    let answer = triggers::handle(&app.triggers, "serve", &trigger_id, &headers, &body).await;
     respond(Answer::new(answer.status, answer.body))
 }
 
