@@ -47,7 +47,8 @@ pub enum ReadError {
     Io(String),
 }
 
-/// A read-only view of a repository at one commit.
+/// A read-only view of a repository at one commit. `Sync`, so that large
+/// repositories can be read on several threads ([`crate::parallel`]).
 pub trait SourceTree: Sync {
     /// Every entry, sorted by path bytes.
     fn entries(&self) -> &[FileEntry];

@@ -52,7 +52,7 @@ pub struct SyncRequest {
 /// itself failed (a store unreachable, a concurrent write): nothing partial
 /// is registered, and running the same request again converges.
 pub async fn sync(
-    tree: &(dyn PayloadTree + Sync),
+    tree: &dyn PayloadTree,
     request: &SyncRequest,
     stores: &Stores,
     progress: &(dyn Fn(usize, usize) + Sync),
@@ -141,7 +141,7 @@ async fn read_snapshot(blobs: &dyn BlobStore, hash: &str) -> Option<serde_json::
 async fn apply(
     request: &SyncRequest,
     stores: &Stores,
-    tree: &(dyn PayloadTree + Sync),
+    tree: &dyn PayloadTree,
     packaging: &Packaging,
     planned: Plan,
     report: &mut Report,
@@ -197,7 +197,7 @@ fn is_newer(synced: &SyncedCommit, request: &SyncRequest) -> bool {
 /// points at a new snapshot. Put-if-absent: existing objects are skipped.
 async fn upload_artifacts(
     blobs: &dyn BlobStore,
-    tree: &(dyn PayloadTree + Sync),
+    tree: &dyn PayloadTree,
     packaging: &Packaging,
     planned: &Plan,
 ) -> Result<u64, SyncError> {
@@ -224,7 +224,7 @@ async fn upload_artifacts(
 /// copied from elsewhere). Returns the PUTs made.
 async fn upload_archive(
     blobs: &dyn BlobStore,
-    tree: &(dyn PayloadTree + Sync),
+    tree: &dyn PayloadTree,
     manifest: &AgentManifest,
     artifacts: &Artifacts,
     digest: &str,
@@ -252,7 +252,7 @@ async fn upload_archive(
 /// Builds the archive a fingerprint record promised, and checks that it is
 /// the promised one.
 fn rebuild_archive(
-    tree: &(dyn PayloadTree + Sync),
+    tree: &dyn PayloadTree,
     manifest: &AgentManifest,
     agent: &PreparedAgent,
     digest: &str,

@@ -98,7 +98,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn open_tree(args: &Args, limits: &Limits) -> anyhow::Result<Box<dyn PayloadTree + Sync>> {
+fn open_tree(args: &Args, limits: &Limits) -> anyhow::Result<Box<dyn PayloadTree>> {
     if let Some(tarball) = &args.tarball {
         let file = std::fs::File::open(tarball)
             .with_context(|| format!("cannot open {}", tarball.display()))?;
@@ -147,7 +147,7 @@ fn package_to_file(
 
 /// `--all`: every clean agent into the blob store, content-addressed.
 async fn package_all(
-    tree: &(dyn PayloadTree + Sync),
+    tree: &dyn PayloadTree,
     validation: &Validation,
     limits: &Limits,
     store_url: &str,
