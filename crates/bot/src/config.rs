@@ -45,6 +45,8 @@ pub enum ConfigError {
 /// Reads environment variables and, when needed, Secrets Manager.
 #[derive(Debug, Default)]
 pub struct Environment {
+    /// Loaded once, on first use, for every AWS client this environment makes.
+    aws: OnceCell<aws_config::SdkConfig>,
     secrets_manager: OnceCell<aws_sdk_secretsmanager::Client>,
 }
 
@@ -108,11 +110,17 @@ impl Environment {
         Ok(GitHubApp::new(GitHubConfig::from_env()?, credentials)?)
     }
 
+    /// The standard AWS configuration (`AWS_ENDPOINT_URL` included), loaded
+    /// once per container however many clients are made from it.
+    pub async fn aws_config(&self) -> &aws_config::SdkConfig {
+        self.aws.get_or_init(aws_config::load_from_env).await
+    }
+
     /// The SQS FIFO sync queue, when `ASTROLIFT_SYNC_QUEUE_URL` is set.
     pub async fn sync_queue(&self) -> Option<SqsJobQueue> {
         let url = var("ASTROLIFT_SYNC_QUEUE_URL")?;
-        let config = aws_config::load_from_env().await;
-        Some(SqsJobQueue::new(aws_sdk_sqs::Client::new(&config), url))
+        let client = aws_sdk_sqs::Client::new(self.aws_config().await);
+        Some(SqsJobQueue::new(client, url))
     }
 
     /// `plain` if set, else the Secrets Manager secret whose id is in `id_variable`.
@@ -129,10 +137,7 @@ impl Environment {
         };
         let client = self
             .secrets_manager
-            .get_or_init(|| async {
-                let config = aws_config::load_from_env().await;
-                aws_sdk_secretsmanager::Client::new(&config)
-            })
+            .get_or_init(|| async { aws_sdk_secretsmanager::Client::new(self.aws_config().await) })
             .await;
         let output = client
             .get_secret_value()

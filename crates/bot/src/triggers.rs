@@ -10,16 +10,23 @@ use astrolift_trigger::secrets::resolver_from_env;
 use astrolift_trigger::{SecretError, SecretResolver, TriggerResponse, TriggerService};
 use http::HeaderMap;
 
+use crate::config::Environment;
 use crate::ingress::{EventFanOut, FanOutDelivery};
 use crate::telemetry::{self, Metric};
 
 /// The trigger service on `state`, with the secret resolver of
 /// `ASTROLIFT_SECRETS` and the dispatch queue of `ASTROLIFT_DISPATCH_QUEUE_URL`
 /// (in memory, with a warning, when unset: local runs only).
-pub async fn service_from_env(state: Arc<dyn StateStore>) -> Result<TriggerService, SecretError> {
+pub async fn service_from_env(
+    environment: &Environment,
+    state: Arc<dyn StateStore>,
+) -> Result<TriggerService, SecretError> {
     let secrets: Arc<dyn SecretResolver> = Arc::from(resolver_from_env().await?);
     let queue: Arc<dyn DispatchQueue> = match std::env::var("ASTROLIFT_DISPATCH_QUEUE_URL") {
-        Ok(url) if !url.trim().is_empty() => Arc::new(SqsDispatchQueue::from_env(url).await),
+        Ok(url) if !url.trim().is_empty() => {
+            let client = aws_sdk_sqs::Client::new(environment.aws_config().await);
+            Arc::new(SqsDispatchQueue::new(client, url))
+        }
         _ => {
             tracing::warn!(
                 "ASTROLIFT_DISPATCH_QUEUE_URL is not set: dispatches are recorded, and queued in memory only"

@@ -42,8 +42,9 @@ pub enum StartupError {
 /// The service with its clients, from the environment (see the crate docs):
 /// the same construction as `astrolift serve` and the webhook function.
 pub async fn service_from_env() -> Result<TriggerService, StartupError> {
-    let state = Environment::new().stores().await?.state;
-    Ok(astrolift_bot::triggers::service_from_env(state).await?)
+    let environment = Environment::new();
+    let state = environment.stores().await?.state;
+    Ok(astrolift_bot::triggers::service_from_env(&environment, state).await?)
 }
 
 /// JSON logs on Lambda (see `astrolift_bot::telemetry`).

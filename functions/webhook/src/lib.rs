@@ -68,7 +68,8 @@ impl WebhookFunction {
             .await
             .ok_or(ColdStartError::NoSyncQueue)?;
         // GitHub-sourced trigger bindings see every verified delivery.
-        let triggers = astrolift_bot::triggers::service_from_env(state.clone()).await?;
+        let triggers =
+            astrolift_bot::triggers::service_from_env(environment, state.clone()).await?;
         Ok(Self::new(Ingress {
             state,
             secrets,

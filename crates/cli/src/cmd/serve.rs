@@ -151,7 +151,7 @@ async fn build(args: &Args) -> anyhow::Result<App> {
     });
     let jobs: Arc<dyn JobQueue> = Arc::new(LocalJobQueue::new(job_handler(runner)));
     let triggers = Arc::new(
-        service_from_env(stores.state.clone())
+        service_from_env(&environment, stores.state.clone())
             .await
             .context("cannot set up trigger secrets")?,
     );
