@@ -218,7 +218,7 @@ impl SyncRunner {
         Ok(bindings
             .into_iter()
             .filter(|b| b.repository == repository)
-            .map(|b| format!("/triggers/{}", b.trigger_id))
+            .map(|b| b.url_path())
             .collect())
     }
 

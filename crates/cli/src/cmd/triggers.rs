@@ -91,7 +91,7 @@ pub fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
                     "agent": b.agent_name,
                     "name": b.name,
                     "source": b.source,
-                    "path": format!("/triggers/{}", b.trigger_id),
+                    "path": b.url_path(),
                 })
             })
             .collect();
@@ -100,8 +100,11 @@ pub fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
             ListFormat::Human => {
                 for b in &bindings {
                     println!(
-                        "{:<24} {:<24} {:<8} /triggers/{}",
-                        b.agent_name, b.name, b.source, b.trigger_id
+                        "{:<24} {:<24} {:<8} {}",
+                        b.agent_name,
+                        b.name,
+                        b.source,
+                        b.url_path()
                     );
                 }
                 println!("{} trigger bindings", bindings.len());

@@ -230,6 +230,13 @@ pub struct TriggerBinding {
     pub snapshot_hash: String,
 }
 
+impl TriggerBinding {
+    /// The URL path that `serve` and the trigger function answer for it.
+    pub fn url_path(&self) -> String {
+        format!("/triggers/{}", self.trigger_id)
+    }
+}
+
 /// Status of a dispatch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
