@@ -2,11 +2,12 @@
 //!
 //! Owns webhook verification (`X-Hub-Signature-256`, HMAC-SHA256 over the raw
 //! body, constant-time, current and previous secret), the typed events we
-//! handle ([`webhook`]); and the REST side ([`github`]): App JWTs, installation
-//! tokens cached until 5 minutes before expiry, the retry policy
-//! (`retry-after`, `x-ratelimit-reset`, 5xx with backoff, never other 4xx),
-//! streaming tarball downloads through the redirect, and check runs with
-//! annotations in batches of 50 and outputs trimmed under 65,535 bytes.
+//! handle ([`webhook`]); and the REST side ([`github`]) on `octocrab`: App
+//! JWTs, installation tokens cached until 5 minutes before expiry, the retry
+//! policy as a tower layer (`retry-after`, `x-ratelimit-reset`, 5xx with
+//! backoff, never other 4xx), streaming tarball downloads through the
+//! redirect (bounded in size), and check runs with annotations in batches of
+//! 50 and outputs trimmed under 65,535 bytes.
 //!
 //! Invariants:
 //! - Nothing is parsed before the body's size is checked and its signature

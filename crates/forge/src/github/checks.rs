@@ -1,5 +1,10 @@
 //! Check runs: created `in_progress`, completed with output and annotations.
 //!
+//! Sent through octocrab's JSON calls with our own request and answer types:
+//! octocrab's `CheckRun` model has no `status` and requires fields (`node_id`,
+//! `output`, `pull_requests`) we never read, and its update builder sends the
+//! same JSON as [`CheckRunOutput`] does.
+//!
 //! GitHub's limits, enforced here so a request is never refused for size:
 //! at most 50 annotations per request (GitHub appends annotations across
 //! updates, so the rest go in extra PATCHes before the completing one);
@@ -8,11 +13,10 @@
 //! most 255 characters; annotation messages and raw details of at most 64 KiB.
 
 use astrolift_manifest::{Counts, Diagnostic, Severity};
-use http::Method;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::client::{GitHubError, Installation, RepoPath};
+use super::client::{GitHubError, Installation, JsonMethod, RepoPath};
 
 /// The check run's name (DESIGN.md §8).
 pub const CHECK_RUN_NAME: &str = "Astrolift";
@@ -200,12 +204,11 @@ impl Installation {
         head_sha: &str,
         name: &str,
     ) -> Result<u64, GitHubError> {
-        let url = self
-            .app
-            .api_url(&["repos", &repo.owner, &repo.name, "check-runs"]);
+        let segments = ["repos", &repo.owner, &repo.name, "check-runs"];
         let body = json!({ "name": name, "head_sha": head_sha, "status": "in_progress" });
-        let request = self.request(Method::POST, url, Some(body));
-        let run: CheckRun = self.app.send_json(&request).await?;
+        let run: CheckRun = self
+            .send_json(JsonMethod::Post, &segments, Some(&body))
+            .await?;
         Ok(run.id)
     }
 
@@ -259,11 +262,9 @@ impl Installation {
         body: serde_json::Value,
     ) -> Result<CheckRun, GitHubError> {
         let id = id.to_string();
-        let url = self
-            .app
-            .api_url(&["repos", &repo.owner, &repo.name, "check-runs", &id]);
-        let request = self.request(Method::PATCH, url, Some(body));
-        self.app.send_json(&request).await
+        let segments = ["repos", &repo.owner, &repo.name, "check-runs", &id];
+        self.send_json(JsonMethod::Patch, &segments, Some(&body))
+            .await
     }
 }
 

@@ -1,34 +1,43 @@
-//! The GitHub REST client: base URL, headers, auth, retries, typed errors.
+//! The GitHub REST client: `octocrab` with forge's layers, auth and typed errors.
 //!
-//! Built on `reqwest` rather than `octocrab`. We need, on every call, the raw
-//! status and headers (our retry policy reads `retry-after` and the
-//! `x-ratelimit-*` headers; octocrab's retry layer retries 5xx only and
-//! ignores them), our own installation-token cache with an injected clock,
-//! the tarball redirect followed by hand so the `Authorization` header never
-//! goes to another host, and the body as a stream. Through octocrab that is
-//! its raw `_get`/`_post` for every call plus its layers to switch off, so a
-//! plain HTTP client with a few typed helpers is smaller and clearer.
+//! octocrab carries every request: its request building, base URI (kept
+//! under GitHub Enterprise's `/api/v3`), bearer auth, JSON decoding and
+//! error mapping, on its hyper-1 client with rustls. Forge adds what octocrab
+//! does not do, each as a thin part around it (ARCHITECTURE.md lists them):
+//! the retry layer ([`super::layers`]), the installation-token cache
+//! ([`super::app`]: an injected clock, the 5-minute margin and one refresh in
+//! flight, where octocrab's cache reads the wall clock, refreshes 30 s before
+//! expiry and lets concurrent callers race), and the tarball redirect
+//! followed by hand with a size bound ([`super::tarball`]).
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use http::{HeaderValue, Method, StatusCode, Uri, header};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use octocrab::service::middleware::base_uri::BaseUriLayer;
+use octocrab::service::middleware::extra_headers::ExtraHeadersLayer;
+use octocrab::{AuthState, OctoBody, Octocrab, OctocrabBuilder};
 use secrecy::{ExposeSecret, SecretString};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::app::{AppCredentials, Clock, CredentialsError, InstallationToken, SystemClock};
 use super::app::{TokenCache, epoch_seconds};
-use super::retry::{Decision, Outcome, RetryPolicy, random_jitter};
+use super::layers::{AttemptTimedOut, BoxError, RateLimitExceeded, RetryLayer};
+use super::retry::RetryPolicy;
 
 /// The public GitHub API.
 pub const DEFAULT_API_URL: &str = "https://api.github.com";
 /// The REST API version we speak.
 pub const API_VERSION: &str = "2022-11-28";
-/// Error bodies are read up to this size; GitHub's are a few hundred bytes.
-const MAX_ERROR_BODY: usize = 64 * 1024;
+/// The largest repository tarball downloaded (compressed bytes).
+pub const DEFAULT_MAX_TARBALL_BYTES: u64 = 1024 * 1024 * 1024;
 
 /// Where and how to talk to GitHub.
 #[derive(Clone)]
@@ -37,8 +46,11 @@ pub struct GitHubConfig {
     pub api_url: Url,
     pub user_agent: String,
     pub retry: RetryPolicy,
-    /// Bound on one API request (not on streaming a tarball's body).
+    /// Bound on one attempt of an API request (on a tarball, on the answer's
+    /// head only: its body streams).
     pub request_timeout: Duration,
+    /// A tarball download is refused or cut past this many bytes.
+    pub max_tarball_bytes: u64,
     pub clock: Arc<dyn Clock>,
 }
 
@@ -49,6 +61,7 @@ impl fmt::Debug for GitHubConfig {
             .field("user_agent", &self.user_agent)
             .field("retry", &self.retry)
             .field("request_timeout", &self.request_timeout)
+            .field("max_tarball_bytes", &self.max_tarball_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -65,6 +78,7 @@ impl GitHubConfig {
             user_agent: format!("astrolift-forge-bot/{}", env!("CARGO_PKG_VERSION")),
             retry: RetryPolicy::default(),
             request_timeout: Duration::from_secs(30),
+            max_tarball_bytes: DEFAULT_MAX_TARBALL_BYTES,
             clock: Arc::new(SystemClock),
         })
     }
@@ -104,7 +118,7 @@ pub enum GitHubError {
         method: Method,
         path: String,
         #[source]
-        source: reqwest::Error,
+        source: BoxError,
     },
     #[error("unexpected answer from GitHub to {method} {path}: {reason}")]
     Protocol {
@@ -119,9 +133,11 @@ pub enum GitHubError {
     #[error("invalid GITHUB_API_URL `{0}`: expected an http(s) URL")]
     BadApiUrl(String),
     #[error("cannot build the HTTP client: {0}")]
-    Client(#[source] reqwest::Error),
+    Client(#[source] BoxError),
     #[error("the tarball reader task failed: {0}")]
     ReaderTask(String),
+    #[error("the tarball of {path} is larger than {limit} bytes")]
+    TarballTooLarge { path: String, limit: u64 },
 }
 
 impl GitHubError {
@@ -174,55 +190,58 @@ fn is_path_segment(segment: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
-/// How a request authenticates.
+/// The methods forge sends through octocrab's typed JSON calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Auth {
-    /// The App JWT (token exchange).
-    App,
-    /// An installation token.
-    Installation(u64),
-    /// None (a download URL on another host).
-    Anonymous,
+pub(crate) enum JsonMethod {
+    Post,
+    Patch,
 }
 
-/// One request, replayable across retries.
-#[derive(Debug)]
-pub(crate) struct ApiRequest {
-    pub method: Method,
-    pub url: Url,
-    pub body: Option<serde_json::Value>,
-    pub auth: Auth,
-    /// Streaming downloads are not bounded by `request_timeout`.
-    pub streaming: bool,
+impl JsonMethod {
+    fn method(self) -> Method {
+        match self {
+            JsonMethod::Post => Method::POST,
+            JsonMethod::Patch => Method::PATCH,
+        }
+    }
 }
 
-/// The GitHub App: credentials, HTTP client and token cache. Cheap to clone.
+/// The GitHub App: credentials, octocrab clients and token cache. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct GitHubApp {
     inner: Arc<Inner>,
 }
 
-#[derive(Debug)]
 struct Inner {
-    http: reqwest::Client,
+    /// The parts of the octocrab clients, checked when the App is built.
+    transport: Transport,
+    /// API calls: octocrab with the base URI, the API headers and the retry
+    /// layer. Built on first use: octocrab spawns its request buffer's
+    /// worker, which needs the Tokio runtime that every call runs in.
+    api: OnceLock<Octocrab>,
+    /// Download URLs (absolute, possibly on another host): the same stack
+    /// without the base URI and never with octocrab's own auth.
+    downloads: OnceLock<Octocrab>,
     config: GitHubConfig,
     credentials: AppCredentials,
     tokens: TokenCache,
 }
 
+impl fmt::Debug for Inner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GitHubApp")
+            .field("config", &self.config)
+            .field("credentials", &self.credentials)
+            .finish_non_exhaustive()
+    }
+}
+
 impl GitHubApp {
     pub fn new(config: GitHubConfig, credentials: AppCredentials) -> Result<Self, GitHubError> {
-        let http = reqwest::Client::builder()
-            .user_agent(config.user_agent.clone())
-            .default_headers(default_headers())
-            // Redirects are followed by hand (tarball.rs) to drop auth across hosts.
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(Duration::from_secs(10))
-            .read_timeout(Duration::from_secs(60))
-            .build()
-            .map_err(GitHubError::Client)?;
         let inner = Inner {
-            http,
+            transport: Transport::new(&config)?,
+            api: OnceLock::new(),
+            downloads: OnceLock::new(),
             config,
             credentials,
             tokens: TokenCache::default(),
@@ -230,6 +249,22 @@ impl GitHubApp {
         Ok(Self {
             inner: Arc::new(inner),
         })
+    }
+
+    fn api(&self) -> &Octocrab {
+        let inner = &self.inner;
+        inner.api.get_or_init(|| {
+            inner
+                .transport
+                .octocrab(Some(inner.transport.base_uri.clone()))
+        })
+    }
+
+    fn downloads(&self) -> &Octocrab {
+        let inner = &self.inner;
+        inner
+            .downloads
+            .get_or_init(|| inner.transport.octocrab(None))
     }
 
     /// `GITHUB_API_URL`, `GITHUB_APP_ID` and the private key from the environment.
@@ -249,8 +284,8 @@ impl GitHubApp {
         }
     }
 
-    /// The API URL for these path segments (each percent-encoded), kept
-    /// under the base path so GitHub Enterprise's `/api/v3` stays.
+    /// The absolute API URL for these path segments (each percent-encoded),
+    /// kept under the base path so GitHub Enterprise's `/api/v3` stays.
     pub(crate) fn api_url(&self, segments: &[&str]) -> Url {
         let mut url = self.inner.config.api_url.clone();
         if let Ok(mut path) = url.path_segments_mut() {
@@ -259,7 +294,8 @@ impl GitHubApp {
         url
     }
 
-    /// A cached installation token, refreshed 5 minutes before it expires.
+    /// A cached installation token, refreshed 5 minutes before it expires;
+    /// concurrent callers for one installation wait for one refresh.
     pub async fn installation_token(
         &self,
         installation_id: u64,
@@ -281,137 +317,262 @@ impl GitHubApp {
         Ok(token)
     }
 
+    /// `POST /app/installations/{id}/access_tokens` with the App JWT.
     async fn fetch_installation_token(
         &self,
         installation_id: u64,
     ) -> Result<InstallationToken, GitHubError> {
         let id = installation_id.to_string();
-        let url = self.api_url(&["app", "installations", &id, "access_tokens"]);
-        let request = ApiRequest {
-            method: Method::POST,
-            url,
-            body: None,
-            auth: Auth::App,
-            streaming: false,
-        };
-        let path = request.url.path().to_owned();
-        let answer: TokenAnswer = self.send_json(&request).await?;
+        let segments = ["app", "installations", id.as_str(), "access_tokens"];
+        let jwt = self.inner.credentials.jwt(self.inner.config.clock.now())?;
+        let answer: TokenAnswer = self
+            .send_json(&jwt, JsonMethod::Post, &segments, None::<&()>)
+            .await?;
+        let path = self.api_url(&segments).path().to_owned();
         let expires_at = answer
             .expires_at
             .parse::<jiff::Timestamp>()
             .map_err(|_| protocol(&Method::POST, &path, "`expires_at` is not an RFC 3339 time"))?;
-        let expires_at = std::time::SystemTime::from(expires_at);
         Ok(InstallationToken {
             token: SecretString::from(answer.token),
-            expires_at,
+            expires_at: std::time::SystemTime::from(expires_at),
         })
     }
 
-    /// Sends `request` and decodes a JSON answer.
-    pub(crate) async fn send_json<T: DeserializeOwned>(
+    /// One JSON call through octocrab as `bearer`: `segments` form the
+    /// route under the base URI, `body` is sent as JSON.
+    pub(crate) async fn send_json<T, B>(
         &self,
-        request: &ApiRequest,
-    ) -> Result<T, GitHubError> {
-        let response = self.send(request).await?;
-        let bytes = response.bytes().await.map_err(|e| transport(request, e))?;
-        serde_json::from_slice(&bytes).map_err(|e| {
-            protocol(
-                &request.method,
-                request.url.path(),
-                &format!("invalid JSON: {e}"),
-            )
+        bearer: &SecretString,
+        method: JsonMethod,
+        segments: &[&str],
+        body: Option<&B>,
+    ) -> Result<T, GitHubError>
+    where
+        T: DeserializeOwned + Send + 'static,
+        B: Serialize + ?Sized + Sync,
+    {
+        let url = self.api_url(segments);
+        let path = url.path().to_owned();
+        let route = relative_route(&url);
+        let crab = self.as_bearer(bearer, &method.method(), &path)?;
+        let answer = match method {
+            JsonMethod::Post => crab.post(route, body).await,
+            JsonMethod::Patch => crab.patch(route, body).await,
+        };
+        answer.map_err(|error| from_octocrab(&method.method(), &path, error))
+    }
+
+    /// A streamed `GET` of `url` (absolute), with `bearer` only when `url`
+    /// is on the API's origin. Answers below 400 are returned as they are
+    /// (3xx included: the caller follows redirects).
+    pub(crate) async fn get_stream(
+        &self,
+        url: &Url,
+        bearer: &SecretString,
+    ) -> Result<http::Response<StreamBody>, GitHubError> {
+        let path = url.path().to_owned();
+        let same_origin = url.origin() == self.inner.config.api_url.origin();
+        let mut request = http::Request::get(url.as_str())
+            .header("x-github-api-version", API_VERSION)
+            .extension(super::layers::Streaming);
+        if same_origin {
+            request = request.header(header::AUTHORIZATION, bearer_header(bearer, &path)?);
+        }
+        let request = request
+            .body(OctoBody::empty())
+            .map_err(|_| protocol(&Method::GET, &path, "not a valid request URL"))?;
+        // The download client: no base URI to rewrite the absolute URL, and
+        // AuthState::None, so the only credentials are the ones set above.
+        let response = self
+            .downloads()
+            .execute(request)
+            .await
+            .map_err(|error| from_octocrab(&Method::GET, &path, error))?;
+        if response.status().as_u16() < 400 {
+            return Ok(response);
+        }
+        match octocrab::map_github_error(response).await {
+            Err(error) => Err(from_octocrab(&Method::GET, &path, error)),
+            Ok(response) => Err(protocol(
+                &Method::GET,
+                &path,
+                &format!("unexpected status {}", response.status()),
+            )),
+        }
+    }
+
+    /// octocrab authenticating as `bearer` (a JWT or an installation token).
+    fn as_bearer(
+        &self,
+        bearer: &SecretString,
+        method: &Method,
+        path: &str,
+    ) -> Result<Octocrab, GitHubError> {
+        self.api()
+            .user_access_token(bearer.expose_secret().to_owned())
+            .map_err(|_| protocol(method, path, "the token is not a valid header value"))
+    }
+
+    /// Drops the cached token of an installation (GitHub refused it).
+    pub(crate) async fn forget_token(&self, installation_id: u64) {
+        *self.inner.tokens.slot(installation_id).lock().await = None;
+    }
+}
+
+/// A streamed answer's body, as octocrab hands it out.
+pub(crate) type StreamBody = http_body_util::combinators::BoxBody<bytes::Bytes, octocrab::Error>;
+
+/// What the octocrab clients are built from: octocrab on a hyper-1 client
+/// (rustls on aws-lc-rs, native roots, HTTP/1) with forge's retry layer.
+struct Transport {
+    connector: HttpsConnector<HttpConnector>,
+    base_uri: Uri,
+    retry: RetryLayer,
+    headers: Arc<Vec<(http::HeaderName, HeaderValue)>>,
+}
+
+impl Transport {
+    /// Everything that can fail, checked now (the root certificates, the
+    /// base URL, the user agent).
+    fn new(config: &GitHubConfig) -> Result<Self, GitHubError> {
+        let base_uri: Uri = config
+            .api_url
+            .as_str()
+            .parse()
+            .map_err(|_| GitHubError::BadApiUrl(config.api_url.to_string()))?;
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_native_roots()
+            .map_err(|error| GitHubError::Client(Box::new(error)))?
+            .https_or_http()
+            .enable_http1()
+            .build();
+        let user_agent = HeaderValue::from_str(&config.user_agent)
+            .map_err(|error| GitHubError::Client(Box::new(error)))?;
+        let headers = vec![
+            (
+                header::ACCEPT,
+                HeaderValue::from_static("application/vnd.github+json"),
+            ),
+            (header::USER_AGENT, user_agent),
+        ];
+        Ok(Self {
+            connector,
+            base_uri,
+            retry: RetryLayer {
+                policy: config.retry,
+                request_timeout: config.request_timeout,
+                clock: config.clock.clone(),
+            },
+            headers: Arc::new(headers),
         })
     }
 
-    /// Sends `request`, retrying as the policy says. Answers below 400 are
-    /// returned (3xx included: the caller follows redirects).
-    pub(crate) async fn send(
-        &self,
-        request: &ApiRequest,
-    ) -> Result<reqwest::Response, GitHubError> {
-        let policy = self.inner.config.retry;
-        let mut waited = Duration::ZERO;
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let failure = match self.send_once(request).await? {
-                Ok(response) if response.status().as_u16() < 400 => return Ok(response),
-                Ok(response) => Failure::Answer(read_failure(response).await),
-                Err(error) => Failure::Transport(error),
-            };
-            let outcome = failure.outcome();
-            let now = self.inner.config.clock.now();
-            match policy.decide(attempt, waited, outcome, now, random_jitter()) {
-                Decision::RetryAfter(wait) => {
-                    tracing::info!(method = %request.method, path = request.url.path(), attempt, wait_ms = wait.as_millis() as u64, "retrying GitHub request");
-                    tokio::time::sleep(wait).await;
-                    waited += wait;
-                }
-                Decision::RateLimitedTooLong(wait) => {
-                    return Err(failure.into_rate_limited(request, wait));
-                }
-                Decision::Stop => {
-                    self.forget_rejected_token(request, &failure).await;
-                    return Err(failure.into_error(request));
-                }
-            }
-        }
-    }
-
-    /// A 401 to an installation token means it was revoked (or the
-    /// installation suspended): drop it so the next call fetches a new one.
-    async fn forget_rejected_token(&self, request: &ApiRequest, failure: &Failure) {
-        let (Auth::Installation(id), Failure::Answer(answer)) = (request.auth, failure) else {
-            return;
+    /// An octocrab client under `base_uri` when given, without auth of its own.
+    fn octocrab(&self, base_uri: Option<Uri>) -> Octocrab {
+        let client: Client<_, OctoBody> =
+            Client::builder(TokioExecutor::new()).build(self.connector.clone());
+        let stack = OctocrabBuilder::new_empty()
+            .with_service(client)
+            .with_layer(&self.retry)
+            .with_layer(&ExtraHeadersLayer::new(self.headers.clone()));
+        let built = match base_uri {
+            Some(base_uri) => stack
+                .with_layer(&BaseUriLayer::new(base_uri))
+                .with_auth(AuthState::None)
+                .build(),
+            None => stack.with_auth(AuthState::None).build(),
         };
-        if answer.status == StatusCode::UNAUTHORIZED {
-            *self.inner.tokens.slot(id).lock().await = None;
+        match built {
+            Ok(octocrab) => octocrab,
+            Err(never) => match never {},
         }
     }
+}
 
-    /// One attempt: `Err` only for errors no retry can fix (credentials).
-    async fn send_once(
-        &self,
-        request: &ApiRequest,
-    ) -> Result<Result<reqwest::Response, reqwest::Error>, GitHubError> {
-        let mut builder = self
-            .inner
-            .http
-            .request(request.method.clone(), request.url.clone());
-        if let Some(authorization) = self.authorization(request).await? {
-            builder = builder.header(header::AUTHORIZATION, authorization);
-        }
-        if let Some(body) = &request.body {
-            builder = builder
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(body.to_string());
-        }
-        if !request.streaming {
-            builder = builder.timeout(self.inner.config.request_timeout);
-        }
-        Ok(builder.send().await.map_err(reqwest::Error::without_url))
+/// The path and query of an API URL, which octocrab puts under its base URI.
+fn relative_route(url: &Url) -> String {
+    let base = url.path();
+    match url.query() {
+        Some(query) => format!("{base}?{query}"),
+        None => base.to_owned(),
     }
+}
 
-    async fn authorization(
-        &self,
-        request: &ApiRequest,
-    ) -> Result<Option<HeaderValue>, GitHubError> {
-        let secret = match request.auth {
-            Auth::Anonymous => return Ok(None),
-            Auth::App => self.inner.credentials.jwt(self.inner.config.clock.now())?,
-            // Boxed: fetching a token sends a request, which is this function's caller.
-            Auth::Installation(id) => Box::pin(self.installation_token(id)).await?,
+fn bearer_header(bearer: &SecretString, path: &str) -> Result<HeaderValue, GitHubError> {
+    let mut value = HeaderValue::from_str(&format!("Bearer {}", bearer.expose_secret()))
+        .map_err(|_| protocol(&Method::GET, path, "the token is not a valid header value"))?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+/// Our error for what octocrab (or a layer under it) reported. URLs are
+/// reduced to their path; a rate limit past the budget and a transport
+/// failure are found in the error's source chain.
+fn from_octocrab(method: &Method, path: &str, error: octocrab::Error) -> GitHubError {
+    if let octocrab::Error::GitHub { source, .. } = &error {
+        return GitHubError::Status {
+            method: method.clone(),
+            path: path.to_owned(),
+            status: source.status_code,
+            message: github_message(&source.message, source.errors.as_deref()),
         };
-        let mut value = HeaderValue::from_str(&format!("Bearer {}", secret.expose_secret()))
-            .map_err(|_| {
-                protocol(
-                    &request.method,
-                    request.url.path(),
-                    "the token is not a valid header value",
-                )
-            })?;
-        value.set_sensitive(true);
-        Ok(Some(value))
+    }
+    if let Some(limit) = find_source::<RateLimitExceeded>(&error) {
+        return GitHubError::RateLimited {
+            method: method.clone(),
+            path: path.to_owned(),
+            status: limit.status,
+            message: limit.message.clone(),
+            wait: limit.wait,
+        };
+    }
+    match error {
+        octocrab::Error::Json { source, .. } => {
+            protocol(method, path, &format!("invalid JSON: {source}"))
+        }
+        octocrab::Error::Serde { source, .. } => {
+            protocol(method, path, &format!("invalid JSON: {source}"))
+        }
+        other => GitHubError::Transport {
+            method: method.clone(),
+            path: path.to_owned(),
+            source: transport_source(other),
+        },
+    }
+}
+
+/// The innermost useful cause: our timeout, or octocrab's error as is.
+fn transport_source(error: octocrab::Error) -> BoxError {
+    if let Some(timeout) = find_source::<AttemptTimedOut>(&error) {
+        return Box::new(AttemptTimedOut(timeout.0));
+    }
+    Box::new(error)
+}
+
+fn find_source<'a, E: std::error::Error + 'static>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a E> {
+    let mut current = Some(error);
+    while let Some(error) = current {
+        if let Some(found) = error.downcast_ref::<E>() {
+            return Some(found);
+        }
+        current = error.source();
+    }
+    None
+}
+
+/// GitHub's `message`, plus the validation `errors` (which say which field
+/// a 422 is about), at most 1,000 characters of them.
+fn github_message(message: &str, errors: Option<&[serde_json::Value]>) -> String {
+    let message = if message.is_empty() { "error" } else { message };
+    match errors {
+        Some(errors) if !errors.is_empty() => {
+            let errors = serde_json::Value::Array(errors.to_vec()).to_string();
+            format!("{message} {}", truncate_chars(&errors, 1000))
+        }
+        _ => message.to_owned(),
     }
 }
 
@@ -421,121 +582,10 @@ struct TokenAnswer {
     expires_at: String,
 }
 
-/// GitHub's error body: `{"message": "...", "documentation_url": "..."}`.
-#[derive(Debug, Default, Deserialize)]
-struct ErrorBody {
-    #[serde(default)]
-    message: String,
-    #[serde(default)]
-    errors: Vec<serde_json::Value>,
-}
-
-/// A failed attempt, kept until the policy decides.
-enum Failure {
-    Answer(FailedAnswer),
-    Transport(reqwest::Error),
-}
-
-struct FailedAnswer {
-    status: StatusCode,
-    headers: HeaderMap,
-    message: String,
-}
-
-impl Failure {
-    fn outcome(&self) -> Outcome<'_> {
-        match self {
-            Failure::Transport(_) => Outcome::Transport,
-            Failure::Answer(answer) => Outcome::Status {
-                status: answer.status,
-                headers: &answer.headers,
-                secondary: answer
-                    .message
-                    .to_ascii_lowercase()
-                    .contains("secondary rate limit"),
-            },
-        }
-    }
-
-    fn into_error(self, request: &ApiRequest) -> GitHubError {
-        match self {
-            Failure::Transport(source) => transport(request, source),
-            Failure::Answer(answer) => GitHubError::Status {
-                method: request.method.clone(),
-                path: request.url.path().to_owned(),
-                status: answer.status,
-                message: answer.message,
-            },
-        }
-    }
-
-    fn into_rate_limited(self, request: &ApiRequest, wait: Duration) -> GitHubError {
-        match self {
-            Failure::Transport(source) => transport(request, source),
-            Failure::Answer(answer) => GitHubError::RateLimited {
-                method: request.method.clone(),
-                path: request.url.path().to_owned(),
-                status: answer.status,
-                message: answer.message,
-                wait,
-            },
-        }
-    }
-}
-
-/// Reads a failed answer's status, headers and GitHub's `message` (plus the
-/// validation `errors`, which say which field a 422 is about).
-async fn read_failure(mut response: reqwest::Response) -> FailedAnswer {
-    let status = response.status();
-    let headers = response.headers().clone();
-    let mut body = Vec::new();
-    while let Ok(Some(chunk)) = response.chunk().await {
-        body.extend_from_slice(&chunk);
-        if body.len() > MAX_ERROR_BODY {
-            break;
-        }
-    }
-    let parsed: ErrorBody = serde_json::from_slice(&body).unwrap_or_default();
-    let mut message = parsed.message;
-    if message.is_empty() {
-        message = status.canonical_reason().unwrap_or("error").to_owned();
-    }
-    if !parsed.errors.is_empty() {
-        let errors = serde_json::Value::Array(parsed.errors).to_string();
-        message = format!("{message} {}", truncate_chars(&errors, 1000));
-    }
-    FailedAnswer {
-        status,
-        headers,
-        message,
-    }
-}
-
 fn truncate_chars(text: &str, max: usize) -> &str {
     match text.char_indices().nth(max) {
         Some((index, _)) => &text[..index],
         None => text,
-    }
-}
-
-fn default_headers() -> HeaderMap {
-    let mut headers = HeaderMap::new();
-    headers.insert(
-        header::ACCEPT,
-        HeaderValue::from_static("application/vnd.github+json"),
-    );
-    headers.insert(
-        "x-github-api-version",
-        HeaderValue::from_static(API_VERSION),
-    );
-    headers
-}
-
-pub(crate) fn transport(request: &ApiRequest, source: reqwest::Error) -> GitHubError {
-    GitHubError::Transport {
-        method: request.method.clone(),
-        path: request.url.path().to_owned(),
-        source: source.without_url(),
     }
 }
 
@@ -564,20 +614,27 @@ impl Installation {
         self.app.installation_token(self.id).await
     }
 
-    /// A request as this installation, with a JSON body.
-    pub(crate) fn request(
+    /// One JSON call as this installation. A 401 means the token was revoked
+    /// (or the installation suspended): it is dropped, so the next call
+    /// fetches a new one.
+    pub(crate) async fn send_json<T, B>(
         &self,
-        method: Method,
-        url: Url,
-        body: Option<serde_json::Value>,
-    ) -> ApiRequest {
-        ApiRequest {
-            method,
-            url,
-            body,
-            auth: Auth::Installation(self.id),
-            streaming: false,
+        method: JsonMethod,
+        segments: &[&str],
+        body: Option<&B>,
+    ) -> Result<T, GitHubError>
+    where
+        T: DeserializeOwned + Send + 'static,
+        B: Serialize + ?Sized + Sync,
+    {
+        let token = self.token().await?;
+        let answer = self.app.send_json(&token, method, segments, body).await;
+        if let Err(error) = &answer
+            && error.status() == Some(StatusCode::UNAUTHORIZED)
+        {
+            self.app.forget_token(self.id).await;
         }
+        answer
     }
 }
 

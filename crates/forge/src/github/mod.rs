@@ -1,4 +1,5 @@
-//! The GitHub REST side: App auth, the client, retries, tarballs, check runs.
+//! The GitHub REST side, on `octocrab`: App auth, the client, the retry
+//! layer, tarballs, check runs.
 //!
 //! ```text
 //! let app = GitHubApp::from_env()?;                  // GITHUB_API_URL, GITHUB_APP_ID, key
@@ -12,6 +13,7 @@
 mod app;
 mod checks;
 mod client;
+mod layers;
 pub mod retry;
 mod tarball;
 
@@ -24,7 +26,8 @@ pub use checks::{
     Conclusion, MAX_ANNOTATION_TEXT, MAX_OUTPUT_TEXT, MAX_TITLE_CHARS, trim_chars, trim_with_note,
 };
 pub use client::{
-    API_VERSION, DEFAULT_API_URL, GitHubApp, GitHubConfig, GitHubError, Installation, RepoPath,
+    API_VERSION, DEFAULT_API_URL, DEFAULT_MAX_TARBALL_BYTES, GitHubApp, GitHubConfig, GitHubError,
+    Installation, RepoPath,
 };
 pub use retry::RetryPolicy;
 pub use tarball::TarballDownload;

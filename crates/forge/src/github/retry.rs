@@ -2,7 +2,7 @@
 //!
 //! The policy is a pure function of the attempt number, what GitHub answered
 //! and the current time, so it is unit-tested without a network or a clock.
-//! The client does the sleeping.
+//! The retry layer (`layers.rs`, under octocrab) does the sleeping.
 //!
 //! Rules (DESIGN.md §8):
 //! - `retry-after` (seconds) is honoured on any retryable answer;

@@ -114,3 +114,72 @@ fn repository_names_are_checked_before_any_request() {
     }
     assert!(RepoPath::parse("octo-org/agents.repo_1").is_ok());
 }
+
+/// The whole download of the fixture commit, through `setup`.
+async fn download_all(setup: &Setup) -> std::io::Result<Vec<u8>> {
+    let download = setup
+        .installation()
+        .tarball(&setup.repo(), SHA)
+        .await
+        .map_err(std::io::Error::other)?;
+    let mut bytes = Vec::new();
+    download
+        .into_async_read()
+        .read_to_end(&mut bytes)
+        .await
+        .map(|_| bytes)
+}
+
+#[tokio::test]
+async fn a_tarball_at_the_size_bound_downloads_and_one_byte_past_it_is_refused() {
+    let size = download_all(&setup().await).await.expect("downloads").len() as u64;
+    let at_bound = super::setup_with(|config| config.max_tarball_bytes = size).await;
+    let bytes = download_all(&at_bound).await.expect("exactly at the bound");
+    assert_eq!(bytes.len() as u64, size);
+
+    let past = super::setup_with(|config| config.max_tarball_bytes = size - 1).await;
+    let refused = match past.installation().tarball(&past.repo(), SHA).await {
+        Err(error) => {
+            assert!(
+                matches!(&error, GitHubError::TarballTooLarge { limit, .. } if *limit == size - 1),
+                "{error}"
+            );
+            error.to_string()
+        }
+        Ok(download) => {
+            let mut bytes = Vec::new();
+            let mut reader = download.into_async_read();
+            let error = reader
+                .read_to_end(&mut bytes)
+                .await
+                .expect_err("cut past the bound");
+            error.to_string()
+        }
+    };
+    assert!(
+        refused.contains(&format!("larger than {}", size - 1)),
+        "{refused}"
+    );
+    assert!(!refused.contains("GHSAT0"), "{refused}");
+}
+
+#[test]
+fn the_app_is_built_outside_a_runtime_and_used_inside_one() {
+    let fake_key = astrolift_fake_github::TEST_PRIVATE_KEY_PEM.to_owned();
+    let credentials =
+        astrolift_forge::github::AppCredentials::new(1, secrecy::SecretString::from(fake_key))
+            .expect("the test key loads");
+    let mut config =
+        astrolift_forge::github::GitHubConfig::new("http://127.0.0.1:9").expect("valid");
+    config.retry = super::test_retry_policy();
+    let app =
+        astrolift_forge::github::GitHubApp::new(config, credentials).expect("no runtime needed");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let error = runtime
+        .block_on(app.installation(1).token())
+        .expect_err("nothing listens on port 9");
+    assert!(matches!(error, GitHubError::Transport { .. }), "{error}");
+}
