@@ -1,4 +1,4 @@
-//! Building the bot's parts from the environment (DESIGN.md §10), once per
+//! Building the bot's parts from the environment (docs/reference.md §13), once per
 //! process: a Lambda container's cold start or `serve`'s start.
 //!
 //! Secrets come from plain variables locally (`GITHUB_WEBHOOK_SECRET`,
@@ -18,7 +18,7 @@ use tokio::sync::OnceCell;
 
 use crate::queue::SqsJobQueue;
 
-/// The embedded defaults of DESIGN.md §10.
+/// The embedded defaults (docs/reference.md §13).
 pub const DEFAULT_STATE: &str = "sqlite:.astrolift/state.db";
 pub const DEFAULT_BLOBS: &str = "file:.astrolift/blobs";
 

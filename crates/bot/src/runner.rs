@@ -25,7 +25,7 @@ use crate::ingress::now;
 use crate::job::{JobTrigger, SyncJob};
 use crate::telemetry::{self, Metric};
 
-/// The check run's name (DESIGN.md §8).
+/// The check run's name (docs/reference.md §9).
 pub const CHECK_NAME: &str = "Astrolift";
 
 /// Why a job failed. [`JobError::is_retryable`] tells the queue whether to
@@ -278,7 +278,7 @@ impl SyncRunner {
     }
 }
 
-/// Check or apply, and why only check (DESIGN.md §1, §3): a repository
+/// Check or apply, and why only check (docs/reference.md §1): a repository
 /// registers only explicitly; only a push to its registered ref applies; pull
 /// requests (forks above all) and re-requested checks only check.
 pub fn decide_mode(

@@ -2,7 +2,7 @@
 //!
 //! This file only parses the command line and dispatches: each subcommand is
 //! one variant of [`Command`] and one module under `src/cmd/`, whose `run`
-//! returns the process exit code (DESIGN.md §10: 0 ok, 1 findings with
+//! returns the process exit code (docs/reference.md §3: 0 ok, 1 findings with
 //! errors, 2 usage or I/O failure).
 #![forbid(unsafe_code)]
 

@@ -1,4 +1,4 @@
-//! Which files of a repository are agent manifests (DESIGN.md §4).
+//! Which files of a repository are agent manifests (docs/reference.md §2).
 //!
 //! Without a federation file: a root `astrolift.toml` and exact
 //! `agents/<slug>/astrolift.toml`. With `astrolift.agents.toml`: its listed

@@ -1,6 +1,6 @@
 //! Agent-manifest formats: discovery, validation, diagnostics.
 //!
-//! This crate owns the formats of the seeds and of DESIGN.md §4–5: the native
+//! This crate owns the formats of docs/reference.md §2 and §5: the native
 //! agent manifest (`astrolift.toml`), the federation file
 //! (`astrolift.agents.toml`), local skills (`SKILL.md`), briefs, and the
 //! diagnostics every renderer shows.

@@ -1,4 +1,4 @@
-//! The limits of DESIGN.md §11, in one place. Every limit is configurable;
+//! The limits of docs/reference.md §14, in one place. Every limit is configurable;
 //! these defaults are what the CLI, `serve` and the Lambda functions use.
 
 /// Bounds on hostile input. Exceeding one gives a diagnostic or a 4xx.

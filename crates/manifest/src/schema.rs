@@ -19,7 +19,7 @@ const SECRET_REF: &str = r"^secret://\S+$";
 /// A slug: 1–64 of a–z, 0–9 and `-`, no leading, trailing or double hyphen.
 const SLUG: &str = r"^[a-z0-9]+(-[a-z0-9]+)*$";
 
-/// A native agent manifest: `astrolift.toml` (seed 000, DESIGN.md §5).
+/// A native agent manifest: `astrolift.toml` (seed 000, docs/reference.md §5.1).
 #[derive(Debug, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(

@@ -1,4 +1,4 @@
-//! Trigger bindings: `[[triggers]]` in `astrolift.toml` (DESIGN.md §5).
+//! Trigger bindings: `[[triggers]]` in `astrolift.toml` (docs/reference.md §5.5).
 //!
 //! ```toml
 //! [[triggers]]

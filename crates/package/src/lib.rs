@@ -1,5 +1,5 @@
 //! Agent packages: source tree → per-agent slice → deterministic `tar.gz` +
-//! sha256 → agent package snapshot (DESIGN.md §6, seed 000 "Package source
+//! sha256 → agent package snapshot (docs/reference.md §6, seed 000 "Package source
 //! boundary").
 //!
 //! This crate owns:

@@ -1,5 +1,5 @@
 //! The slice of one agent: which files of the tree its package holds, under
-//! which package-relative destination, with which mode (DESIGN.md §6).
+//! which package-relative destination, with which mode (docs/reference.md §6).
 //!
 //! Rules, in order:
 //! 1. When the manifest declares `[package]`: every entry under `root` whose

@@ -1,4 +1,4 @@
-//! The check run's content, rendered from a sync [`Report`] (DESIGN.md §8).
+//! The check run's content, rendered from a sync [`Report`] (docs/reference.md §9).
 //!
 //! - Title: one line with the plan and diagnostic counts.
 //! - Summary: what happened (applied, or checked only and why), the table of

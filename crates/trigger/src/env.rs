@@ -1,5 +1,5 @@
 //! `render_runtime_env`: the container environment of one dispatch, exactly
-//! as seed 000's "Runtime environment" table says (DESIGN.md §9).
+//! as seed 000's "Runtime environment" table says (docs/reference.md §11).
 //!
 //! | Variable | Absent when |
 //! |---|---|

@@ -1,4 +1,4 @@
-//! [`TriggerError`] and its HTTP status (DESIGN.md §3).
+//! [`TriggerError`] and its HTTP status (docs/reference.md §10).
 
 use crate::sandbox::SandboxError;
 use crate::secrets::SecretError;

@@ -1,4 +1,4 @@
-//! Trigger bindings at run time (DESIGN.md §3, §5 "Trigger bindings", §9, §10, §11).
+//! Trigger bindings at run time (docs/reference.md §5.5, §10–§14).
 //!
 //! # What this crate owns
 //! - [`evaluate`]: one request against a [`CompiledBinding`] — verification
@@ -18,8 +18,8 @@
 //!   an SQS and an in-memory [`dispatch::DispatchQueue`].
 //! - [`env`]: `render_runtime_env`, seed 000's runtime environment table.
 //! - [`service`]: [`TriggerService`], stored bindings to HTTP-shaped answers:
-//!   `handle` for `POST /triggers/{trigger_id}` (every status of DESIGN.md
-//!   §3, duplicates, inactive agents) and `fan_out_github` for GitHub events
+//!   `handle` for `POST /triggers/{trigger_id}` (every status of docs/reference.md
+//!   §10, duplicates, inactive agents) and `fan_out_github` for GitHub events
 //!   on repositories with `source = "github"` bindings, with the compiled
 //!   programs cached per binding and snapshot.
 //!

@@ -1,4 +1,4 @@
-//! Resolving `secret://` references (DESIGN.md §10, `ASTROLIFT_SECRETS`).
+//! Resolving `secret://` references (docs/reference.md §13, `ASTROLIFT_SECRETS`).
 //!
 //! - `env` (the default): `secret://agents/jira-hook` reads the variable
 //!   `ASTROLIFT_SECRET_AGENTS_JIRA_HOOK` ([`env_var_name`]).

@@ -2,7 +2,7 @@
 //! piece `serve`, the trigger Lambda and the webhook function's GitHub
 //! fan-out share; it does no HTTP itself.
 //!
-//! # `handle` (`POST /triggers/{trigger_id}`, DESIGN.md §3)
+//! # `handle` (`POST /triggers/{trigger_id}`, docs/reference.md §10)
 //! | Status | When | Body |
 //! |---|---|---|
 //! | 202 | dispatched | `{"dispatch_id","trigger_id","agent","snapshot","status":"queued","duplicate":false}` |

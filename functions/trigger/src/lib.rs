@@ -1,4 +1,4 @@
-//! The trigger Lambda: `POST /triggers/{trigger_id}` (DESIGN.md §3).
+//! The trigger Lambda: `POST /triggers/{trigger_id}` (docs/reference.md §10).
 //!
 //! A thin shell around [`astrolift_trigger::TriggerService`]: [`handle`] takes
 //! the trigger id from the raw path (function URL events carry no path

@@ -59,7 +59,7 @@ impl WebhookFunction {
     }
 
     /// The cold start: state store, webhook secrets and the SQS FIFO sync
-    /// queue from the environment (DESIGN.md §10, docs/deploy.md).
+    /// queue from the environment (docs/reference.md §13, docs/deploy.md).
     pub async fn from_env(environment: &Environment) -> Result<Self, ColdStartError> {
         let state = environment.stores().await?.state;
         let secrets = environment.webhook_secrets().await?;

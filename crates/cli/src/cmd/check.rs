@@ -172,7 +172,7 @@ async fn project_for_apply(
     Ok(registration.project_id)
 }
 
-/// DESIGN.md §10: `{"plan":[{"agent","manifest","status","digest"}...],"diagnostics":[...]}`,
+/// docs/reference.md §4: `{"plan":[{"agent","manifest","status","digest"}...],"diagnostics":[...]}`,
 /// plus the report's other fields for tools that want them.
 fn json_report(report: &Report) -> serde_json::Value {
     let mut value = serde_json::to_value(report).unwrap_or_default();

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use astrolift_store::{BlobStore, StateStore, blob_store_from_url, state_store_from_url};
 
-/// Where state and blobs live (DESIGN.md §10).
+/// Where state and blobs live (docs/reference.md §3).
 #[derive(Debug, Clone, clap::Args)]
 pub struct StoreArgs {
     /// State store: `sqlite:PATH` or `dynamodb:TABLE`.

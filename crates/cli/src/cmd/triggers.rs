@@ -1,6 +1,6 @@
 //! Trigger bindings from the command line:
 //! - `astrolift triggers list [--format human|json]`: the registered bindings
-//!   and the path `serve` and the trigger function answer (DESIGN.md §10);
+//!   and the path `serve` and the trigger function answer (docs/reference.md §3);
 //! - `astrolift trigger test AGENT TRIGGER --body FILE [--header K:V]... [DIR]`:
 //!   one request evaluated locally against the manifest, with the payload and
 //!   the rendered runtime environment, secrets masked;

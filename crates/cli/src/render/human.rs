@@ -45,8 +45,9 @@ pub fn is_secret_value(code: &str) -> bool {
 
 /// File texts, read once each and with secret values masked. A file that
 /// cannot be read (missing, binary, over the manifest limit) is remembered as
-/// `None` and shown without a snippet.
-struct SourceCache<'t> {
+/// `None` and shown without a snippet. The SARIF renderer fingerprints the
+/// same masked text, so no fingerprint depends on a secret value.
+pub(super) struct SourceCache<'t> {
     tree: &'t dyn SourceTree,
     /// Per path, the spans to mask.
     secrets: HashMap<&'t str, Vec<Span>>,
@@ -54,7 +55,7 @@ struct SourceCache<'t> {
 }
 
 impl<'t> SourceCache<'t> {
-    fn new(tree: &'t dyn SourceTree, diagnostics: &'t [Diagnostic]) -> Self {
+    pub(super) fn new(tree: &'t dyn SourceTree, diagnostics: &'t [Diagnostic]) -> Self {
         let mut secrets: HashMap<&str, Vec<Span>> = HashMap::new();
         for d in diagnostics.iter().filter(|d| is_secret_value(&d.code)) {
             secrets.entry(d.path.as_str()).or_default().push(d.span);
@@ -66,7 +67,7 @@ impl<'t> SourceCache<'t> {
         }
     }
 
-    fn get(&mut self, path: &str) -> Option<&str> {
+    pub(super) fn get(&mut self, path: &str) -> Option<&str> {
         let tree = self.tree;
         let secrets = self.secrets.get(path).map_or(&[][..], Vec::as_slice);
         self.texts

@@ -1,4 +1,4 @@
-//! `--format json`: the object of DESIGN.md §10.
+//! `--format json`: the object of docs/reference.md §4.
 //!
 //! `{"agents":[{"name","manifest","alias","enabled"}...],
 //!   "diagnostics":[{"severity","code","message","path","line","column","end_line","end_column"[,"help"]}...]}`

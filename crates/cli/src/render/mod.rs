@@ -5,6 +5,7 @@
 pub mod github;
 pub mod human;
 pub mod json;
+pub mod rule_docs;
 pub mod sarif;
 
 use std::io;
@@ -64,7 +65,8 @@ pub enum Style {
 }
 
 /// Writes `report` in `format`. `sources` is where the human renderer reads
-/// the lines it quotes; the other formats never read it.
+/// the lines it quotes and the SARIF renderer the lines it fingerprints; the
+/// other formats never read it.
 pub fn render(
     format: Format,
     report: &Report<'_>,
@@ -75,7 +77,7 @@ pub fn render(
     match format {
         Format::Human => human::render(report, sources, style, out),
         Format::Json => json::render(report, out),
-        Format::Sarif => sarif::render(report, out),
+        Format::Sarif => sarif::render(report, sources, out),
         Format::Github => github::render(report, out),
     }
 }

@@ -1,40 +1,56 @@
 //! `--format sarif`: one SARIF 2.1.0 log with one run, as GitHub code
 //! scanning accepts it (`github/codeql-action/upload-sarif`).
 //!
-//! - `tool.driver.rules` lists the codes used, each with the catalogue's
-//!   one-line summary; results point at their rule by `ruleId` and `ruleIndex`.
+//! - `tool.driver.rules` lists the codes used. Each descriptor has the
+//!   catalogue's one-line summary as `shortDescription`, and its section of
+//!   `docs/diagnostics.md` (see [`super::rule_docs`]) as `fullDescription`,
+//!   `help` (`text` and `markdown`) and `helpUri`: GitHub code scanning
+//!   requires `fullDescription` and `help` on every rule. Results point at
+//!   their rule by `ruleId` and `ruleIndex`.
 //! - Regions use our spans unchanged: 1-based, `endColumn` exclusive, columns
 //!   counted in Unicode scalar values (declared as `columnKind`).
-//! - `partialFingerprints` holds a hash of code, path and message, so an
-//!   alert survives lines moving above it.
+//! - `partialFingerprints["astrolift/v2"]` identifies a finding across runs
+//!   (see [`Fingerprints`]): a hash of the code, the path and the trimmed
+//!   text of the lines the span covers, never of the line number, so an alert
+//!   survives lines added or removed above it, and is a new alert when the
+//!   offending line itself changes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 
-use astrolift_manifest::{Diagnostic, Severity, Span, catalogue};
+use astrolift_manifest::{Diagnostic, Severity, SourceTree, Span, catalogue};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::Report;
+use super::human::SourceCache;
+use super::rule_docs;
 
 pub const SCHEMA_URI: &str =
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
 pub const INFORMATION_URI: &str = "https://github.com/astrolift/forge-bot";
-/// The key of our own fingerprint in `partialFingerprints`.
-pub const FINGERPRINT_KEY: &str = "astrolift/v1";
+/// The key of our own fingerprint in `partialFingerprints`. `v1` hashed the
+/// message; `v2` hashes the offending lines (see [`Fingerprints`]).
+pub const FINGERPRINT_KEY: &str = "astrolift/v2";
 
-pub fn render(report: &Report<'_>, out: &mut dyn io::Write) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, &log(report))?;
+pub fn render(
+    report: &Report<'_>,
+    sources: &dyn SourceTree,
+    out: &mut dyn io::Write,
+) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, &log(report, sources))?;
     writeln!(out)
 }
 
-/// The whole SARIF log as a JSON value.
-pub fn log(report: &Report<'_>) -> Value {
+/// The whole SARIF log as a JSON value. `sources` is read only for the
+/// fingerprints.
+pub fn log(report: &Report<'_>, sources: &dyn SourceTree) -> Value {
     let rules = Rules::of(report.diagnostics);
+    let mut fingerprints = Fingerprints::new(sources, report.diagnostics);
     let results: Vec<Value> = report
         .diagnostics
         .iter()
-        .map(|d| result(d, rules.index(&d.code)))
+        .map(|d| result(d, rules.index(&d.code), &fingerprints.of(d)))
         .collect();
     json!({
         "$schema": SCHEMA_URI,
@@ -87,18 +103,41 @@ impl Rules {
     fn descriptors(&self) -> Vec<Value> {
         self.by_id
             .iter()
-            .map(|(id, (summary, severity))| {
-                json!({
-                    "id": id,
-                    "shortDescription": { "text": summary },
-                    "defaultConfiguration": { "level": level(*severity) },
-                })
-            })
+            .map(|(id, (summary, severity))| descriptor(id, summary, *severity))
             .collect()
     }
 }
 
-fn result(diagnostic: &Diagnostic, rule_index: usize) -> Value {
+/// One rule: the summary as the short description, the code's section of
+/// `docs/diagnostics.md` as the full description and help. A code without a
+/// section (a bug the catalogue tests catch) repeats its summary, so the
+/// descriptor still has every property GitHub requires.
+fn descriptor(id: &str, summary: &str, severity: Severity) -> Value {
+    let (full, help_text, help_markdown, help_uri) = match rule_docs::lookup(id) {
+        Some(doc) => (
+            doc.description.to_owned(),
+            doc.text(),
+            doc.markdown.to_owned(),
+            rule_docs::help_uri(id),
+        ),
+        None => (
+            summary.to_owned(),
+            summary.to_owned(),
+            summary.to_owned(),
+            rule_docs::DIAGNOSTICS_URL.to_owned(),
+        ),
+    };
+    json!({
+        "id": id,
+        "shortDescription": { "text": summary },
+        "fullDescription": { "text": full },
+        "help": { "text": help_text, "markdown": help_markdown },
+        "helpUri": help_uri,
+        "defaultConfiguration": { "level": level(severity) },
+    })
+}
+
+fn result(diagnostic: &Diagnostic, rule_index: usize, fingerprint: &str) -> Value {
     let mut text = diagnostic.message.clone();
     if let Some(help) = &diagnostic.help {
         text.push_str("\nhelp: ");
@@ -113,7 +152,7 @@ fn result(diagnostic: &Diagnostic, rule_index: usize) -> Value {
             "artifactLocation": { "uri": uri(&diagnostic.path) },
             "region": region(diagnostic.span),
         }}],
-        "partialFingerprints": { FINGERPRINT_KEY: fingerprint(diagnostic) },
+        "partialFingerprints": { FINGERPRINT_KEY: fingerprint },
     })
 }
 
@@ -155,13 +194,84 @@ fn uri(path: &str) -> String {
     encoded
 }
 
-fn fingerprint(diagnostic: &Diagnostic) -> String {
-    let mut hasher = Sha256::new();
-    for part in [&diagnostic.code, &diagnostic.path, &diagnostic.message] {
-        hasher.update(part.as_bytes());
-        hasher.update([0]);
+/// Stable identities of findings across runs.
+///
+/// A finding's fingerprint is SHA-256 (first 16 bytes, hex) of its code, its
+/// path, the text of the lines its span covers (each trimmed, secret values
+/// masked as the human renderer masks them) and an occurrence number that
+/// tells apart findings equal in all of these (counted in the report's
+/// order). The line number is deliberately left out: lines added or removed
+/// above a finding do not change it, while editing the offending line does.
+/// A finding on a whole file (an empty span) or in a file that cannot be read
+/// hashes no line text, so it is one per code and file.
+struct Fingerprints<'t> {
+    sources: SourceCache<'t>,
+    /// Per path, the byte offset of each line's start.
+    line_starts: HashMap<String, Vec<usize>>,
+    /// How many findings each (code, path, lines) hash has had so far.
+    occurrences: HashMap<[u8; 32], u32>,
+}
+
+impl<'t> Fingerprints<'t> {
+    fn new(tree: &'t dyn SourceTree, diagnostics: &'t [Diagnostic]) -> Self {
+        Self {
+            sources: SourceCache::new(tree, diagnostics),
+            line_starts: HashMap::new(),
+            occurrences: HashMap::new(),
+        }
     }
-    hex::encode(&hasher.finalize()[..16])
+
+    fn of(&mut self, diagnostic: &Diagnostic) -> String {
+        let lines = self.offending_lines(diagnostic);
+        let mut hasher = Sha256::new();
+        for part in [&diagnostic.code, &diagnostic.path, &lines] {
+            hasher.update(part.as_bytes());
+            hasher.update([0]);
+        }
+        let key: [u8; 32] = hasher.clone().finalize().into();
+        let seen = self.occurrences.entry(key).or_insert(0);
+        hasher.update(seen.to_be_bytes());
+        *seen += 1;
+        hex::encode(&hasher.finalize()[..16])
+    }
+
+    /// The trimmed lines the span covers, joined by `\n`; empty for an empty
+    /// span or an unreadable file. A span ending at column 1 does not cover
+    /// its last line.
+    fn offending_lines(&mut self, diagnostic: &Diagnostic) -> String {
+        let span = diagnostic.span;
+        if (span.line, span.column) >= (span.end_line, span.end_column) {
+            return String::new();
+        }
+        let Some(text) = self.sources.get(&diagnostic.path) else {
+            return String::new();
+        };
+        let starts = self
+            .line_starts
+            .entry(diagnostic.path.clone())
+            .or_insert_with(|| line_starts(text));
+        let last = if span.end_column <= 1 && span.end_line > span.line {
+            span.end_line - 1
+        } else {
+            span.end_line
+        };
+        let line_text = |number: u32| -> Option<&str> {
+            let index = usize::try_from(number).ok()?.checked_sub(1)?;
+            let start = *starts.get(index)?;
+            let end = starts.get(index + 1).copied().unwrap_or(text.len());
+            text.get(start..end).map(str::trim)
+        };
+        (span.line..=last)
+            .map_while(line_text)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect()
 }
 
 #[cfg(test)]

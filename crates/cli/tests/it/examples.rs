@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::sarif_github::assert_github_accepts;
 use crate::sarif_schema::assert_valid_sarif;
 use crate::support::{astrolift, json};
 
@@ -48,6 +49,8 @@ fn examples_validate_clean() {
             "--format".as_ref(),
             "sarif".as_ref(),
         ]);
-        assert_valid_sarif(&json(&sarif.stdout));
+        let document = json(&sarif.stdout);
+        assert_valid_sarif(&document);
+        assert_github_accepts(&document);
     }
 }

@@ -8,6 +8,7 @@ mod killed;
 mod push_bench;
 mod registry;
 mod renderers;
+mod sarif_github;
 mod sarif_schema;
 mod sentinel;
 mod serve;

@@ -101,10 +101,13 @@ fn sarif_rules_take_the_catalogue_summary() {
     };
     let diagnostic = Diagnostic::new(code, "astrolift.toml", astrolift_manifest::Span::FILE, "x");
     let agents = [];
-    let log = sarif::log(&Report {
-        agents: &agents,
-        diagnostics: &[diagnostic],
-    });
+    let log = sarif::log(
+        &Report {
+            agents: &agents,
+            diagnostics: &[diagnostic],
+        },
+        &MemTree::default(),
+    );
     let rule = &log["runs"][0]["tool"]["driver"]["rules"][0];
     assert_eq!(rule["id"], code.id);
     assert_eq!(rule["shortDescription"]["text"], code.summary);

@@ -18,7 +18,7 @@ use serde_json::json;
 
 use super::client::{GitHubError, Installation, JsonMethod, RepoPath};
 
-/// The check run's name (DESIGN.md §8).
+/// The check run's name (docs/reference.md §9).
 pub const CHECK_RUN_NAME: &str = "Astrolift";
 /// Annotations per request.
 pub const ANNOTATIONS_PER_REQUEST: usize = 50;
@@ -43,7 +43,7 @@ pub enum Conclusion {
 }
 
 impl Conclusion {
-    /// DESIGN.md §8: `failure` with any error, `neutral` with only warnings
+    /// docs/reference.md §9: `failure` with any error, `neutral` with only warnings
     /// or notices, `success` with none.
     pub fn of(diagnostics: &[Diagnostic]) -> Self {
         let counts = Counts::of(diagnostics);

@@ -4,7 +4,7 @@
 //! and the current time, so it is unit-tested without a network or a clock.
 //! The retry layer (`layers.rs`, under octocrab) does the sleeping.
 //!
-//! Rules (DESIGN.md §8):
+//! Rules (docs/reference.md §9):
 //! - `retry-after` (seconds) is honoured on any retryable answer;
 //! - `x-ratelimit-remaining: 0` waits until `x-ratelimit-reset` (epoch seconds);
 //! - 403 and 429 are rate limits only when they carry those headers (or

@@ -1,4 +1,4 @@
-//! The slice rules of DESIGN.md §6, one by one.
+//! The slice rules of docs/reference.md §6, one by one.
 
 use astrolift_manifest::model::SharedMount;
 use astrolift_manifest::tree::{EntryKind, FileEntry};

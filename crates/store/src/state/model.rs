@@ -1,4 +1,4 @@
-//! The entities of DESIGN.md §7, as plain records shared by every state store.
+//! The entities of docs/reference.md §7, as plain records shared by every state store.
 
 use serde::{Deserialize, Serialize};
 
