@@ -279,8 +279,13 @@ impl SyncRunner {
 }
 
 /// Check or apply, and why only check (docs/reference.md §1): a repository
-/// registers only explicitly; only a push to its registered ref applies; pull
-/// requests (forks above all) and re-requested checks only check.
+/// registers only explicitly; only a push to its registered ref, through the
+/// installation the registration records, applies; pull requests (forks
+/// above all) and re-requested checks only check.
+///
+/// A registration without an installation id (registered for local use
+/// without `--installation-id`) accepts any installation: production
+/// registrations record it (docs/deploy.md), and SECURITY.md says so.
 pub fn decide_mode(
     job: &SyncJob,
     registration: Option<&RepoRegistration>,
@@ -297,6 +302,15 @@ pub fn decide_mode(
             Some(CheckOnlyReason::NotRegistered { how_to_register }),
         );
     };
+    if let Some(registered) = registration.installation_id
+        && registered != job.installation_id
+    {
+        let reason = CheckOnlyReason::OtherInstallation {
+            registered,
+            job: job.installation_id,
+        };
+        return (Mode::Check, Some(reason));
+    }
     let reason = match job.trigger {
         JobTrigger::Push if job.branch.as_deref() == Some(registration.registered_ref.as_str()) => {
             let project_id = registration.project_id.clone();

@@ -43,8 +43,26 @@
 //! - Cycles, too-deep chains, missing files, non-UTF-8 files and paths that
 //!   escape the repository are errors on the `include` entry (or path value)
 //!   that causes them.
+//!
+//! Bounded work (includes are hostile input: six small files that each
+//! include the next one 16 times would otherwise be 16⁵ loads):
+//! - **Each file is loaded once per assembly.** A file reached again (a
+//!   diamond, or the same entry listed twice) reuses what its first load
+//!   found: its own keys, the order in which its includes apply, and how deep
+//!   its includes go. Its diagnostics are reported once.
+//! - **A file included several times applies at its last position.** The
+//!   merge is a fold of each file's own keys in one *applied order*: the
+//!   include order, depth first, keeping only the last occurrence of a file.
+//!   That gives the same values (and origins) as merging every occurrence,
+//!   since merging the same layer again only re-asserts what it set; only
+//!   the order of keys a repeated file introduces may differ. A file that
+//!   lists the same include twice gets a `config/duplicate-include` warning.
+//! - **At most [`Limits::config_files`] (256) distinct files** are loaded,
+//!   the main file included; the include that would load one more is a
+//!   `config/too-many-includes` error, and no further new file is loaded.
+//!   So assembly reads at most 256 files and merges each one's keys once.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
 
 use serde_json::{Map, Value, json};
@@ -112,6 +130,16 @@ pub const SKILL_SLUG_ALIAS: Code = Code::new(
     Severity::Warning,
     "A hand-authored top-level `skill_slug`: it is a computed compatibility alias.",
 );
+pub const DUPLICATE_INCLUDE: Code = Code::new(
+    "config/duplicate-include",
+    Severity::Warning,
+    "An `include` list names the same file twice; it is loaded once and applies at its last position.",
+);
+pub const TOO_MANY_INCLUDES: Code = Code::new(
+    "config/too-many-includes",
+    Severity::Error,
+    "An assembly would load more distinct config files than the limit (256, the main file included).",
+);
 pub const NO_BLOB_STORE: Code = Code::new(
     "config/no-blob-store",
     Severity::Error,
@@ -131,6 +159,8 @@ pub const CODES: &[&Code] = &[
     &RESERVED_ENV_VAR,
     &PLAINTEXT_SECRET,
     &SKILL_SLUG_ALIAS,
+    &DUPLICATE_INCLUDE,
+    &TOO_MANY_INCLUDES,
     &NO_BLOB_STORE,
 ];
 
@@ -219,11 +249,18 @@ pub fn load_config_with(
         options,
         stack: Vec::new(),
         files: Vec::new(),
+        loaded: Vec::new(),
+        by_path: HashMap::new(),
+        unreadable: HashMap::new(),
+        refused_more_files: false,
         diagnostics: Vec::new(),
         file_refs: Vec::new(),
     };
     let mut layer = match tree.read_text(path, options.limits.manifest_file) {
-        Ok(text) => loader.load(path, &text, 0),
+        Ok(text) => {
+            let main = loader.load(path, &text, 0);
+            loader.assemble(main)
+        }
         Err(error) => {
             let code = read_error_code(&error);
             loader.diagnostics.push(Diagnostic::new(
@@ -253,6 +290,56 @@ fn read_error_code(error: &ReadError) -> &'static Code {
         ReadError::TooLarge { .. } => &FILE_TOO_LARGE,
         _ => &MISSING_FILE,
     }
+}
+
+/// The diagnostic on an `include` entry whose file cannot be read.
+fn report_unreadable(
+    file: &mut TomlFile<'_>,
+    target: &str,
+    range: Range<usize>,
+    error: &ReadError,
+) {
+    match error {
+        ReadError::NotFound | ReadError::NotAFile => {
+            file.report(
+                &INCLUDE_MISSING,
+                range,
+                format!("included file `{target}` does not exist"),
+            )
+            .help = Some("includes are relative to the including file".to_owned());
+        }
+        error => {
+            file.report(
+                read_error_code(error),
+                range,
+                format!("cannot include `{target}`: {error}"),
+            );
+        }
+    }
+}
+
+/// The applied order of a file (see the module docs): the applied orders of
+/// its includes in entry order, then the file itself, keeping only the last
+/// occurrence of each file. Walked backwards, so each file is placed once
+/// and a target whose order is already placed is skipped whole: linear in
+/// the entries plus the distinct files, however often files repeat.
+fn applied_order(loaded: &[LoadedFile], includes: &[usize], own: usize) -> Vec<usize> {
+    let mut placed = HashSet::from([own]);
+    let mut reversed = vec![own];
+    for &target in includes.iter().rev() {
+        // A placed target came with its whole order: a file's order holds
+        // the order of every file it includes.
+        if placed.contains(&target) {
+            continue;
+        }
+        for &index in loaded[target].order.iter().rev() {
+            if placed.insert(index) {
+                reversed.push(index);
+            }
+        }
+    }
+    reversed.reverse();
+    reversed
 }
 
 /// The compatibility alias of older runtimes: the first composed skill.
@@ -287,89 +374,178 @@ struct FileRef {
     span: Span,
 }
 
+/// What one load of a config file found, kept for every later include of it.
+#[derive(Debug)]
+struct LoadedFile {
+    /// The file's own keys (everything but `include`), paths resolved.
+    /// Taken (left empty) when the document is assembled.
+    own: Layer,
+    /// The files (indices into `Loader::loaded`) whose own keys including
+    /// this file applies, in applied order, each once; ends with this file.
+    order: Vec<usize>,
+    /// Levels of includes loaded below this file (0 without includes).
+    height: usize,
+}
+
 struct Loader<'a> {
     tree: &'a dyn SourceTree,
     options: &'a ConfigOptions,
     /// Files being loaded, outermost first: for cycle detection and messages.
     stack: Vec<String>,
+    /// Files loaded, in load order, each once: the count the file limit bounds.
     files: Vec<String>,
+    /// Files whose load finished, by index.
+    loaded: Vec<LoadedFile>,
+    by_path: HashMap<String, usize>,
+    /// Included files that could not be read, with why: each is read once.
+    unreadable: HashMap<String, ReadError>,
+    /// Set once the file limit refused an include (reported once).
+    refused_more_files: bool,
     diagnostics: Vec<Diagnostic>,
     file_refs: Vec<FileRef>,
 }
 
 impl Loader<'_> {
-    fn load(&mut self, path: &str, text: &str, level: usize) -> Layer {
+    /// Loads `path` (its includes first) and returns its index in `loaded`.
+    fn load(&mut self, path: &str, text: &str, level: usize) -> usize {
         self.stack.push(path.to_owned());
         self.files.push(path.to_owned());
         let (mut file, root) = TomlFile::parse(path, text);
         let root = root.get_ref();
         file.check_keys(root, TOP_KEYS, "a config manifest");
-        let mut layer = self.load_includes(&mut file, root, level);
+        let (includes, height) = self.load_includes(&mut file, root, level);
         let own = self.own_layer(&mut file, root);
-        merge_layer(&mut layer, own);
         self.diagnostics.append(&mut file.diagnostics);
         self.stack.pop();
+        let index = self.loaded.len();
+        let order = applied_order(&self.loaded, &includes, index);
+        self.loaded.push(LoadedFile { own, order, height });
+        self.by_path.insert(path.to_owned(), index);
+        index
+    }
+
+    /// The merged layer of the file at `main`: each file's own keys once,
+    /// in applied order.
+    fn assemble(&mut self, main: usize) -> Layer {
+        let order = std::mem::take(&mut self.loaded[main].order);
+        let mut layer = Layer::default();
+        for index in order {
+            let own = std::mem::take(&mut self.loaded[index].own);
+            merge_layer(&mut layer, own);
+        }
         layer
     }
 
+    /// Loads (or reuses) every entry of the file's `include`; returns the
+    /// loaded targets in entry order (a repeated entry repeats its target)
+    /// and the levels of includes below this file.
     fn load_includes<'i>(
         &mut self,
         file: &mut TomlFile<'i>,
         root: &DeTable<'i>,
         level: usize,
-    ) -> Layer {
-        let mut layer = Layer::default();
+    ) -> (Vec<usize>, usize) {
+        let mut targets = Vec::new();
+        let mut height = 0;
+        // Each target's first entry line, and whether its repeat was reported.
+        let mut listed: HashMap<String, (u32, bool)> = HashMap::new();
         let dir = paths::parent(&file.path).to_owned();
         for (entry, range) in file.str_array(root, "include").unwrap_or_default() {
             let Some(target) = self.resolve(file, &dir, &entry, range.clone(), "include") else {
                 continue;
             };
-            if let Some(start) = self.stack.iter().position(|p| *p == target) {
-                let mut cycle: Vec<&str> = self.stack[start..].iter().map(String::as_str).collect();
-                cycle.push(&target);
-                file.report(
-                    &INCLUDE_CYCLE,
-                    range,
-                    format!("include cycle: {}", cycle.join(" → ")),
-                )
-                .help = Some("remove one of the includes that close the cycle".to_owned());
+            if let Some((first_line, reported)) = listed.get_mut(&target) {
+                if !*reported {
+                    *reported = true;
+                    let first_line = *first_line;
+                    file.report(
+                        &DUPLICATE_INCLUDE,
+                        range,
+                        format!("`{target}` is already included on line {first_line}; it is loaded once and applies at its last position"),
+                    )
+                    .help = Some("list each file once, where it should apply".to_owned());
+                }
+                targets.extend(self.by_path.get(&target).copied());
                 continue;
             }
-            if level + 1 > self.options.limits.include_depth {
-                let limit = self.options.limits.include_depth;
+            listed.insert(target.clone(), (file.span(range.clone()).line, false));
+            if let Some(index) = self.include(file, &target, range, level) {
+                targets.push(index);
+                height = height.max(1 + self.loaded[index].height);
+            }
+        }
+        (targets, height)
+    }
+
+    /// The file one `include` entry names, loaded now or reused from its
+    /// first load; `None`, with a diagnostic on the entry, when it cannot be.
+    fn include(
+        &mut self,
+        file: &mut TomlFile<'_>,
+        target: &str,
+        range: Range<usize>,
+        level: usize,
+    ) -> Option<usize> {
+        let limit = self.options.limits.include_depth;
+        if let Some(start) = self.stack.iter().position(|p| p == target) {
+            let mut cycle: Vec<&str> = self.stack[start..].iter().map(String::as_str).collect();
+            cycle.push(target);
+            file.report(
+                &INCLUDE_CYCLE,
+                range,
+                format!("include cycle: {}", cycle.join(" → ")),
+            )
+            .help = Some("remove one of the includes that close the cycle".to_owned());
+            return None;
+        }
+        if let Some(&index) = self.by_path.get(target) {
+            let deepest = level + 1 + self.loaded[index].height;
+            if deepest > limit {
                 file.report(
                     &INCLUDE_DEPTH,
                     range,
-                    format!("including `{target}` would be level {}; at most {limit} levels of includes are allowed below the main file", level + 1),
+                    format!("including `{target}` here would take its includes to level {deepest}; at most {limit} levels of includes are allowed below the main file"),
                 );
-                continue;
+                return None;
             }
-            match self
-                .tree
-                .read_text(&target, self.options.limits.manifest_file)
-            {
-                Ok(text) => {
-                    let included = self.load(&target, &text, level + 1);
-                    merge_layer(&mut layer, included);
-                }
-                Err(ReadError::NotFound | ReadError::NotAFile) => {
-                    file.report(
-                        &INCLUDE_MISSING,
-                        range,
-                        format!("included file `{target}` does not exist"),
-                    )
-                    .help = Some("includes are relative to the including file".to_owned());
-                }
-                Err(error) => {
-                    file.report(
-                        read_error_code(&error),
-                        range,
-                        format!("cannot include `{target}`: {error}"),
-                    );
-                }
+            return Some(index);
+        }
+        if let Some(error) = self.unreadable.get(target).cloned() {
+            report_unreadable(file, target, range, &error);
+            return None;
+        }
+        if level + 1 > limit {
+            file.report(
+                &INCLUDE_DEPTH,
+                range,
+                format!("including `{target}` would be level {}; at most {limit} levels of includes are allowed below the main file", level + 1),
+            );
+            return None;
+        }
+        let max_files = self.options.limits.config_files;
+        if self.files.len() >= max_files {
+            if !self.refused_more_files {
+                self.refused_more_files = true;
+                file.report(
+                    &TOO_MANY_INCLUDES,
+                    range,
+                    format!("including `{target}` would load config file number {}; an assembly loads at most {max_files} distinct files, the main file included (this and any further new include are not loaded)", self.files.len() + 1),
+                )
+                .help = Some("merge small config files, or include shared files once from a common parent".to_owned());
+            }
+            return None;
+        }
+        match self
+            .tree
+            .read_text(target, self.options.limits.manifest_file)
+        {
+            Ok(text) => Some(self.load(target, &text, level + 1)),
+            Err(error) => {
+                report_unreadable(file, target, range, &error);
+                self.unreadable.insert(target.to_owned(), error);
+                None
             }
         }
-        layer
     }
 
     /// Resolves a path written in `file` against `dir`; reports an escape.

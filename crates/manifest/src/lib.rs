@@ -31,6 +31,7 @@ pub mod config;
 pub mod diagnostic;
 pub mod discovery;
 pub mod drift;
+pub mod env_spec;
 pub mod federation;
 pub mod files;
 pub mod jq;
@@ -72,6 +73,7 @@ pub fn catalogue() -> Vec<&'static Code> {
         workspace::CODES,
         yaml::CODES,
         triggers::CODES,
+        env_spec::CODES,
     ];
     modules
         .iter()

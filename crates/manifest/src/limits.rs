@@ -16,6 +16,9 @@ pub struct Limits {
     pub package_size: u64,
     /// Levels of config-manifest includes below the main file.
     pub include_depth: usize,
+    /// Distinct config files loaded by one assembly, the main file included
+    /// (each file is loaded once however often it is included).
+    pub config_files: usize,
     /// YAML nesting depth.
     pub yaml_depth: usize,
     /// YAML alias expansions.
@@ -37,6 +40,7 @@ impl Limits {
         tarball_files: 200_000,
         package_size: 256 * MIB,
         include_depth: 16,
+        config_files: 256,
         yaml_depth: 64,
         yaml_aliases: 10_000,
         jq_time_ms: 100,

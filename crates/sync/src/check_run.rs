@@ -9,6 +9,23 @@
 //!
 //! Only report fields that cannot hold secrets are rendered: names, paths,
 //! digests, drift (which names secrets, never their values) and diagnostics.
+//!
+//! **Repository text is data.** Everything that comes from a repository or
+//! a webhook (agent names, file names, refs, diagnostic messages quoting
+//! repository content, drift details) goes through one of three escapes, so
+//! it can never add a link, an image, HTML, a heading or a table cell:
+//! - [`code`]: a code span whose fence outgrows any backtick run inside,
+//!   with control characters shown as escapes (one line, always);
+//! - [`text`]: every ASCII punctuation character backslash-escaped
+//!   (CommonMark allows that for all of them) and line breaks turned into
+//!   spaces, which also defeats GFM's autolinks (`www.`, `scheme:`, `@`);
+//! - [`message`]: a diagnostic message, whose backtick-quoted parts are
+//!   shown as code spans and the rest as text. However the backticks pair
+//!   up, each part goes through one of the two escapes above.
+//!
+//! Inside a table, each also escapes `|` (GFM splits cells on it even in
+//! code spans). A suggested shell command quotes every argument
+//! ([`shell_quote`]).
 //! Counts are recomputed from the plan and diagnostics, so the output never
 //! disagrees with the rows it shows.
 
@@ -50,13 +67,23 @@ pub enum CheckOnlyReason {
     PullRequest,
     /// A re-requested check: it checks again; registration follows pushes.
     Rerequested,
+    /// The job came through another GitHub App installation than the one
+    /// the registration records (the repository moved, or a same-named one
+    /// replaced it): checked, never applied.
+    OtherInstallation {
+        /// The installation the registration records.
+        registered: u64,
+        /// The installation the event came from.
+        job: u64,
+    },
 }
 
 impl CheckOnlyReason {
     fn explain(&self) -> String {
         match self {
             CheckOnlyReason::NotRegistered { how_to_register } => format!(
-                "this repository is not registered. To register it, run `{how_to_register}`."
+                "this repository is not registered. To register it, run {}.",
+                code(how_to_register)
             ),
             CheckOnlyReason::OtherRef { registered_ref } => {
                 format!("only {} is registered.", code(registered_ref))
@@ -72,14 +99,41 @@ impl CheckOnlyReason {
                 "this is a re-requested check; agents register when a push reaches the registered ref."
                     .to_owned()
             }
+            CheckOnlyReason::OtherInstallation { registered, job } => format!(
+                "this event came from GitHub App installation {job}, but the registration \
+                 records installation {registered}; an operator who expects the move \
+                 re-registers the repository with `--installation-id {job}`."
+            ),
         }
     }
 }
 
 /// The command that registers `repository` (`OWNER/REPO`) for `git_ref`,
-/// with a placeholder project id.
+/// with a placeholder project id. Every argument is quoted: the repository
+/// and the ref come from a webhook.
 pub fn register_command(repository: &str, git_ref: &str) -> String {
-    format!("astrolift register-repo {repository} --project-id ID --ref {git_ref}")
+    shell_command(&[
+        "astrolift",
+        "register-repo",
+        repository,
+        "--project-id",
+        "ID",
+        "--ref",
+        git_ref,
+    ])
+}
+
+/// A shell command line with every word quoted by [`shell_quote`].
+pub fn shell_command(words: &[&str]) -> String {
+    let quoted: Vec<String> = words.iter().map(|w| shell_quote(w)).collect();
+    quoted.join(" ")
+}
+
+/// `word` in POSIX single quotes, always (a `'` inside becomes `'\''`): the
+/// shell expands nothing between single quotes. By hand because `shlex`'s
+/// quoting leaves "safe" words bare, and we quote every argument.
+pub fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
 }
 
 /// What the renderer knows beyond the report.
@@ -195,7 +249,7 @@ fn outcome(report: &Report, context: &RenderContext) -> String {
         }
     };
     if let Some(skipped) = &report.skipped {
-        let _ = write!(line, "\n\n**Skipped:** {skipped}");
+        let _ = write!(line, "\n\n**Skipped:** {}", message(skipped));
     }
     line
 }
@@ -228,19 +282,20 @@ fn table_row(entry: &PlanEntry) -> String {
     let digest = entry
         .digest
         .as_deref()
-        .map(|d| code(short(d, SHORT_DIGEST)))
+        .map(|d| cell(&code(short(d, SHORT_DIGEST))))
         .unwrap_or_else(|| "—".to_owned());
     format!(
         "| {} | {} | {} | {} | {} |\n",
-        cell(&entry.agent),
+        text(&entry.agent),
         cell(&code(&entry.manifest)),
         entry.status.as_str(),
         digest,
-        cell(&drift_kinds(&entry.drift)),
+        drift_kinds(&entry.drift),
     )
 }
 
-/// `skill-version-changed, **credential-removed** (critical)`, or `—`.
+/// `skill-version-changed, **credential-removed** (critical)`, or `—`; a
+/// table cell. Kinds are our own fixed words, never repository text.
 fn drift_kinds(drift: &[DriftItem]) -> String {
     if drift.is_empty() {
         return "—".to_owned();
@@ -288,7 +343,7 @@ fn diagnostic_item(diagnostic: &Diagnostic, out: &mut String) {
         out,
         "- **{severity}** {}: {}",
         code(&diagnostic.code),
-        diagnostic.message
+        message(&diagnostic.message)
     );
     if !diagnostic.path.is_empty() {
         let _ = write!(
@@ -299,7 +354,7 @@ fn diagnostic_item(diagnostic: &Diagnostic, out: &mut String) {
         );
     }
     if let Some(help) = &diagnostic.help {
-        let _ = write!(out, " — help: {help}");
+        let _ = write!(out, " — help: {}", message(help));
     }
     out.push('\n');
 }
@@ -334,7 +389,7 @@ fn drift_details(entry: &PlanEntry, out: &mut String) {
             out,
             "| {} | {severity} | {} |",
             cell(&code(&item.kind)),
-            cell(&item.detail)
+            cell_message(&item.detail)
         );
     }
     out.push('\n');
@@ -378,20 +433,90 @@ fn short(digest: &str, len: usize) -> &str {
         .map_or(hex, |(index, _)| &hex[..index])
 }
 
-/// `text` as a Markdown code span: the fence is one backtick longer than
-/// the longest run of backticks inside (CommonMark's rule, done by hand
-/// because it is four lines).
-fn code(text: &str) -> String {
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+/// `raw` as a Markdown code span on one line: the fence is one backtick
+/// longer than the longest run of backticks inside (CommonMark's rule, done
+/// by hand because it is four lines), and control characters (line breaks
+/// above all) are shown as escapes such as `\n`, so the span cannot end a
+/// paragraph or a table row. Outside a table only: see [`cell`].
+fn code(raw: &str) -> String {
+    let raw = visible_controls(raw);
+    let longest = raw.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
     let pad = if longest > 0 { " " } else { "" };
-    format!("{fence}{pad}{text}{pad}{fence}")
+    format!("{fence}{pad}{raw}{pad}{fence}")
 }
 
-/// A table cell: one line, with `|` escaped (GFM splits on it even inside
-/// code spans).
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+/// Control characters as Rust-style escapes (`\n`, `\u{1b}`); the rest as is.
+fn visible_controls(raw: &str) -> String {
+    if !raw.chars().any(char::is_control) {
+        return raw.to_owned();
+    }
+    raw.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// A code span from [`code`] made fit for a table cell: `|` escaped (GFM
+/// splits cells on it even inside code spans, and shows `\|` there as `|`).
+fn cell(code_span: &str) -> String {
+    code_span.replace('|', "\\|")
+}
+
+/// Repository text as plain Markdown text: every ASCII punctuation
+/// character backslash-escaped (so no emphasis, link, image, HTML, entity,
+/// heading, list, table cell or autolink can start), control characters and
+/// line breaks turned into spaces. Safe in a table cell as it is.
+fn text(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len() + raw.len() / 4);
+    for c in raw.chars() {
+        if c.is_ascii_punctuation() {
+            out.push('\\');
+            out.push(c);
+        } else if c.is_control() {
+            out.push(' ');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A diagnostic message (or help, or skip reason): its backtick-quoted parts
+/// as code spans, the rest as [`text`]. The parts alternate at every
+/// backtick, so a backtick inside quoted repository text only shifts which
+/// parts are code; every part is escaped either way.
+fn message(raw: &str) -> String {
+    message_with(raw, code)
+}
+
+/// [`message`] for a table cell.
+fn cell_message(raw: &str) -> String {
+    message_with(raw, |part| cell(&code(part)))
+}
+
+fn message_with(raw: &str, code_span: impl Fn(&str) -> String) -> String {
+    let parts: Vec<&str> = raw.split('`').collect();
+    // An unpaired last backtick: the tail is text, with its backtick shown.
+    let paired = parts.len() % 2 == 1;
+    let mut out = String::with_capacity(raw.len() + 16);
+    for (index, part) in parts.iter().enumerate() {
+        let last = index + 1 == parts.len();
+        if index % 2 == 1 && (paired || !last) {
+            out.push_str(&code_span(part));
+        } else if index % 2 == 1 {
+            out.push_str(&text("`"));
+            out.push_str(&text(part));
+        } else {
+            out.push_str(&text(part));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -501,11 +626,9 @@ mod tests {
         };
         let (conclusion, output) = render(&report, &context);
         assert_eq!(conclusion, Conclusion::Neutral);
-        assert!(
-            output
-                .summary
-                .contains("astrolift register-repo octo/agents --project-id ID --ref main")
-        );
+        assert!(output.summary.contains(
+            "'astrolift' 'register-repo' 'octo/agents' '--project-id' 'ID' '--ref' 'main'"
+        ));
         insta::assert_snapshot!(rendered(&report, &context));
     }
 
@@ -619,7 +742,14 @@ mod tests {
     #[test]
     fn markdown_helpers_keep_tables_intact() {
         assert_eq!(code("a`b"), "`` a`b ``");
-        assert_eq!(cell("a|b\nc"), "a\\|b c");
+        assert_eq!(code("a\nb"), "`a\\nb`");
+        assert_eq!(cell(&code("a|b")), "`a\\|b`");
+        assert_eq!(text("a|b\nc"), "a\\|b c");
+        assert_eq!(text("[x](y)"), "\\[x\\]\\(y\\)");
+        assert_eq!(message("key `a|b` here"), "key `a|b` here");
+        assert_eq!(cell_message("key `a|b`"), "key `a\\|b`");
+        assert_eq!(message("odd ` tail"), "odd \\` tail");
+        assert_eq!(message("x `a`b` y"), "x `a`b\\` y");
         assert_eq!(short("sha256:0123456789abcdef", 12), "0123456789ab");
         assert_eq!(short("abc", 12), "abc");
     }
@@ -653,5 +783,112 @@ mod tests {
             assert!(output.summary.contains(expected), "{}", output.summary);
             assert!(output.summary.contains("- `/triggers/t1`"));
         }
+    }
+
+    /// `markdown` without its code spans (whose content is literal), for
+    /// checks of what remains.
+    fn outside_code_spans(markdown: &str) -> String {
+        let bytes = markdown.as_bytes();
+        let mut out = String::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'`' && (i == 0 || bytes[i - 1] != b'\\') {
+                let run = bytes[i..].iter().take_while(|&&b| b == b'`').count();
+                let fence = "`".repeat(run);
+                let rest = &markdown[i + run..];
+                // The closing fence: a run of exactly `run` backticks.
+                let close = (0..rest.len()).find(|&j| {
+                    rest[j..].starts_with(&fence)
+                        && !rest[j + run..].starts_with('`')
+                        && (j == 0 || !rest[..j].ends_with('`'))
+                });
+                if let Some(j) = close {
+                    i += run + j + run;
+                    continue;
+                }
+            }
+            out.push(char::from(bytes[i]));
+            i += 1;
+        }
+        out
+    }
+
+    /// `pattern` in `text` with no backslash before it.
+    fn unescaped(text: &str, pattern: &str) -> bool {
+        text.match_indices(pattern)
+            .any(|(i, _)| i == 0 || !text[..i].ends_with('\\'))
+    }
+
+    /// `|` not preceded by a backslash: GFM's cell separators.
+    fn separators(line: &str) -> usize {
+        let bytes = line.as_bytes();
+        (0..bytes.len())
+            .filter(|&i| bytes[i] == b'|' && (i == 0 || bytes[i - 1] != b'\\'))
+            .count()
+    }
+
+    #[test]
+    fn repository_text_is_escaped_and_suggested_commands_quoted() {
+        let git_ref = "feat/it's a \"ref\" `x` $(id)";
+        let mut evil = entry("placeholder", PlanStatus::Failed, vec![]);
+        evil.agent = "evil|name](http://x.test) <img src=x> **bold**".to_owned();
+        evil.manifest = "agents/[click](http://evil.test)|`x`\n# H/astrolift.toml".to_owned();
+        let mut changed = entry("reviewer", PlanStatus::Changed, vec![]);
+        changed.agent = "re`view`er\n| injected | row |".to_owned();
+        changed.drift = vec![DriftItem {
+            kind: "env-var-added".to_owned(),
+            severity: DriftSeverity::Warning,
+            detail: "variable `A|B` added\n| fake | row |".to_owned(),
+        }];
+        let diagnostics = vec![
+            Diagnostic::new(
+                &ERROR,
+                evil.manifest.clone(),
+                line(2, 1, 4),
+                "unknown key `colour|x`\n\n# Heading <script>alert(1)</script>",
+            )
+            .with_help("see [docs](javascript:alert(1)) or www.evil.test"),
+            Diagnostic::new(
+                &REPO_ERROR,
+                "",
+                Span::FILE,
+                "two agents are named `a` `b`c` ![img](http://evil.test/p.png)",
+            ),
+        ];
+        let mut report = report(Mode::Check, vec![evil, changed], diagnostics);
+        report.git_ref = Some(git_ref.to_owned());
+        let command = register_command("octo/agents", git_ref);
+        assert_eq!(
+            command,
+            r#"'astrolift' 'register-repo' 'octo/agents' '--project-id' 'ID' '--ref' 'feat/it'\''s a "ref" `x` $(id)'"#
+        );
+        let context = RenderContext {
+            check_only: Some(CheckOnlyReason::NotRegistered {
+                how_to_register: command.clone(),
+            }),
+            trigger_paths: Vec::new(),
+        };
+        let (_, output) = render(&report, &context);
+        let text = output.text.clone().unwrap_or_default();
+        // Five columns in the summary's table, three in the drift table.
+        for (part, cells) in [(&output.summary, 6), (&text, 4)] {
+            let prose = outside_code_spans(part);
+            for raw in ["<", "](", "![", "[", "\n# ", "**bold", "www.", "http:"] {
+                assert!(!unescaped(&prose, raw), "raw `{raw}` in:\n{prose}");
+            }
+            for row in part.lines().filter(|l| l.starts_with('|')) {
+                assert_eq!(
+                    separators(row),
+                    cells,
+                    "a row split into other cells: {row}"
+                );
+            }
+        }
+        assert!(
+            output.summary.contains(&format!("`` {command} ``")),
+            "{}",
+            output.summary
+        );
+        insta::assert_snapshot!(rendered(&report, &context));
     }
 }

@@ -19,6 +19,9 @@
 //!   from a newer one (see `pipeline::is_newer` for the rule).
 //! - **Failures stay local.** An agent with errors is `failed`: it is not
 //!   registered and its previous registration is kept; the others proceed.
+//! - **Env specs of the project.** A trigger may only name an env spec of
+//!   the project it registers under (`env_specs`); another one fails its
+//!   agent with an error on the `env_spec` line.
 //! - **Nothing is deleted.** A removed manifest makes its agent `orphaned`;
 //!   only an explicit teardown (in `store`) retires it, and audit events stay.
 //!
@@ -30,6 +33,7 @@
 pub mod bindings;
 pub mod check_run;
 pub mod drift;
+mod env_specs;
 mod package_step;
 mod pipeline;
 pub mod plan;

@@ -75,6 +75,22 @@ pub(crate) struct Prepared {
     diagnostics: Vec<Diagnostic>,
 }
 
+impl Prepared {
+    /// The validated manifests, in discovery order.
+    pub(crate) fn manifests(&self) -> impl Iterator<Item = &AgentManifest> {
+        self.agents.iter().map(|(manifest, _)| manifest)
+    }
+
+    /// Fails the agent at `index` with `diagnostics` (errors found after
+    /// validation): it is neither packaged nor registered.
+    pub(crate) fn fail(&mut self, index: usize, diagnostics: Vec<Diagnostic>) {
+        if let Some((_, prepared)) = self.agents.get_mut(index) {
+            *prepared = None;
+        }
+        self.diagnostics.extend(diagnostics);
+    }
+}
+
 /// Validates the tree, then slices and hashes each agent that has no error.
 pub(crate) fn validate_and_prepare(tree: &dyn PayloadTree, options: &ValidateOptions) -> Prepared {
     let validation = validate_repository(tree, options);

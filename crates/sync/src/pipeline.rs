@@ -16,6 +16,7 @@ use astrolift_store::state::{
 
 use crate::SyncError;
 use crate::drift::snapshot_drift;
+use crate::env_specs::check_env_specs;
 use crate::package_step::{
     ArchiveOrigin, Artifacts, Packaging, build_archive, package, stored_outputs,
     validate_and_prepare,
@@ -58,7 +59,8 @@ pub async fn sync(
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Report, SyncError> {
     let applying = matches!(request.mode, Mode::Apply { .. });
-    let prepared = validate_and_prepare(tree, &request.validate);
+    let mut prepared = validate_and_prepare(tree, &request.validate);
+    check_env_specs(&mut prepared, tree, stores.state.as_ref(), request).await?;
     let stored = stored_outputs(stores.blobs.as_ref(), &prepared).await;
     let packaging = package(prepared, stored, tree, applying, progress)?;
     let registered = stores.state.list_agents(&request.repository).await?;

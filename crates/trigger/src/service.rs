@@ -10,6 +10,7 @@
 //! | 204 | filtered out | `{}` |
 //! | 401 | bad, missing or malformed signature or token | `{"error","trigger_id"}` |
 //! | 404 | no such binding; a `github` binding (those are fed by the App's webhook, never by this route); a binding whose agent is not `active` | `{"error","trigger_id"}` |
+//! | 409 | the binding's `env_spec` is not an env spec of its agent's project (any more) | `{"error","trigger_id"}` |
 //! | 413 | body over `Limits::trigger_body` | `{"error","trigger_id"}` |
 //! | 400 | body not JSON | `{"error","trigger_id"}` |
 //! | 422 | the filter or mapping failed | `{"error","trigger_id","stage"}` (the jq error in `error`) |
@@ -36,7 +37,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use astrolift_manifest::Limits;
-use astrolift_store::state::{Agent, AgentKey, AgentStatus, TriggerBinding};
+use astrolift_store::state::{Agent, AgentKey, AgentStatus, TriggerBinding, env_spec_for_project};
 use astrolift_store::{StateStore, StoreError};
 use http::HeaderMap;
 use serde_json::{Value, json};
@@ -279,6 +280,9 @@ impl TriggerService {
             }
             Ok(Outcome::Dispatch { payload }) => payload,
         };
+        if let Some(refused) = self.env_spec_refusal(ready).await {
+            return refused;
+        }
         let now = now_seconds();
         let recorded = match record(
             self.state.as_ref(),
@@ -318,6 +322,28 @@ impl TriggerService {
         }
     }
 }
+
+impl TriggerService {
+    /// 409 when the binding names an env spec its agent's project cannot use
+    /// (deleted or moved since the sync that registered the binding). The
+    /// body names no env spec; the log line says which and why.
+    async fn env_spec_refusal(&self, ready: &Ready) -> Option<TriggerResponse> {
+        let name = ready.binding.definition.get("env_spec")?.as_str()?;
+        let trigger_id = ready.binding.trigger_id.as_str();
+        let project_id = ready.agent.project_id.as_str();
+        match env_spec_for_project(self.state.as_ref(), name, project_id).await {
+            Ok(Ok(_)) => None,
+            Ok(Err(refusal)) => {
+                tracing::warn!(trigger_id, env_spec = name, project_id, reason = %refusal, "env spec refused");
+                Some(error_response(409, trigger_id, ENV_SPEC_REFUSED))
+            }
+            Err(error) => Some(store_error_response(trigger_id, &error)),
+        }
+    }
+}
+
+/// The 409 body's error when a binding's env spec is not its project's.
+pub const ENV_SPEC_REFUSED: &str = "the trigger's env spec is not available to its agent's project";
 
 fn now_seconds() -> i64 {
     std::time::SystemTime::now()

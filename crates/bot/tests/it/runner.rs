@@ -140,3 +140,43 @@ async fn an_unknown_installation_fails_without_a_run() {
     );
     assert!(github.check_runs().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_push_through_another_installation_is_checked_only_and_the_run_says_so() {
+    // The App is installed twice (say the repository moved to another owner
+    // who installed it too); the registration records the first one.
+    let (stores, _dir) = embedded_stores().await;
+    register(&stores).await;
+    let github = fake_github("monorepo").await;
+    let other = crate::support::INSTALLATION + 1;
+    github.add_installation(other);
+    let mut job = push_job("d-other-installation");
+    job.installation_id = other;
+    let outcome = runner(&github, &stores).run(&job).await.expect("checked");
+    assert!(!outcome.applied, "another installation never applies");
+    assert!(
+        stores
+            .state
+            .list_agents("octo/agents")
+            .await
+            .expect("agents")
+            .is_empty()
+    );
+    let runs = github.check_runs();
+    assert_eq!(runs.len(), 1);
+    let summary = runs[0].summary.clone().unwrap_or_default();
+    assert!(
+        summary.contains(&format!(
+            "came from GitHub App installation {other}, but the registration records installation {}",
+            crate::support::INSTALLATION
+        )),
+        "{summary}"
+    );
+
+    // The registered installation still applies.
+    let outcome = runner(&github, &stores)
+        .run(&push_job("d-registered-installation"))
+        .await
+        .expect("applied");
+    assert!(outcome.applied);
+}

@@ -74,6 +74,15 @@ pub async fn register(stores: &Stores) {
         .put_registration(&registration)
         .await
         .expect("registered");
+    // The example's triage trigger names `triage-prod`: an env spec of the project.
+    let spec = astrolift_store::state::EnvSpec {
+        name: "triage-prod".into(),
+        project_id: Some("proj-bot".into()),
+        config_repo: "octo/config".into(),
+        manifest_path: "envs/triage.toml".into(),
+        updated_at: 1,
+    };
+    stores.state.put_env_spec(&spec).await.expect("env spec");
 }
 
 pub async fn fake_github(fixture: &str) -> FakeGitHub {

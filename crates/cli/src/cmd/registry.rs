@@ -34,6 +34,10 @@ pub struct RegisterRepoArgs {
 pub struct EnvSpecUpsertArgs {
     /// The env spec's name, e.g. `triage-prod`.
     name: String,
+    /// The project it belongs to: only agents registered under this project
+    /// may name it (in a trigger's `env_spec` or at dispatch).
+    #[arg(long)]
+    project_id: String,
     /// The config repository, `owner/name`.
     #[arg(long)]
     config_repo: String,
@@ -102,14 +106,15 @@ pub fn env_spec_upsert(args: EnvSpecUpsertArgs) -> anyhow::Result<ExitCode> {
     with_state(&args.stores, async |state| {
         let spec = EnvSpec {
             name: args.name.clone(),
+            project_id: Some(args.project_id.clone()),
             config_repo: args.config_repo.clone(),
             manifest_path: args.manifest_path.clone(),
             updated_at: now(),
         };
         state.put_env_spec(&spec).await?;
         println!(
-            "env spec {} → {}:{}",
-            spec.name, spec.config_repo, spec.manifest_path
+            "env spec {} of project {} → {}:{}",
+            spec.name, args.project_id, spec.config_repo, spec.manifest_path
         );
         Ok(())
     })

@@ -16,7 +16,8 @@ use anyhow::{Context, bail};
 use astrolift_manifest::model::AgentManifest;
 use astrolift_manifest::triggers::Verify;
 use astrolift_manifest::{DirTree, Limits, SourceTree, ValidateOptions, validate_repository};
-use astrolift_store::state::AgentStatus;
+use astrolift_store::state::{AgentStatus, env_spec_for_project};
+use astrolift_sync::check_run::shell_command;
 use astrolift_trigger::dispatch::{
     DispatchMessage, DispatchQueue, SqsDispatchQueue, record_manual,
 };
@@ -74,6 +75,9 @@ pub struct DispatchArgs {
     /// The repository, when the name is not unique.
     #[arg(long = "repo", value_name = "OWNER/REPO")]
     repository: Option<String>,
+    /// The env spec to run with: refused unless it belongs to the agent's project.
+    #[arg(long, value_name = "NAME")]
+    env_spec: Option<String>,
     #[command(flatten)]
     stores: StoreArgs,
 }
@@ -129,6 +133,24 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
                 agent.status.as_str()
             );
         }
+        if let Some(name) = &args.env_spec
+            && let Err(refusal) =
+                env_spec_for_project(state.as_ref(), name, &agent.project_id).await?
+        {
+            let upsert = shell_command(&[
+                "astrolift",
+                "env-spec",
+                "upsert",
+                name,
+                "--project-id",
+                &agent.project_id,
+            ]);
+            bail!(
+                "env spec {name} is not an env spec of project {} ({refusal}); define it with \
+                 `{upsert} --config-repo … --manifest-path …`",
+                agent.project_id
+            );
+        }
         let payload = non_empty_payload(Some(&input));
         let recorded = record_manual(
             state.as_ref(),
@@ -141,13 +163,16 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
         if recorded.created {
             publish(&DispatchMessage::of(&recorded.dispatch)).await?;
         }
-        let out = json!({
+        let mut out = json!({
             "dispatch_id": recorded.id,
             "agent": agent.name,
             "snapshot": agent.snapshot_hash,
             "status": "queued",
             "duplicate": !recorded.created,
         });
+        if let (Some(name), Some(object)) = (&args.env_spec, out.as_object_mut()) {
+            object.insert("env_spec".to_owned(), json!(name));
+        }
         println!("{out}");
         Ok(ExitCode::SUCCESS)
     })

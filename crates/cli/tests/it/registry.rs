@@ -62,6 +62,21 @@ fn check_apply_twice_registers_then_shows_unchanged() {
             ("emr-triage".into(), "added".into())
         ]
     );
+    let env_spec = run(
+        &[
+            "env-spec",
+            "upsert",
+            "triage-prod",
+            "--project-id",
+            "local",
+            "--config-repo",
+            "octo/config",
+            "--manifest-path",
+            "envs/triage.toml",
+        ],
+        dir.path(),
+    );
+    assert_eq!(env_spec.code, 0, "{}", env_spec.stderr);
     let first = run(&["check", "--apply", repo, "--format", "json"], dir.path());
     assert_eq!(first.code, 0, "{}", first.stderr);
     assert_eq!(json(&first.stdout)["applied"], true);
@@ -141,8 +156,8 @@ fn register_repo_and_env_spec_upsert() {
         dir.path(),
     );
     assert_eq!(bad.code, 2);
-    let spec = run(
-        &[
+    let upsert = |extra: &[&str]| {
+        let mut args = vec![
             "env-spec",
             "upsert",
             "triage-prod",
@@ -150,10 +165,21 @@ fn register_repo_and_env_spec_upsert() {
             "acme/agents",
             "--manifest-path",
             "config/triage/config.toml",
-        ],
-        dir.path(),
-    );
+        ];
+        args.extend_from_slice(extra);
+        run(&args, dir.path())
+    };
+    // An env spec belongs to a project: `--project-id` is required.
+    let without_project = upsert(&[]);
+    assert_eq!(without_project.code, 2, "{}", without_project.stderr);
+    assert!(without_project.stderr.contains("--project-id"));
+    let spec = upsert(&["--project-id", "p-1"]);
     assert_eq!(spec.code, 0, "{}", spec.stderr);
+    assert!(
+        spec.stdout.contains("triage-prod of project p-1"),
+        "{}",
+        spec.stdout
+    );
 }
 
 #[test]

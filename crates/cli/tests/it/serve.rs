@@ -88,6 +88,7 @@ pub(crate) fn start_serve_on(
             blobs,
         ]);
         assert_eq!(run.code, 0, "{}", run.stderr);
+        crate::support::define_triage_env_spec("proj-e2e", &["--state", state, "--blobs", blobs]);
     }
     let mut child = Command::new(env!("CARGO_BIN_EXE_astrolift"))
         .args([
@@ -323,7 +324,9 @@ async fn an_unregistered_repository_is_checked_and_told_how_to_register() {
     let runs = completed_runs(&github, MAIN_SHA).await;
     let summary = runs[0].summary.clone().unwrap_or_default();
     assert!(
-        summary.contains("astrolift register-repo octo/agents --project-id ID --ref main"),
+        summary.contains(
+            "'astrolift' 'register-repo' 'octo/agents' '--project-id' 'ID' '--ref' 'main'"
+        ),
         "{summary}"
     );
     assert!(agents(&server).is_empty());

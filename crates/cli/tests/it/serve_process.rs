@@ -67,6 +67,10 @@ impl ServeProcess {
                 &blobs,
             ]);
             assert_eq!(run.code, 0, "{}", run.stderr);
+            crate::support::define_triage_env_spec(
+                "proj-issue9",
+                &["--state", &state, "--blobs", &blobs],
+            );
         }
         let mut command = Command::new(env!("CARGO_BIN_EXE_astrolift"));
         command

@@ -36,6 +36,26 @@ where
     run_of(output)
 }
 
+/// Defines the env spec `triage-prod`, which `examples/monorepo`'s triage
+/// trigger names, for `project`, in the stores `store_args` name
+/// (`--state …`, `--blobs …`): an agent may only name its project's env specs.
+pub fn define_triage_env_spec(project: &str, store_args: &[&str]) {
+    let mut args = vec![
+        "env-spec",
+        "upsert",
+        "triage-prod",
+        "--project-id",
+        project,
+        "--config-repo",
+        "octo/config",
+        "--manifest-path",
+        "envs/triage.toml",
+    ];
+    args.extend_from_slice(store_args);
+    let run = astrolift(args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
 pub fn run_of(output: Output) -> Run {
     Run {
         code: output.status.code().unwrap_or(-1),

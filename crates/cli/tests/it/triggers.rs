@@ -47,6 +47,8 @@ fn trigger_test(args: &[&str]) -> Run {
 fn applied() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     let repo = monorepo();
+    let state = format!("--state=sqlite:{}", dir.path().join("state.db").display());
+    crate::support::define_triage_env_spec("local", &[&state]);
     let check = astrolift(
         &["check", "--apply", repo.to_str().expect("utf-8")],
         dir.path(),
@@ -229,6 +231,58 @@ fn dispatch_records_once_per_idempotency_key() {
     let fresh = json(&astrolift(&["dispatch", "triage", "--input", "{}"], dir.path()).stdout);
     assert_eq!(fresh["duplicate"], false);
     assert_ne!(fresh["dispatch_id"], first["dispatch_id"]);
+
+    // An env spec of the agent's project (`local`, defined by `applied`) runs;
+    // a missing one or one of another project is refused.
+    let with_spec = astrolift(
+        &[
+            "dispatch",
+            "emr-triage",
+            "--input",
+            "{}",
+            "--env-spec",
+            "triage-prod",
+        ],
+        dir.path(),
+    );
+    assert_eq!(with_spec.code, 0, "{}", with_spec.stderr);
+    assert_eq!(json(&with_spec.stdout)["env_spec"], "triage-prod");
+    let other = astrolift(
+        &[
+            "env-spec",
+            "upsert",
+            "other-prod",
+            "--project-id",
+            "proj-other",
+            "--config-repo",
+            "octo/config",
+            "--manifest-path",
+            "envs/other.toml",
+        ],
+        dir.path(),
+    );
+    assert_eq!(other.code, 0, "{}", other.stderr);
+    for name in ["other-prod", "nowhere"] {
+        let refused = astrolift(
+            &[
+                "dispatch",
+                "emr-triage",
+                "--input",
+                "{}",
+                "--env-spec",
+                name,
+            ],
+            dir.path(),
+        );
+        assert_eq!(refused.code, 2, "{name}: {}", refused.stdout);
+        assert!(
+            refused
+                .stderr
+                .contains("is not an env spec of project local"),
+            "{}",
+            refused.stderr
+        );
+    }
 
     for bad in [
         vec!["dispatch", "emr-triage", "--input", "[1]"],

@@ -3,7 +3,9 @@
 use astrolift_manifest::config::{
     ConfigOptions, ConfigResult, deep_merge, load_config, load_config_with,
 };
-use astrolift_manifest::{Limits, MemTree};
+use std::borrow::Cow;
+
+use astrolift_manifest::{FileEntry, Limits, MemTree, ReadError, SourceTree};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -291,4 +293,212 @@ fn problems_inside_included_files_are_reported_in_those_files() {
     assert!(paths.contains(&"parts/typo.toml"), "{paths:?}");
     assert!(paths.contains(&"config.toml"), "{paths:?}");
     assert_eq!(result.document["environment"]["MAIN"], json!("ok"));
+}
+
+/// A tree that counts the files read through it: work, measured without a clock.
+struct CountingTree<T> {
+    inner: T,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl<T: SourceTree> CountingTree<T> {
+    fn new(inner: T) -> Self {
+        Self {
+            inner,
+            reads: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    fn reads(&self) -> usize {
+        self.reads.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl<T: SourceTree> SourceTree for CountingTree<T> {
+    fn entries(&self) -> &[FileEntry] {
+        self.inner.entries()
+    }
+
+    fn read(&self, path: &str, limit: u64) -> Result<Cow<'_, [u8]>, ReadError> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.read(path, limit)
+    }
+}
+
+#[test]
+fn six_files_that_each_include_the_next_sixteen_times_load_six_files() {
+    // Without loading each file once this is 16⁵ loads (over a million).
+    let tree = CountingTree::new(fixture("config_fanout_16x16"));
+    let result = load_config(&tree, "config.toml", &Limits::DEFAULT);
+    assert_eq!(tree.reads(), 6, "each file is read once");
+    assert_eq!(
+        result.files,
+        [
+            "config.toml",
+            "f1.toml",
+            "f2.toml",
+            "f3.toml",
+            "f4.toml",
+            "f5.toml"
+        ]
+    );
+    // One warning per file that repeats an include; nothing else.
+    assert_eq!(codes(&result.diagnostics), ["config/duplicate-include"; 5]);
+    assert_eq!(result.diagnostics[0].span.line, 4, "on the first repeat");
+    let env = &result.document["environment"];
+    assert_eq!(env.as_object().map(|e| e.len()), Some(6));
+    assert_eq!(result.origins["/environment/LEVEL_5"], "f5.toml");
+    insta::assert_yaml_snapshot!(
+        "config_fanout_16x16",
+        snapshot("config_fanout_16x16", &result)
+    );
+}
+
+#[test]
+fn the_sixteen_by_sixteen_graph_seventeen_deep_is_one_depth_error() {
+    // 16¹⁷ loads without memoization: it never finished.
+    let tree = CountingTree::new(fixture("config_fanout_16x16_deep"));
+    let result = load_config(&tree, "config.toml", &Limits::DEFAULT);
+    assert_eq!(tree.reads(), 17, "f17.toml, level 17, is never read");
+    assert_eq!(result.files.len(), 17);
+    let errors: Vec<_> = result.diagnostics.iter().filter(|d| d.is_error()).collect();
+    assert_eq!(errors.len(), 1, "{:?}", render(&result.diagnostics));
+    assert_eq!(errors[0].code, "config/include-depth");
+    assert_eq!(
+        (errors[0].path.as_str(), errors[0].span.line),
+        ("f16.toml", 3)
+    );
+    assert_eq!(
+        result.document["environment"]["LEVEL_16"],
+        json!("f16.toml")
+    );
+}
+
+/// `config.toml` including `count` distinct files, one per line from line 2.
+fn flat_includes(count: usize) -> MemTree {
+    let mut main = String::from("include = [\n");
+    let mut files = Vec::new();
+    for n in 1..=count {
+        main.push_str(&format!("  \"parts/p{n:03}.toml\",\n"));
+        files.push((
+            format!("parts/p{n:03}.toml"),
+            format!("[environment]\nP{n:03} = \"{n}\"\n"),
+        ));
+    }
+    main.push_str("]\n");
+    files.push(("config.toml".to_owned(), main));
+    MemTree::from_files(files)
+}
+
+#[test]
+fn two_hundred_fifty_six_files_load_and_one_more_is_an_error_on_its_include() {
+    let limit = Limits::DEFAULT.config_files;
+    assert_eq!(limit, 256);
+    let at_limit = CountingTree::new(flat_includes(limit - 1));
+    let result = load_config(&at_limit, "config.toml", &Limits::DEFAULT);
+    assert!(
+        result.diagnostics.is_empty(),
+        "{:?}",
+        render(&result.diagnostics)
+    );
+    assert_eq!((result.files.len(), at_limit.reads()), (256, 256));
+
+    let over = CountingTree::new(flat_includes(limit));
+    let result = load_config(&over, "config.toml", &Limits::DEFAULT);
+    assert_eq!(
+        (result.files.len(), over.reads()),
+        (256, 256),
+        "file 257 is not read"
+    );
+    assert_eq!(codes(&result.diagnostics), ["config/too-many-includes"]);
+    let diagnostic = &result.diagnostics[0];
+    assert_eq!(
+        (diagnostic.path.as_str(), diagnostic.span.line),
+        ("config.toml", 257),
+        "on the 256th include entry (line 1 is `include = [`)"
+    );
+    assert!(diagnostic.message.contains("parts/p256.toml"));
+    assert_eq!(result.document["environment"]["P255"], json!("255"));
+    assert!(result.document["environment"].get("P256").is_none());
+    insta::assert_yaml_snapshot!("config_too_many_includes", render(&result.diagnostics));
+}
+
+#[test]
+fn a_file_reused_deeper_than_the_limit_allows_is_a_depth_error_where_it_is_reused() {
+    // `shared.toml` (one level of includes below it) is loaded first at
+    // level 1, then reached again at level 16 through a chain.
+    let mut files = vec![
+        (
+            "config.toml".to_owned(),
+            "include = [\"shared.toml\", \"c1.toml\"]\n".to_owned(),
+        ),
+        (
+            "shared.toml".to_owned(),
+            "include = [\"leaf.toml\"]\n".to_owned(),
+        ),
+        (
+            "leaf.toml".to_owned(),
+            "[environment]\nLEAF = \"yes\"\n".to_owned(),
+        ),
+    ];
+    for n in 1..=15 {
+        let next = if n == 15 {
+            "shared.toml".to_owned()
+        } else {
+            format!("c{}.toml", n + 1)
+        };
+        files.push((format!("c{n}.toml"), format!("include = [\"{next}\"]\n")));
+    }
+    let tree = CountingTree::new(MemTree::from_files(files));
+    let result = load_config(&tree, "config.toml", &Limits::DEFAULT);
+    assert_eq!(tree.reads(), 18, "every file once");
+    assert_eq!(codes(&result.diagnostics), ["config/include-depth"]);
+    let diagnostic = &result.diagnostics[0];
+    assert_eq!(diagnostic.path, "c15.toml");
+    assert!(
+        diagnostic.message.contains("level 17"),
+        "{}",
+        diagnostic.message
+    );
+    // The first, allowed inclusion still applies.
+    assert_eq!(result.document["environment"]["LEAF"], json!("yes"));
+}
+
+#[test]
+fn a_repeated_include_applies_at_its_last_position() {
+    let tree = MemTree::from_files([
+        (
+            "config.toml",
+            "include = [\"b.toml\", \"c.toml\", \"b.toml\"]\n",
+        ),
+        ("b.toml", "[environment]\nWHO = \"b\"\nB = \"b\"\n"),
+        ("c.toml", "[environment]\nWHO = \"c\"\nC = \"c\"\n"),
+    ]);
+    let result = load_config(&tree, "config.toml", &Limits::DEFAULT);
+    assert_eq!(codes(&result.diagnostics), ["config/duplicate-include"]);
+    assert_eq!(
+        result.document["environment"],
+        json!({"WHO": "b", "B": "b", "C": "c"})
+    );
+    assert_eq!(result.origins["/environment/WHO"], "b.toml");
+    assert_eq!(result.files, ["config.toml", "b.toml", "c.toml"]);
+}
+
+#[test]
+fn an_unreadable_include_is_read_once_and_reported_at_every_entry() {
+    let tree = CountingTree::new(MemTree::from_files([
+        (
+            "config.toml",
+            b"include = [\"a.toml\", \"b.toml\"]\n".as_slice(),
+        ),
+        ("a.toml", b"include = [\"bad.toml\"]\n"),
+        ("b.toml", b"include = [\"bad.toml\"]\n"),
+        ("bad.toml", b"\xff\xfe"),
+    ]));
+    let result = load_config(&tree, "config.toml", &Limits::DEFAULT);
+    assert_eq!(codes(&result.diagnostics), ["config/not-utf8"; 2]);
+    let paths: Vec<&str> = result.diagnostics.iter().map(|d| d.path.as_str()).collect();
+    assert_eq!(paths, ["a.toml", "b.toml"]);
+    assert_eq!(tree.reads(), 4, "bad.toml is read once");
 }

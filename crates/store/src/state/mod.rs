@@ -22,6 +22,21 @@ pub use table::{AttributeShape, IndexShape, KeyShape, TableShape, table_definiti
 
 use crate::{BoxFuture, StoreError, StoreResult};
 
+/// The env spec `name` if an agent of `project_id` may use it (DESIGN: env
+/// specs belong to a project). The one check that the sync (for the check
+/// run), the trigger service and `astrolift dispatch` (at dispatch) share.
+/// `Err` is the store failing; `Ok(Err(_))` a refusal.
+pub async fn env_spec_for_project(
+    state: &dyn StateStore,
+    name: &str,
+    project_id: &str,
+) -> StoreResult<Result<EnvSpec, EnvSpecRefusal>> {
+    let Some(spec) = state.get_env_spec(name).await? else {
+        return Ok(Err(EnvSpecRefusal::Missing));
+    };
+    Ok(spec.usable_by(project_id).map(|()| spec))
+}
+
 /// Counters of state traffic, so tests can assert "0 writes on a no-op re-run".
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StateStats {

@@ -196,17 +196,48 @@ pub enum DeliveryOutcome {
     Duplicate,
 }
 
-/// A named environment spec (`astrolift env-spec upsert`).
+/// A named environment spec (`astrolift env-spec upsert`). It belongs to
+/// one project: only agents registered under that project may name it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnvSpec {
     /// Its name.
     pub name: String,
+    /// The project it belongs to. `None` only on specs written before env
+    /// specs had projects: those belong to no project and no agent can use
+    /// them until an operator upserts them again with `--project-id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
     /// `owner/name` of the config repository.
     pub config_repo: String,
     /// Path of the config manifest in it.
     pub manifest_path: String,
     /// When it was last written.
     pub updated_at: UnixSeconds,
+}
+
+impl EnvSpec {
+    /// Whether an agent of `project_id` may use this spec.
+    pub fn usable_by(&self, project_id: &str) -> Result<(), EnvSpecRefusal> {
+        match self.project_id.as_deref() {
+            Some(owner) if owner == project_id => Ok(()),
+            Some(_) => Err(EnvSpecRefusal::OtherProject),
+            None => Err(EnvSpecRefusal::NoProject),
+        }
+    }
+}
+
+/// Why a project may not use an env spec it names. The three are told apart
+/// for logs and operators; what a repository sees (the check run, an HTTP
+/// answer) is the same for all three, so that no tenant learns which names
+/// another project uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum EnvSpecRefusal {
+    #[error("no env spec has that name")]
+    Missing,
+    #[error("the env spec belongs to another project")]
+    OtherProject,
+    #[error("the env spec belongs to no project (written before env specs had projects)")]
+    NoProject,
 }
 
 /// A registered trigger binding (from an agent's `[[triggers]]`).

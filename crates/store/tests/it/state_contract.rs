@@ -141,6 +141,7 @@ pub async fn catalogue_round_trips(subject: Subject) {
 
     let spec = EnvSpec {
         name: "triage-prod".into(),
+        project_id: Some("proj-a".into()),
         config_repo: "octo/config".into(),
         manifest_path: "envs/prod.yaml".into(),
         updated_at: NOW,
@@ -152,6 +153,53 @@ pub async fn catalogue_round_trips(subject: Subject) {
     );
     assert_eq!(store.list_env_specs().await.unwrap(), vec![spec]);
     assert_eq!(store.get_env_spec("nope").await.unwrap(), None);
+}
+
+pub async fn env_specs_are_usable_only_by_their_project(subject: Subject) {
+    let store = subject.store.as_ref();
+    let spec = |name: &str, project: Option<&str>| EnvSpec {
+        name: name.into(),
+        project_id: project.map(str::to_owned),
+        config_repo: "octo/config".into(),
+        manifest_path: "envs/prod.toml".into(),
+        updated_at: NOW,
+    };
+    store
+        .put_env_spec(&spec("a-prod", Some("proj-a")))
+        .await
+        .unwrap();
+    store
+        .put_env_spec(&spec("b-prod", Some("proj-b")))
+        .await
+        .unwrap();
+    // Written before env specs had projects: the field is absent.
+    store.put_env_spec(&spec("legacy", None)).await.unwrap();
+    let check =
+        async |name: &str, project: &str| env_spec_for_project(store, name, project).await.unwrap();
+    assert_eq!(
+        check("a-prod", "proj-a").await,
+        Ok(spec("a-prod", Some("proj-a")))
+    );
+    assert_eq!(
+        check("b-prod", "proj-a").await,
+        Err(EnvSpecRefusal::OtherProject)
+    );
+    assert_eq!(
+        check("a-prod", "proj-b").await,
+        Err(EnvSpecRefusal::OtherProject)
+    );
+    assert_eq!(check("nope", "proj-a").await, Err(EnvSpecRefusal::Missing));
+    assert_eq!(
+        check("legacy", "proj-a").await,
+        Err(EnvSpecRefusal::NoProject)
+    );
+    assert_eq!(check("legacy", "").await, Err(EnvSpecRefusal::NoProject));
+    // Re-upserting with a project migrates a legacy spec.
+    store
+        .put_env_spec(&spec("legacy", Some("proj-a")))
+        .await
+        .unwrap();
+    assert!(check("legacy", "proj-a").await.is_ok());
 }
 
 pub async fn apply_registers_and_noop_writes_nothing(subject: Subject) {
@@ -567,6 +615,7 @@ macro_rules! state_contract_tests {
 
 state_contract_tests!(
     catalogue_round_trips,
+    env_specs_are_usable_only_by_their_project,
     apply_registers_and_noop_writes_nothing,
     change_bumps_version_and_appends_audit,
     stale_version_is_a_conflict,

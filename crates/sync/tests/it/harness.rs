@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use astrolift_manifest::{MemTree, SourceTree, ValidateOptions};
 use astrolift_store::blob::{FsBlobStore, S3BlobStore};
-use astrolift_store::state::{DynamoStateStore, SqliteStateStore};
+use astrolift_store::state::{DynamoStateStore, EnvSpec, SqliteStateStore};
 use astrolift_store::testing::{aws_endpoint, unique_name};
 use astrolift_sync::{Mode, Report, Stores, SyncError, SyncRequest, sync};
 
@@ -51,7 +51,24 @@ pub async fn open(backend: Backend, test: &str) -> Option<TestStores> {
             }
         }
     };
+    define_env_spec(&stores, "triage-prod", PROJECT).await;
     Some(TestStores { stores, _dir: dir })
+}
+
+/// The project the harness applies to.
+pub const PROJECT: &str = "proj-1";
+
+/// Defines the env spec `name` for `project` (the example monorepo's triage
+/// agent names `triage-prod`, which must belong to the project applied to).
+pub async fn define_env_spec(stores: &Stores, name: &str, project: &str) {
+    let spec = EnvSpec {
+        name: name.into(),
+        project_id: Some(project.into()),
+        config_repo: "acme/config".into(),
+        manifest_path: "envs/triage.toml".into(),
+        updated_at: 1,
+    };
+    stores.state.put_env_spec(&spec).await.expect("env spec");
 }
 
 /// The example monorepo (`examples/monorepo`), in memory, ready to be edited.
@@ -114,7 +131,7 @@ pub async fn run(
         git_ref: Some("main".into()),
         mode: if apply {
             Mode::Apply {
-                project_id: "proj-1".into(),
+                project_id: PROJECT.into(),
             }
         } else {
             Mode::Check

@@ -8,3 +8,4 @@ mod faults;
 mod harness;
 mod reuse;
 mod scenarios;
+mod tenancy;

@@ -3,6 +3,7 @@
 mod aws;
 mod dispatch;
 mod env;
+mod env_spec;
 mod evaluate;
 mod github;
 mod runaway;

@@ -1,0 +1,129 @@
+//! Env specs named by trigger bindings: each must exist in the project of
+//! the repository's registration (DESIGN: env specs belong to a project).
+//!
+//! A trigger whose `env_spec` the project cannot use is an error on the
+//! `env_spec` line, which fails its agent: it is not registered, so no
+//! binding that names a foreign or missing env spec is ever written. The
+//! message is the same whether the spec is missing, of another project or
+//! of none (see [`EnvSpecRefusal`]), so a check run never tells a tenant
+//! which names another project uses. The trigger service and `astrolift
+//! dispatch` check again at dispatch (the spec may change after the sync).
+//!
+//! Only manifests whose triggers name an env spec are read again (for the
+//! positions), and each distinct name is looked up once per sync.
+
+use std::collections::HashMap;
+
+use astrolift_manifest::env_spec::{NOT_IN_PROJECT, env_spec_refs};
+use astrolift_manifest::{Diagnostic, Limits};
+use astrolift_package::PayloadTree;
+use astrolift_store::StateStore;
+use astrolift_store::state::{EnvSpecRefusal, env_spec_for_project};
+
+use crate::SyncError;
+use crate::check_run::shell_command;
+use crate::package_step::Prepared;
+use crate::pipeline::SyncRequest;
+use crate::report::Mode;
+
+/// Checks the env specs every agent's triggers name against the project of
+/// the sync (apply) or of the repository's registration (check), and fails
+/// each agent that names one its project cannot use. Without a project (an
+/// unregistered repository, which registers nothing) there is nothing to
+/// check against.
+pub(crate) async fn check_env_specs(
+    prepared: &mut Prepared,
+    tree: &dyn PayloadTree,
+    state: &dyn StateStore,
+    request: &SyncRequest,
+) -> Result<(), SyncError> {
+    let named: Vec<usize> = prepared
+        .manifests()
+        .enumerate()
+        .filter(|(_, m)| m.triggers.iter().any(|t| t.env_spec.is_some()))
+        .map(|(index, _)| index)
+        .collect();
+    if named.is_empty() {
+        return Ok(());
+    }
+    let Some(project) = project_of(request, state).await? else {
+        return Ok(());
+    };
+    let mut checked: HashMap<String, Result<(), EnvSpecRefusal>> = HashMap::new();
+    for index in named {
+        let Some(path) = prepared.manifests().nth(index).map(|m| m.manifest.clone()) else {
+            continue;
+        };
+        let mut refused = Vec::new();
+        for reference in manifest_refs(tree, &path, &request.validate.limits) {
+            let name = reference.env_spec;
+            if !checked.contains_key(&name) {
+                let verdict = env_spec_for_project(state, &name, &project).await?;
+                checked.insert(name.clone(), verdict.map(|_| ()));
+            }
+            if let Some(Err(_)) = checked.get(&name) {
+                refused.push(not_in_project(&path, reference.span, &name, &project));
+            }
+        }
+        if !refused.is_empty() {
+            prepared.fail(index, refused);
+        }
+    }
+    Ok(())
+}
+
+/// The project whose env specs the sync may use.
+async fn project_of(
+    request: &SyncRequest,
+    state: &dyn StateStore,
+) -> Result<Option<String>, SyncError> {
+    Ok(match &request.mode {
+        Mode::Apply { project_id } => Some(project_id.clone()),
+        Mode::Check => state
+            .get_registration(&request.repository)
+            .await?
+            .map(|r| r.project_id),
+    })
+}
+
+fn manifest_refs(
+    tree: &dyn PayloadTree,
+    path: &str,
+    limits: &Limits,
+) -> Vec<astrolift_manifest::env_spec::EnvSpecRef> {
+    // Validation read this file already; a file it could not read has its
+    // own diagnostic and no triggers.
+    match tree.read_text(path, limits.manifest_file) {
+        Ok(text) => env_spec_refs(path, &text),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn not_in_project(
+    path: &str,
+    span: astrolift_manifest::Span,
+    name: &str,
+    project: &str,
+) -> Diagnostic {
+    let upsert = shell_command(&[
+        "astrolift",
+        "env-spec",
+        "upsert",
+        name,
+        "--project-id",
+        project,
+        "--config-repo",
+        "OWNER/REPO",
+        "--manifest-path",
+        "PATH",
+    ]);
+    Diagnostic::new(
+        &NOT_IN_PROJECT,
+        path,
+        span,
+        format!("env spec `{name}` does not exist in project `{project}`"),
+    )
+    .with_help(format!(
+        "name an env spec of this project, or have an operator define it: `{upsert}`"
+    ))
+}
