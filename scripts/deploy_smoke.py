@@ -259,6 +259,7 @@ def expected_environment(logical, outputs):
         "ASTROLIFT_STATE": f"dynamodb:{outputs['StateTableName']}",
         "ASTROLIFT_BLOBS": f"s3://{outputs['BlobBucketName']}",
         "ASTROLIFT_SECRETS": "aws",
+        "ASTROLIFT_SECRET_PREFIX": "astrolift/",
         "GITHUB_APP_ID": PARAMETERS["GitHubAppId"],
         "GITHUB_API_URL": "https://api.github.com",
         "ASTROLIFT_LOG_LEVEL": "info",
@@ -305,6 +306,10 @@ def check_least_privilege(template):
                 resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
                 if any("*" in action for action in actions) or "*" in resources:
                     fail(f"{logical} statement {statement.get('Sid')} is not least privilege: {statement}")
+                if statement.get("Sid") == "ProjectSecrets":
+                    arn = statement["Resource"].get("Fn::Sub", "") if isinstance(statement["Resource"], dict) else ""
+                    if not arn.endswith(":secret:${SecretPrefix}*"):
+                        fail(f"{logical}: project secrets are not scoped to the prefix: {statement}")
 
 
 def load_yaml(relative):

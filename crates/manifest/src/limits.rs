@@ -27,6 +27,8 @@ pub struct Limits {
     pub jq_time_ms: u64,
     /// jq output size, bytes.
     pub jq_output: u64,
+    /// `Idempotency-Key` (or `X-GitHub-Delivery`) of a trigger request, bytes.
+    pub idempotency_key: usize,
 }
 
 pub const KIB: u64 = 1024;
@@ -45,6 +47,7 @@ impl Limits {
         yaml_aliases: 10_000,
         jq_time_ms: 100,
         jq_output: 256 * KIB,
+        idempotency_key: 256,
     };
 }
 

@@ -134,6 +134,9 @@ struct TriggerSchema {
     payload: Option<String>,
     /// The environment spec to dispatch with.
     env_spec: Option<String>,
+    /// GitHub only: also fire for fork pull requests and for senders who are
+    /// not an `OWNER`, `MEMBER` or `COLLABORATOR`. Default false.
+    allow_untrusted: Option<bool>,
 }
 
 #[derive(Debug, JsonSchema)]
@@ -154,6 +157,12 @@ enum VerifySchema {
         prefix: Option<String>,
         #[schemars(regex(pattern = SECRET_REF))]
         secret: String,
+        /// Replay protection: the header with the Unix time in seconds; the
+        /// signature then covers `"{timestamp}.{body}"`.
+        timestamp_header: Option<String>,
+        /// How far the timestamp may be from now (with `timestamp_header`). Default 300.
+        #[schemars(range(min = 1, max = 86400))]
+        tolerance_seconds: Option<u64>,
     },
     /// `X-Hub-Signature-256` with the App's webhook secret.
     Github,

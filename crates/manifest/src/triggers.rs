@@ -10,6 +10,13 @@
 //! env_spec = "triage-prod"
 //! ```
 //!
+//! `verify` of kind `hmac-sha256` may add replay protection:
+//! `timestamp_header = "X-Timestamp"` (the signature then covers
+//! `"{timestamp}.{body}"`) and `tolerance_seconds` (default
+//! [`DEFAULT_TOLERANCE_SECONDS`], at most [`MAX_TOLERANCE_SECONDS`]). A
+//! `github` trigger may set `allow_untrusted = true` to fire for fork pull
+//! requests and senders who are not owners, members or collaborators.
+//!
 //! Validated as a format here; executed by the trigger runtime. `filter` and
 //! `payload` are compiled with [`crate::jq`]; a jq error becomes a diagnostic
 //! at the exact line and column inside the TOML string, whatever its quoting
@@ -77,6 +84,16 @@ pub const PLAINTEXT_SECRET: Code = Code::new(
     Severity::Error,
     "`verify.secret` is not a `secret://` reference.",
 );
+pub const UNTRUSTED_NOT_ALLOWED: Code = Code::new(
+    "trigger/untrusted-not-allowed",
+    Severity::Error,
+    "`allow_untrusted` on a `generic` trigger: only GitHub triggers have a trust policy.",
+);
+pub const INVALID_TOLERANCE: Code = Code::new(
+    "trigger/invalid-tolerance",
+    Severity::Error,
+    "`verify.tolerance_seconds` outside 1–86400, or without `timestamp_header`.",
+);
 pub const JQ_SYNTAX: Code = Code::new(
     "trigger/jq-syntax",
     Severity::Error,
@@ -100,16 +117,36 @@ pub const CODES: &[&Code] = &[
     &UNKNOWN_VERIFY_KIND,
     &VERIFY_MISMATCH,
     &PLAINTEXT_SECRET,
+    &UNTRUSTED_NOT_ALLOWED,
+    &INVALID_TOLERANCE,
     &JQ_SYNTAX,
     &JQ_UNDEFINED,
 ];
 
 pub(crate) const TRIGGER_KEYS: &[&str] = &[
-    "name", "source", "events", "verify", "filter", "payload", "env_spec",
+    "name",
+    "source",
+    "events",
+    "verify",
+    "filter",
+    "payload",
+    "env_spec",
+    "allow_untrusted",
 ];
 const SOURCES: &[&str] = &["generic", "github"];
 const VERIFY_KINDS: &[&str] = &["hmac-sha256", "github", "token"];
-const HMAC_KEYS: &[&str] = &["kind", "header", "prefix", "secret"];
+const HMAC_KEYS: &[&str] = &[
+    "kind",
+    "header",
+    "prefix",
+    "secret",
+    "timestamp_header",
+    "tolerance_seconds",
+];
+/// `verify.tolerance_seconds` when only `timestamp_header` is set.
+pub const DEFAULT_TOLERANCE_SECONDS: u64 = 300;
+/// The largest `verify.tolerance_seconds`: a day.
+pub const MAX_TOLERANCE_SECONDS: u64 = 86_400;
 const GITHUB_KEYS: &[&str] = &["kind"];
 const TOKEN_KEYS: &[&str] = &["kind", "header", "secret"];
 
@@ -131,6 +168,14 @@ pub enum Verify {
         header: String,
         prefix: Option<String>,
         secret: String,
+        /// Replay protection: the header that carries the Unix time in
+        /// seconds; the signature covers `"{timestamp}.{body}"`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timestamp_header: Option<String>,
+        /// How far the timestamp may be from now, either way (with
+        /// `timestamp_header`; [`DEFAULT_TOLERANCE_SECONDS`] when unset).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tolerance_seconds: Option<u64>,
     },
     Github,
     Token {
@@ -151,6 +196,16 @@ pub struct TriggerSpec {
     pub filter: Option<String>,
     pub payload: Option<String>,
     pub env_spec: Option<String>,
+    /// GitHub only: also fire for fork pull requests and for senders whose
+    /// `author_association` is not `OWNER`, `MEMBER` or `COLLABORATOR`.
+    /// Not serialized when `false`, so bindings stored before the key
+    /// existed keep their digest.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_untrusted: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// Validates the `[[triggers]]` of one manifest's root table. Returns the
@@ -181,6 +236,7 @@ fn trigger<'i>(
     let filter = jq_field(file, table, "filter");
     let payload = jq_field(file, table, "payload");
     let env_spec = file.str(table, "env_spec").map(|(s, _)| s.to_owned());
+    let allow_untrusted = allow_untrusted(file, table, source);
     Some(TriggerSpec {
         name: name?,
         source: source?,
@@ -189,7 +245,58 @@ fn trigger<'i>(
         filter,
         payload,
         env_spec,
+        allow_untrusted,
     })
+}
+
+/// `allow_untrusted`: a boolean, on `github` triggers only.
+fn allow_untrusted<'i>(
+    file: &mut TomlFile<'i>,
+    table: &DeTable<'i>,
+    source: Option<TriggerSource>,
+) -> bool {
+    let Some((allow, range)) = file.bool(table, "allow_untrusted") else {
+        return false;
+    };
+    if source == Some(TriggerSource::Generic) {
+        file.report(
+            &UNTRUSTED_NOT_ALLOWED,
+            range,
+            "`allow_untrusted` applies only to `source = \"github\"` triggers",
+        )
+        .help =
+            Some("a generic trigger is trusted by its `verify` secret: remove the key".to_owned());
+        return false;
+    }
+    allow
+}
+
+/// `verify.timestamp_header` and `verify.tolerance_seconds` of an
+/// `hmac-sha256` verification.
+fn replay_window<'i>(
+    file: &mut TomlFile<'i>,
+    verify: &DeTable<'i>,
+) -> (Option<String>, Option<u64>) {
+    let header = file
+        .str(verify, "timestamp_header")
+        .map(|(s, _)| s.to_owned());
+    let Some((tolerance, range)) = file.int(verify, "tolerance_seconds") else {
+        return (header, None);
+    };
+    let in_range = u64::try_from(tolerance)
+        .ok()
+        .filter(|t| (1..=MAX_TOLERANCE_SECONDS).contains(t));
+    let message = match (in_range, &header) {
+        (Some(tolerance), Some(_)) => return (header, Some(tolerance)),
+        (None, _) => format!(
+            "`tolerance_seconds` is {tolerance}; it must be between 1 and {MAX_TOLERANCE_SECONDS}"
+        ),
+        (Some(_), None) => "`tolerance_seconds` needs `timestamp_header`".to_owned(),
+    };
+    file.report(&INVALID_TOLERANCE, range, message).help = Some(format!(
+        "write `timestamp_header = \"X-Timestamp\", tolerance_seconds = {DEFAULT_TOLERANCE_SECONDS}`"
+    ));
+    (header, None)
 }
 
 fn trigger_name<'i>(
@@ -334,10 +441,13 @@ fn trigger_verify<'i>(
             let header = required_text(file, verify, "header", verify_range.clone());
             let prefix = file.str(verify, "prefix").map(|(s, _)| s.to_owned());
             let secret = secret_ref(file, verify, verify_range);
+            let (timestamp_header, tolerance_seconds) = replay_window(file, verify);
             Some(Verify::HmacSha256 {
                 header: header?,
                 prefix,
                 secret: secret?,
+                timestamp_header,
+                tolerance_seconds,
             })
         }
         "github" => {

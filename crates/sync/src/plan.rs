@@ -150,17 +150,35 @@ fn plan_candidate(
     } else {
         AgentStatus::Disabled
     };
+    let stored = context.bindings_of(&manifest.manifest);
     let desired = match target {
         AgentStatus::Active => {
-            bindings::desired(manifest, context.repository, &packaged.snapshot_hash)
+            match bindings::desired(
+                manifest,
+                context.repository,
+                &packaged.snapshot_hash,
+                &stored,
+            ) {
+                Ok(desired) => desired,
+                Err(error) => {
+                    // No random trigger id: register nothing rather than a
+                    // derivable id; the previous registration stays.
+                    tracing::error!(manifest = %manifest.manifest, %error, "cannot mint a trigger id");
+                    plan.entries
+                        .push(entry(manifest, PlanStatus::Failed, None, previous));
+                    return;
+                }
+            }
         }
         _ => Vec::new(),
     };
     let bindings_digest = bindings::digest(&desired);
     let recorded_current = previous
         .and_then(|p| p.bindings_digest.as_deref())
-        .map(|recorded| recorded == bindings_digest);
-    let (puts, deletes) = bindings::diff(&context.bindings_of(&manifest.manifest), desired);
+        .map(|recorded| {
+            recorded == bindings_digest || recorded == bindings::legacy_digest(&desired)
+        });
+    let (puts, deletes) = bindings::diff(&stored, desired);
     let bindings_current = recorded_current.unwrap_or(puts.is_empty() && deletes.is_empty());
     let (status, action, detail) = match classify(manifest, packaged, target, previous) {
         // Same snapshot, other triggers: the bindings change the agent.

@@ -29,6 +29,7 @@ struct Secrets(HashMap<String, String>);
 impl SecretResolver for Secrets {
     fn resolve<'a>(
         &'a self,
+        _project: &'a str,
         reference: &'a str,
     ) -> BoxFuture<'a, Result<SecretString, SecretError>> {
         let value = self.0.get(reference).cloned();
@@ -79,10 +80,13 @@ fn bench(c: &mut Criterion) {
             header: "X-Signature".to_owned(),
             prefix: Some("sha256=".to_owned()),
             secret: "secret://bench".to_owned(),
+            timestamp_header: None,
+            tolerance_seconds: None,
         }),
         filter: Some(FILTER.to_owned()),
         payload: Some(PAYLOAD.to_owned()),
         env_spec: None,
+        allow_untrusted: false,
     };
     let binding = CompiledBinding::from_spec("t-bench", spec).unwrap_or_else(|e| panic!("{e}"));
     let secrets = Secrets(HashMap::from([(
@@ -97,7 +101,9 @@ fn bench(c: &mut Criterion) {
     c.bench_function("evaluate 20 KiB (verify+parse+filter+map)", |b| {
         b.iter(|| {
             runtime
-                .block_on(evaluate(&binding, &headers, &body, &secrets, &limits))
+                .block_on(evaluate(
+                    &binding, "bench", &headers, &body, &secrets, &limits,
+                ))
                 .unwrap_or_else(|e| panic!("{e}"))
         })
     });

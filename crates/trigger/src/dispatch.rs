@@ -1,19 +1,27 @@
 //! Dispatch: the idempotency key, the conditional record, and the queue message.
 //!
 //! # Idempotency key
-//! `{trigger_id}:delivery:{X-GitHub-Delivery}`, else
+//! `{trigger_id}:signed:{timestamp}:{signature hex}` for a timestamped
+//! signature (replay protection: a replay is a duplicate whatever its other
+//! headers), else `{trigger_id}:delivery:{X-GitHub-Delivery}`, else
 //! `{trigger_id}:key:{Idempotency-Key}`, else
 //! `{trigger_id}:body:{sha256 hex of trigger_id, a NUL byte, the verified body}`.
 //! The trigger id is part of every key: one GitHub delivery that matches two
 //! bindings dispatches each once, and two senders cannot collide by reusing a key.
+//! An `Idempotency-Key` or `X-GitHub-Delivery` over `Limits::idempotency_key`
+//! bytes (256), or not visible ASCII, is a 400, whichever key is used.
 //!
 //! # Queue message (SQS standard queue, body = one JSON object)
 //! ```json
 //! {"dispatch_id":"d-…","trigger_id":"…","repository":"owner/repo",
 //!  "manifest_path":"agents/triage/astrolift.toml","snapshot_hash":"<hex>",
-//!  "created_at":1767225600,"payload":{"mode":"triage"}}
+//!  "created_at":1767225600,"payload":{"mode":"triage"},
+//!  "sender":"octocat","trusted":true}
 //! ```
-//! `payload` is absent for the empty payload (never `null`). Consumers must
+//! `payload` is absent for the empty payload (never `null`); `sender` is
+//! absent when there is no GitHub sender (generic and manual dispatches);
+//! `trusted` is `false` only for a GitHub event that a binding's
+//! `allow_untrusted = true` let through. Consumers must
 //! tolerate redelivery (SQS is at-least-once): `dispatch_id` is the key.
 
 use std::sync::Mutex;
@@ -27,26 +35,59 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// The idempotency key of a verified request (see the module docs).
-pub fn idempotency_key(headers: &HeaderMap, trigger_id: &str, body: &[u8]) -> String {
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-    };
-    if let Some(delivery) = header("X-GitHub-Delivery") {
-        return delivery_key(trigger_id, delivery);
+use crate::error::TriggerError;
+
+/// The idempotency key of a verified request (see the module docs):
+/// `replay_key` is [`crate::verify::Verified::replay_key`], `limit` is
+/// `Limits::idempotency_key`.
+pub fn idempotency_key(
+    headers: &HeaderMap,
+    trigger_id: &str,
+    body: &[u8],
+    replay_key: Option<&str>,
+    limit: usize,
+) -> Result<String, TriggerError> {
+    let delivery = key_header(headers, "X-GitHub-Delivery", limit)?;
+    let key = key_header(headers, "Idempotency-Key", limit)?;
+    if let Some(replay) = replay_key {
+        return Ok(format!("{trigger_id}:signed:{replay}"));
     }
-    if let Some(key) = header("Idempotency-Key") {
-        return format!("{trigger_id}:key:{key}");
+    if let Some(delivery) = delivery {
+        return Ok(delivery_key(trigger_id, delivery));
+    }
+    if let Some(key) = key {
+        return Ok(format!("{trigger_id}:key:{key}"));
     }
     let mut hasher = Sha256::new();
     hasher.update(trigger_id.as_bytes());
     hasher.update([0u8]);
     hasher.update(body);
-    format!("{trigger_id}:body:{}", hex::encode(hasher.finalize()))
+    Ok(format!(
+        "{trigger_id}:body:{}",
+        hex::encode(hasher.finalize())
+    ))
+}
+
+/// A key header, trimmed; `None` when absent or blank. Over `limit` bytes or
+/// not visible ASCII is a 400 (the message names neither header nor value).
+fn key_header<'h>(
+    headers: &'h HeaderMap,
+    name: &str,
+    limit: usize,
+) -> Result<Option<&'h str>, TriggerError> {
+    let Some(value) = headers.get(name) else {
+        return Ok(None);
+    };
+    if value.len() > limit {
+        return Err(TriggerError::BadIdempotencyKey(format!(
+            "is {} bytes, over the {limit}-byte limit",
+            value.len()
+        )));
+    }
+    let text = value
+        .to_str()
+        .map_err(|_| TriggerError::BadIdempotencyKey("is not visible ASCII".to_owned()))?;
+    Ok(Some(text.trim()).filter(|t| !t.is_empty()))
 }
 
 /// The idempotency key of a GitHub delivery for one binding: a delivery that
@@ -84,6 +125,22 @@ pub enum DispatchError {
     Queue(String),
 }
 
+/// Who caused a dispatch, and whether it passed the trust policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The GitHub sender's login, for GitHub events.
+    pub sender: Option<String>,
+    pub trusted: bool,
+}
+
+impl Origin {
+    /// A verified generic trigger or a manual dispatch: no GitHub sender, trusted.
+    pub const TRUSTED: Origin = Origin {
+        sender: None,
+        trusted: true,
+    };
+}
+
 /// Records a dispatch of `binding` with a conditional write. A key seen before
 /// creates nothing and returns the first dispatch's id.
 pub async fn record(
@@ -92,6 +149,7 @@ pub async fn record(
     snapshot_hash: &str,
     payload: Option<&Value>,
     idempotency_key: &str,
+    origin: &Origin,
     now: UnixSeconds,
 ) -> Result<DispatchResult, DispatchError> {
     let id = new_dispatch_id().map_err(|e| DispatchError::Random(e.to_string()))?;
@@ -105,6 +163,8 @@ pub async fn record(
         payload: payload.map(Value::to_string),
         created_at: now,
         status: DispatchStatus::Pending,
+        sender: origin.sender.clone(),
+        trusted: origin.trusted,
     };
     record_new(state, dispatch).await
 }
@@ -141,6 +201,8 @@ pub async fn record_manual(
         payload: payload.map(Value::to_string),
         created_at: now,
         status: DispatchStatus::Pending,
+        sender: None,
+        trusted: true,
     };
     record_new(state, dispatch).await
 }
@@ -176,6 +238,12 @@ pub struct DispatchMessage {
     pub created_at: UnixSeconds,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<Value>,
+    /// The GitHub sender's login (GitHub events only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender: Option<String>,
+    /// `false` for a GitHub event let through by `allow_untrusted = true`.
+    #[serde(default)]
+    pub trusted: bool,
 }
 
 impl DispatchMessage {
@@ -192,6 +260,8 @@ impl DispatchMessage {
                 .payload
                 .as_deref()
                 .and_then(|p| serde_json::from_str(p).ok()),
+            sender: dispatch.sender.clone(),
+            trusted: dispatch.trusted,
         }
     }
 }

@@ -5,7 +5,9 @@ use crate::secrets::SecretError;
 use crate::verify::VerifyError;
 
 /// Why a trigger request was not dispatched. [`TriggerError::status`] is the
-/// HTTP answer; messages never contain a secret or a signature.
+/// HTTP answer; messages never contain a secret or a signature. `Display`
+/// is for logs (it may name a header, a `secret://` reference or an
+/// environment variable); an HTTP body carries [`TriggerError::public_message`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TriggerError {
     /// 401: missing, malformed or wrong signature or token.
@@ -20,10 +22,15 @@ pub enum TriggerError {
     /// 400: the body is not JSON.
     #[error("the body is not valid JSON: {0}")]
     BadJson(String),
+    /// 400: the `Idempotency-Key` (or `X-GitHub-Delivery`) is over the
+    /// limit or not visible ASCII.
+    #[error("the idempotency key {0}")]
+    BadIdempotencyKey(String),
     /// 422: the filter or the mapping failed, ran away, or gave the wrong type.
     #[error("{stage} failed: {reason}")]
     MappingFailed { stage: Stage, reason: String },
-    /// 500: the binding's secret could not be resolved (not the caller's fault).
+    /// 500: the binding's secret could not be resolved (not the caller's
+    /// fault); 503 when the secret store is unavailable.
     #[error("cannot verify: {0}")]
     Secret(#[from] SecretError),
     /// 500: the binding cannot be evaluated (its program does not compile).
@@ -48,15 +55,39 @@ impl std::fmt::Display for Stage {
 }
 
 impl TriggerError {
-    /// The HTTP status: 401, 404, 413, 400, 422, or 500 for our own failures.
+    /// The HTTP status: 401, 404, 413, 400, 422, 500 for our own failures,
+    /// 503 when the secret store is unavailable (retry).
     pub fn status(&self) -> u16 {
         match self {
             TriggerError::Unauthorized(_) => 401,
             TriggerError::UnknownTrigger(_) => 404,
             TriggerError::TooLarge { .. } => 413,
-            TriggerError::BadJson(_) => 400,
+            TriggerError::BadJson(_) | TriggerError::BadIdempotencyKey(_) => 400,
             TriggerError::MappingFailed { .. } => 422,
+            TriggerError::Secret(error) if error.is_unavailable() => 503,
             TriggerError::Secret(_) | TriggerError::InvalidBinding(_) => 500,
+        }
+    }
+
+    /// The message for an HTTP body: never a header name, a `secret://`
+    /// reference or an environment variable (the log line has those).
+    /// Body-shaped errors (size, JSON, the binding's own jq errors) are told
+    /// as they are: they describe what the caller sent.
+    pub fn public_message(&self) -> String {
+        match self {
+            TriggerError::Unauthorized(_) => {
+                "unauthorized: missing, malformed, stale or wrong signature or token".to_owned()
+            }
+            TriggerError::Secret(error) if error.is_unavailable() => {
+                "the secret store is unavailable; retry later".to_owned()
+            }
+            TriggerError::Secret(_) => {
+                "the trigger's secret is not available (a configuration error)".to_owned()
+            }
+            TriggerError::InvalidBinding(_) => {
+                "the trigger binding cannot be evaluated (a configuration error)".to_owned()
+            }
+            other => other.to_string(),
         }
     }
 

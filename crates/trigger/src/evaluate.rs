@@ -91,16 +91,18 @@ impl CompiledBinding {
 /// 4. the filter: exactly one boolean; `false` or no output is [`Outcome::Filtered`] (422 otherwise);
 /// 5. the mapping: an object, or `null`/`{}`/nothing for the empty payload (422 otherwise).
 ///
-/// Steps 3–5 run in the jq sandbox ([`crate::sandbox`]).
+/// Steps 3–5 run in the jq sandbox ([`crate::sandbox`]). Secrets are those
+/// of `project`, the project of the binding's registration.
 pub async fn evaluate(
     binding: &CompiledBinding,
+    project: &str,
     headers: &HeaderMap,
     body: &[u8],
     secrets: &dyn SecretResolver,
     limits: &Limits,
 ) -> Result<Outcome, TriggerError> {
     let verify = binding.spec.verify.clone().unwrap_or(Verify::Github);
-    verify_request(&verify, headers, body, secrets).await?;
+    verify_request(&verify, headers, body, secrets, project).await?;
     evaluate_verified(binding, body, limits).await
 }
 

@@ -6,13 +6,19 @@
 //!   body limit, JSON parsing, the filter, the payload mapping — giving an
 //!   [`Outcome`] or a [`TriggerError`] whose [`TriggerError::status`] is the
 //!   HTTP answer: 401 bad signature, 404 unknown trigger (for callers), 413
-//!   too large, 400 bad JSON, 422 filter/mapping failed (with the jq error),
-//!   500 secret unavailable. [`evaluate_verified`] skips verification for
-//!   GitHub events the App's webhook already verified.
+//!   too large, 400 bad JSON or idempotency key, 422 filter/mapping failed
+//!   (with the jq error), 500 secret missing or unreadable, 503 secret store
+//!   unavailable. [`evaluate_verified`] skips verification for GitHub events
+//!   the App's webhook already verified. HTTP bodies carry
+//!   [`TriggerError::public_message`], which names no header, reference or
+//!   variable.
 //! - [`sandbox`]: the jq sandbox (guards in every definition, a time, stack
 //!   and output budget, a worker thread per request). Read its docs for the
 //!   mechanism and its one documented residual risk.
-//! - [`secrets`]: `secret://` resolution, `ASTROLIFT_SECRETS=env|aws`.
+//! - [`secrets`]: `secret://` resolution for a project,
+//!   `ASTROLIFT_SECRETS=env|aws` (`aws`: `${ASTROLIFT_SECRET_PREFIX}<project>/<name>`).
+//! - [`trust`]: the trust policy of GitHub-sourced bindings (fork pull
+//!   requests, `author_association`).
 //! - [`dispatch`]: idempotency keys, the conditional dispatch record through
 //!   `StateStore::record_dispatch`, the queue message (format in its docs),
 //!   an SQS and an in-memory [`dispatch::DispatchQueue`].
@@ -49,7 +55,9 @@
 //!   and never takes the process down (tests: `def f: f; f`, `def f: 1+f; f`,
 //!   `[range(1e9)]`, `repeat(1)` and friends).
 //! - Secret values are `SecretString`s; no error or log names a value, only
-//!   its `secret://` reference.
+//!   its `secret://` reference, and no HTTP body names the reference.
+//! - A binding's secrets are those of its registration's project; no
+//!   reference reaches another project's secret.
 //!
 //! # Deliberately absent
 //! HTTP routing: `functions/trigger`, `serve` and the webhook function map
@@ -65,6 +73,7 @@ mod evaluate;
 pub mod sandbox;
 pub mod secrets;
 pub mod service;
+pub mod trust;
 pub mod verify;
 
 pub use error::{Stage, TriggerError};

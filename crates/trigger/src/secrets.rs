@@ -1,9 +1,23 @@
 //! Resolving `secret://` references (docs/reference.md §13, `ASTROLIFT_SECRETS`).
 //!
+//! Every reference is resolved *for a project*: the project of the agent
+//! registration whose binding or dispatch names it.
+//!
 //! - `env` (the default): `secret://agents/jira-hook` reads the variable
-//!   `ASTROLIFT_SECRET_AGENTS_JIRA_HOOK` ([`env_var_name`]).
-//! - `aws`: the Secrets Manager secret named `agents/jira-hook`, cached for
-//!   [`AwsSecretResolver::DEFAULT_TTL`].
+//!   `ASTROLIFT_SECRET_AGENTS_JIRA_HOOK` ([`env_var_name`]). The project is
+//!   ignored: this resolver is for local, single-tenant use (one operator, one
+//!   environment), never for an App installed by several owners.
+//! - `aws`: the Secrets Manager secret `${ASTROLIFT_SECRET_PREFIX}<project>/agents/jira-hook`
+//!   ([`scoped_secret_id`]; prefix default [`DEFAULT_PREFIX`]), cached per
+//!   full secret id for [`AwsSecretResolver::DEFAULT_TTL`]. A reference can
+//!   only name secrets under its own project's prefix: the project id may not
+//!   contain `/`, so `secret://../B/x` or `secret://B/x` under project `A` is
+//!   `astrolift/A/../B/x` or `astrolift/A/B/x`, never a secret of project `B`.
+//!
+//! Errors are classified for the HTTP answer: [`SecretError::is_unavailable`]
+//! (Secrets Manager unreachable, throttled or failing: 503, retry) against
+//! everything else (missing secret, access denied, bad reference: a
+//! configuration error, 500).
 //!
 //! The App's own webhook secret (for `verify.kind = "github"`) is not a
 //! `secret://` reference: it is `GITHUB_WEBHOOK_SECRET` (and
@@ -32,20 +46,42 @@ pub enum SecretError {
     MissingEnv { reference: String, variable: String },
     #[error("secret `{0}` is empty")]
     Empty(String),
+    /// Secrets Manager answered that the secret does not exist, or refused
+    /// it (access denied, invalid): a configuration error.
     #[error("secret `{reference}` could not be read from Secrets Manager: {reason}")]
     Aws { reference: String, reason: String },
+    /// Secrets Manager could not be reached, or failed on its side: retry.
+    #[error("Secrets Manager is unavailable for secret `{reference}`: {reason}")]
+    Unavailable { reference: String, reason: String },
+    /// The project id cannot scope a secret name (empty, or not made of
+    /// `A-Z a-z 0-9 _ + = . @ -`).
+    #[error("project id `{0}` cannot scope a secret name")]
+    InvalidProject(String),
     #[error("the GitHub App webhook secret is not configured (GITHUB_WEBHOOK_SECRET)")]
     NoGithubSecret,
     #[error("ASTROLIFT_SECRETS must be `env` or `aws`, not `{0}`")]
     UnknownBackend(String),
 }
 
-/// Resolves `secret://` references to values. Implementations cache as they
-/// see fit; the Lambda builds one at cold start and keeps it.
+impl SecretError {
+    /// Whether the secret store itself is unavailable (503, retry), rather
+    /// than the secret missing or misconfigured (500).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, SecretError::Unavailable { .. })
+    }
+}
+
+/// The default of `ASTROLIFT_SECRET_PREFIX`.
+pub const DEFAULT_PREFIX: &str = "astrolift/";
+
+/// Resolves `secret://` references to values, for one project at a time.
+/// Implementations cache as they see fit; the Lambda builds one at cold start
+/// and keeps it.
 pub trait SecretResolver: Send + Sync + std::fmt::Debug {
-    /// The value of `reference` (`secret://…`).
+    /// The value of `reference` (`secret://…`) as the project `project` sees it.
     fn resolve<'a>(
         &'a self,
+        project: &'a str,
         reference: &'a str,
     ) -> BoxFuture<'a, Result<SecretString, SecretError>>;
     /// The GitHub App's webhook secret(s), for `verify.kind = "github"`.
@@ -77,6 +113,30 @@ pub fn secret_name(reference: &str) -> Result<&str, SecretError> {
         .strip_prefix(SCHEME)
         .filter(|name| !name.is_empty())
         .ok_or_else(|| SecretError::NotAReference(redact_reference(reference)))
+}
+
+/// The Secrets Manager secret id of `reference` for `project`:
+/// `{prefix}{project}/{name}`. The project id must be non-empty and made of
+/// the characters Secrets Manager allows in a name other than `/`, and not
+/// `.` or `..`: so no project id is a prefix path of another's, and no
+/// reference leaves its project's prefix.
+pub fn scoped_secret_id(
+    prefix: &str,
+    project: &str,
+    reference: &str,
+) -> Result<String, SecretError> {
+    let name = secret_name(reference)?;
+    let valid_project = !project.is_empty()
+        && project.len() <= 128
+        && project != "."
+        && project != ".."
+        && project
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_+=.@-".contains(&b));
+    if !valid_project {
+        return Err(SecretError::InvalidProject(project.to_owned()));
+    }
+    Ok(format!("{prefix}{project}/{name}"))
 }
 
 /// A string that is not a reference might be a pasted secret: show its shape only.
@@ -127,8 +187,10 @@ impl EnvSecretResolver {
 }
 
 impl SecretResolver for EnvSecretResolver {
+    /// Single-tenant: the project is not part of the variable name.
     fn resolve<'a>(
         &'a self,
+        _project: &'a str,
         reference: &'a str,
     ) -> BoxFuture<'a, Result<SecretString, SecretError>> {
         Box::pin(async move { Self::lookup(reference) })
@@ -139,10 +201,12 @@ impl SecretResolver for EnvSecretResolver {
     }
 }
 
-/// `ASTROLIFT_SECRETS=aws`: Secrets Manager `GetSecretValue`, cached per name for a TTL.
+/// `ASTROLIFT_SECRETS=aws`: Secrets Manager `GetSecretValue` of the
+/// project-scoped secret id, cached per secret id for a TTL.
 #[derive(Debug)]
 pub struct AwsSecretResolver {
     client: aws_sdk_secretsmanager::Client,
+    prefix: String,
     ttl: Duration,
     cache: Mutex<HashMap<String, (Instant, SecretString)>>,
     github: Option<WebhookSecrets>,
@@ -152,22 +216,34 @@ impl AwsSecretResolver {
     /// How long a fetched value is reused.
     pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
 
+    /// A resolver with the default prefix ([`DEFAULT_PREFIX`]).
     pub fn new(client: aws_sdk_secretsmanager::Client, ttl: Duration) -> Self {
         Self {
             client,
+            prefix: DEFAULT_PREFIX.to_owned(),
             ttl,
             cache: Mutex::new(HashMap::new()),
             github: None,
         }
     }
 
-    /// A client from the standard AWS configuration (`AWS_ENDPOINT_URL` included).
+    /// Secret ids are `{prefix}{project}/{name}`.
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// A client from the standard AWS configuration (`AWS_ENDPOINT_URL`
+    /// included), with the prefix of `ASTROLIFT_SECRET_PREFIX`.
     pub async fn from_env() -> Self {
         let config = aws_config::load_from_env().await;
+        let prefix =
+            std::env::var("ASTROLIFT_SECRET_PREFIX").unwrap_or_else(|_| DEFAULT_PREFIX.to_owned());
         Self::new(
             aws_sdk_secretsmanager::Client::new(&config),
             Self::DEFAULT_TTL,
         )
+        .with_prefix(prefix)
     }
 
     pub fn with_github_webhook(mut self, secrets: WebhookSecrets) -> Self {
@@ -181,8 +257,11 @@ impl AwsSecretResolver {
         (fetched.elapsed() < self.ttl).then(|| value.clone())
     }
 
-    async fn fetch(&self, reference: &str) -> Result<SecretString, SecretError> {
-        let name = secret_name(reference)?;
+    async fn fetch(&self, project: &str, reference: &str) -> Result<SecretString, SecretError> {
+        // The cache is keyed by the full, project-scoped id: a value fetched
+        // for one project is never served to another.
+        let name = scoped_secret_id(&self.prefix, project, reference)?;
+        let name = name.as_str();
         if let Some(value) = self.cached(name) {
             return Ok(value);
         }
@@ -192,11 +271,7 @@ impl AwsSecretResolver {
             .secret_id(name)
             .send()
             .await
-            .map_err(|error| SecretError::Aws {
-                reference: reference.to_owned(),
-                // The service error's code and message name the secret, never its value.
-                reason: aws_sdk_secretsmanager::error::DisplayErrorContext(&error).to_string(),
-            })?;
+            .map_err(|error| aws_error(reference, &error))?;
         let value = output
             .secret_string()
             .filter(|s| !s.is_empty())
@@ -209,12 +284,44 @@ impl AwsSecretResolver {
     }
 }
 
+/// A service answer about the secret (not found, access denied, invalid) is
+/// a configuration error; no answer, or the service failing or throttling,
+/// is [`SecretError::Unavailable`].
+fn aws_error(
+    reference: &str,
+    error: &aws_sdk_secretsmanager::error::SdkError<
+        aws_sdk_secretsmanager::operation::get_secret_value::GetSecretValueError,
+        aws_sdk_secretsmanager::config::http::HttpResponse,
+    >,
+) -> SecretError {
+    use aws_sdk_secretsmanager::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+    // The service error's code and message name the secret, never its value.
+    let reason = DisplayErrorContext(error).to_string();
+    let reference = reference.to_owned();
+    let service_side = match error {
+        SdkError::ServiceError(service) => {
+            let code = service.err().code().unwrap_or_default();
+            service.raw().status().as_u16() >= 500
+                || code == "InternalServiceError"
+                || code.contains("Throttling")
+                || code == "ServiceUnavailable"
+        }
+        _ => true,
+    };
+    if service_side {
+        SecretError::Unavailable { reference, reason }
+    } else {
+        SecretError::Aws { reference, reason }
+    }
+}
+
 impl SecretResolver for AwsSecretResolver {
     fn resolve<'a>(
         &'a self,
+        project: &'a str,
         reference: &'a str,
     ) -> BoxFuture<'a, Result<SecretString, SecretError>> {
-        Box::pin(self.fetch(reference))
+        Box::pin(self.fetch(project, reference))
     }
 
     fn github_webhook(&self) -> Option<&WebhookSecrets> {

@@ -6,19 +6,27 @@
 //! | Status | When | Body |
 //! |---|---|---|
 //! | 202 | dispatched | `{"dispatch_id","trigger_id","agent","snapshot","status":"queued","duplicate":false}` |
-//! | 200 | a duplicate (same idempotency key) | the same, with the first dispatch's id and `"duplicate":true` |
+//! | 200 | a duplicate (same idempotency key; for a timestamped signature, the same timestamp and signature) | the same, with the first dispatch's id and `"duplicate":true` |
 //! | 204 | filtered out | `{}` |
-//! | 401 | bad, missing or malformed signature or token | `{"error","trigger_id"}` |
+//! | 401 | bad, missing or malformed signature or token; a missing, malformed or stale timestamp | `{"error","trigger_id"}` |
 //! | 404 | no such binding; a `github` binding (those are fed by the App's webhook, never by this route); a binding whose agent is not `active` | `{"error","trigger_id"}` |
 //! | 409 | the binding's `env_spec` is not an env spec of its agent's project (any more) | `{"error","trigger_id"}` |
 //! | 413 | body over `Limits::trigger_body` | `{"error","trigger_id"}` |
-//! | 400 | body not JSON | `{"error","trigger_id"}` |
+//! | 400 | body not JSON; `Idempotency-Key` or `X-GitHub-Delivery` over `Limits::idempotency_key` bytes or not visible ASCII | `{"error","trigger_id"}` |
 //! | 422 | the filter or mapping failed | `{"error","trigger_id","stage"}` (the jq error in `error`) |
-//! | 500 | the secret is not configured, the binding does not compile, or the dispatch was recorded but not queued | `{"error","trigger_id"}` |
+//! | 500 | the secret does not exist or may not be read, the binding does not compile, or the dispatch was recorded but not queued | `{"error","trigger_id"}` |
 //! | 503 | the state store or Secrets Manager is unreachable (retry) | `{"error","trigger_id"}` |
 //!
-//! Error bodies never carry a secret value: they are built from
-//! [`TriggerError`] and [`StoreError`] messages, which name references only.
+//! Error bodies never carry a secret value, and never name a `secret://`
+//! reference, an environment variable or an expected header: they carry
+//! [`TriggerError::public_message`] and fixed texts for store and queue
+//! failures. The log line of each refusal has the full error.
+//!
+//! # Secrets and trust
+//! A binding's secrets are resolved for the project of its agent's
+//! registration (`Agent::project_id`). GitHub-sourced bindings apply the
+//! trust policy of [`crate::trust`]: an untrusted event does not dispatch
+//! (a `403` fan-out result) unless the binding sets `allow_untrusted`.
 //!
 //! # Dispatch and the queue
 //! The record is written first (conditional on the idempotency key), then the
@@ -42,12 +50,16 @@ use astrolift_store::{StateStore, StoreError};
 use http::HeaderMap;
 use serde_json::{Value, json};
 
+use crate::dispatch::Origin;
 use crate::dispatch::{
     DispatchError, DispatchMessage, DispatchQueue, delivery_key, idempotency_key, record,
 };
 use crate::error::TriggerError;
-use crate::evaluate::{CompiledBinding, Outcome, evaluate, evaluate_verified};
-use crate::secrets::{SecretError, SecretResolver};
+use crate::evaluate::{CompiledBinding, Outcome, evaluate_verified};
+use crate::secrets::SecretResolver;
+use crate::trust::{Trust, assess};
+use crate::verify::{now_seconds, verify_request};
+use astrolift_manifest::triggers::Verify;
 
 /// An HTTP-shaped answer: a status and a JSON object (`{}` for 204).
 #[derive(Debug, Clone, PartialEq)]
@@ -128,20 +140,35 @@ impl TriggerService {
             Ok(Some(ready)) => ready,
             Ok(None) => {
                 let unknown = TriggerError::UnknownTrigger(trigger_id.to_owned());
-                return error_response(404, trigger_id, &unknown.to_string());
+                return trigger_error_response(trigger_id, &unknown);
             }
             Err(response) => return response,
         };
-        let outcome = evaluate(
-            &ready.compiled,
+        let verify = ready.compiled.spec.verify.clone().unwrap_or(Verify::Github);
+        let verified = match verify_request(
+            &verify,
             headers,
             body,
             self.secrets.as_ref(),
-            &self.limits,
+            &ready.agent.project_id,
         )
-        .await;
-        let key = idempotency_key(headers, trigger_id, body);
-        self.finish(&ready, outcome, &key).await
+        .await
+        {
+            Ok(verified) => verified,
+            Err(error) => return trigger_error_response(trigger_id, &error),
+        };
+        let key = match idempotency_key(
+            headers,
+            trigger_id,
+            body,
+            verified.replay_key.as_deref(),
+            self.limits.idempotency_key,
+        ) {
+            Ok(key) => key,
+            Err(error) => return trigger_error_response(trigger_id, &error),
+        };
+        let outcome = evaluate_verified(&ready.compiled, body, &self.limits).await;
+        self.finish(&ready, outcome, &key, &Origin::TRUSTED).await
     }
 
     /// The GitHub-sourced bindings of `repository` whose `events` match,
@@ -167,15 +194,20 @@ impl TriggerService {
             }
         };
         let mut results = Vec::new();
+        // Judged once per delivery, and only when a binding matches.
+        let mut trust = None;
         for binding in bindings
             .into_iter()
             .filter(|b| b.repository == repository && b.source == "github")
         {
             let trigger_id = binding.trigger_id.clone();
-            if let Some(response) = self
-                .fan_out_one(binding, event_name, action, delivery_id, body)
-                .await
-            {
+            let event = GithubEvent {
+                name: event_name,
+                action,
+                delivery_id,
+                body,
+            };
+            if let Some(response) = self.fan_out_one(binding, &event, &mut trust).await {
                 results.push(FanOutResult {
                     trigger_id,
                     response,
@@ -186,14 +218,13 @@ impl TriggerService {
     }
 
     /// One binding of a fan-out; `None` when it does not match the event or
-    /// its agent is not active.
+    /// its agent is not active. An untrusted event is a 403 unless the
+    /// binding allows untrusted events.
     async fn fan_out_one(
         &self,
         binding: TriggerBinding,
-        event_name: &str,
-        action: Option<&str>,
-        delivery_id: &str,
-        body: &[u8],
+        event: &GithubEvent<'_>,
+        trust: &mut Option<Trust>,
     ) -> Option<TriggerResponse> {
         let trigger_id = binding.trigger_id.clone();
         let ready = match self.ready(binding).await {
@@ -201,12 +232,32 @@ impl TriggerService {
             Ok(None) => return None,
             Err(response) => return Some(response),
         };
-        if !ready.compiled.matches_event(event_name, action) {
+        if !ready.compiled.matches_event(event.name, event.action) {
             return None;
         }
-        let outcome = evaluate_verified(&ready.compiled, body, &self.limits).await;
-        let key = delivery_key(&trigger_id, delivery_id);
-        Some(self.finish(&ready, outcome, &key).await)
+        let trust = trust.get_or_insert_with(|| assess(event.body));
+        if !trust.trusted && !ready.compiled.spec.allow_untrusted {
+            tracing::info!(
+                trigger_id,
+                sender = trust.sender.as_deref().unwrap_or(""),
+                reason = %trust.reason,
+                "untrusted GitHub event: not dispatched"
+            );
+            return Some(TriggerResponse {
+                status: 403,
+                body: json!({
+                    "error": format!("untrusted event ({}); the binding does not set allow_untrusted", trust.reason),
+                    "trigger_id": trigger_id,
+                }),
+            });
+        }
+        let origin = Origin {
+            sender: trust.sender.clone(),
+            trusted: trust.trusted,
+        };
+        let outcome = evaluate_verified(&ready.compiled, event.body, &self.limits).await;
+        let key = delivery_key(&trigger_id, event.delivery_id);
+        Some(self.finish(&ready, outcome, &key, &origin).await)
     }
 
     /// The generic binding `trigger_id`, if it exists and its agent is
@@ -267,6 +318,7 @@ impl TriggerService {
         ready: &Ready,
         outcome: Result<Outcome, TriggerError>,
         key: &str,
+        origin: &Origin,
     ) -> TriggerResponse {
         let trigger_id = ready.binding.trigger_id.as_str();
         let payload = match outcome {
@@ -290,6 +342,7 @@ impl TriggerService {
             &ready.agent.snapshot_hash,
             payload.as_ref(),
             key,
+            origin,
             now,
         )
         .await
@@ -335,7 +388,7 @@ impl TriggerService {
             Ok(Ok(_)) => None,
             Ok(Err(refusal)) => {
                 tracing::warn!(trigger_id, env_spec = name, project_id, reason = %refusal, "env spec refused");
-                Some(error_response(409, trigger_id, ENV_SPEC_REFUSED))
+                Some(error_response(409, trigger_id, ENV_SPEC_REFUSED, ENV_SPEC_REFUSED))
             }
             Err(error) => Some(store_error_response(trigger_id, &error)),
         }
@@ -345,37 +398,46 @@ impl TriggerService {
 /// The 409 body's error when a binding's env spec is not its project's.
 pub const ENV_SPEC_REFUSED: &str = "the trigger's env spec is not available to its agent's project";
 
-fn now_seconds() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+/// A GitHub event being fanned out.
+struct GithubEvent<'a> {
+    name: &'a str,
+    action: Option<&'a str>,
+    delivery_id: &'a str,
+    body: &'a [u8],
 }
 
-fn error_response(status: u16, trigger_id: &str, message: &str) -> TriggerResponse {
+/// An error answer: `public` in the body, `logged` (the full error, which
+/// may name headers, references and variables) in the log line only.
+fn error_response(status: u16, trigger_id: &str, public: &str, logged: &str) -> TriggerResponse {
     if status >= 500 {
-        tracing::error!(trigger_id, status, error = message, "trigger failed");
+        tracing::error!(trigger_id, status, error = logged, "trigger failed");
     } else {
-        tracing::info!(trigger_id, status, error = message, "trigger refused");
+        tracing::info!(trigger_id, status, error = logged, "trigger refused");
     }
     TriggerResponse {
         status,
-        body: json!({"error": message, "trigger_id": trigger_id}),
+        body: json!({"error": public, "trigger_id": trigger_id}),
     }
 }
 
 /// 503 for a store that may come back, 500 otherwise.
 fn store_error_response(trigger_id: &str, error: &StoreError) -> TriggerResponse {
-    let status = if error.is_retryable() { 503 } else { 500 };
-    error_response(status, trigger_id, &format!("state store: {error}"))
+    let (status, public) = if error.is_retryable() {
+        (503, "the state store is unavailable; retry later")
+    } else {
+        (500, "the state store failed")
+    };
+    error_response(status, trigger_id, public, &format!("state store: {error}"))
 }
 
-/// The error's own status, except Secrets Manager being unreachable (503).
+/// The error's own status ([`TriggerError::status`]) and public message.
 fn trigger_error_response(trigger_id: &str, error: &TriggerError) -> TriggerResponse {
-    let status = match error {
-        TriggerError::Secret(SecretError::Aws { .. }) => 503,
-        other => other.status(),
-    };
-    let mut response = error_response(status, trigger_id, &error.to_string());
+    let mut response = error_response(
+        error.status(),
+        trigger_id,
+        &error.public_message(),
+        &error.to_string(),
+    );
     if let (TriggerError::MappingFailed { stage, .. }, Value::Object(body)) =
         (error, &mut response.body)
     {
@@ -391,7 +453,18 @@ fn dispatch_error_response(
 ) -> TriggerResponse {
     let mut response = match error {
         DispatchError::Store(store) => store_error_response(trigger_id, store),
-        other => error_response(500, trigger_id, &other.to_string()),
+        DispatchError::Queue(_) if recorded.is_some() => error_response(
+            500,
+            trigger_id,
+            "the dispatch was recorded but could not be queued",
+            &error.to_string(),
+        ),
+        other => error_response(
+            500,
+            trigger_id,
+            "the dispatch could not be recorded",
+            &other.to_string(),
+        ),
     };
     if let (Some(id), Value::Object(body)) = (recorded, &mut response.body) {
         body.insert("dispatch_id".to_owned(), Value::String(id.to_owned()));

@@ -230,8 +230,9 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
     runtime()?.block_on(async {
         let masked = secret_values(agent, &binding, &secrets).await;
         let verify = spec.verify.clone().unwrap_or(Verify::Github);
-        match verify_request(&verify, &headers, &body, &secrets).await {
-            Ok(()) => println!("verification: ok"),
+        // The `env` resolver is single-tenant: no project scopes its secrets.
+        match verify_request(&verify, &headers, &body, &secrets, "").await {
+            Ok(_) => println!("verification: ok"),
             Err(error) if error.status() == 500 => {
                 bail!("cannot verify: {error}");
             }
@@ -301,7 +302,7 @@ async fn secret_values(
     }
     let mut values = BTreeSet::new();
     for reference in references {
-        if let Ok(value) = secrets.resolve(reference).await {
+        if let Ok(value) = secrets.resolve("", reference).await {
             values.insert(value.expose_secret().to_owned());
         }
     }

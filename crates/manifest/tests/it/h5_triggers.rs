@@ -23,7 +23,7 @@ fn check(case: &str) -> (Vec<String>, Vec<TriggerSpec>) {
 fn the_design_examples_are_valid() {
     let (diagnostics, specs) = check("trig_valid");
     assert!(diagnostics.is_empty(), "{diagnostics:#?}");
-    assert_eq!(specs.len(), 4);
+    assert_eq!(specs.len(), 6);
     insta::assert_yaml_snapshot!("trig_valid", specs);
 }
 
@@ -44,6 +44,9 @@ fn every_binding_rule_is_a_diagnostic() {
         "trigger/unknown-verify-kind",
         "trigger/verify-mismatch",
         "trigger/plaintext-secret",
+        "trigger/untrusted-not-allowed",
+        "trigger/invalid-tolerance",
+        "toml/wrong-type",
         "toml/missing-key",
         "toml/unknown-key",
     ] {

@@ -301,6 +301,18 @@ pub struct Dispatch {
     pub created_at: UnixSeconds,
     /// Its status.
     pub status: DispatchStatus,
+    /// Who caused it: the GitHub login of a GitHub event's sender; `None`
+    /// for generic triggers (the sender is whoever holds the secret) and
+    /// manual dispatches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender: Option<String>,
+    /// Whether the cause passed the trust policy: `true` for a verified
+    /// generic trigger, a manual dispatch, or a GitHub event from an owner,
+    /// member or collaborator that is not a fork pull request; `false` for a
+    /// GitHub event let through by `allow_untrusted`, and for records
+    /// written before the field existed.
+    #[serde(default)]
+    pub trusted: bool,
 }
 
 /// Whether `record_dispatch` stored a new dispatch.

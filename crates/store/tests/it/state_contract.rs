@@ -500,6 +500,8 @@ pub async fn dispatches_are_idempotent(subject: Subject) {
         payload: Some("{\"mode\":\"triage\"}".into()),
         created_at: NOW,
         status: DispatchStatus::Pending,
+        sender: Some("octocat".into()),
+        trusted: true,
     };
     assert_eq!(
         store.record_dispatch(&dispatch).await.unwrap(),

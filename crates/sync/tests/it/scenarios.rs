@@ -1,7 +1,10 @@
 //! Plan and apply scenarios of issue 5, each run on both backends.
 
 use astrolift_manifest::SourceTree;
-use astrolift_store::state::{AgentKey, AgentStatus, AuditAction};
+use astrolift_store::state::{
+    AgentChange, AgentKey, AgentStatus, AuditAction, ChangeSet, TriggerBinding,
+};
+use astrolift_sync::bindings::legacy_trigger_id;
 use astrolift_sync::{DriftSeverity, Stores};
 
 use crate::harness::{
@@ -19,6 +22,8 @@ on_both_backends!(
     older_commit_never_overwrites_a_newer_one,
     teardown_keeps_the_audit_trail,
     trigger_bindings_follow_the_manifest,
+    trigger_ids_are_random_and_kept,
+    legacy_trigger_ids_keep_working,
 );
 
 const TRIAGE: &str = "agents/triage/astrolift.toml";
@@ -284,19 +289,33 @@ async fn teardown_keeps_the_audit_trail(stores: &Stores) {
     assert_eq!(statuses(&report), [entry(REPORTER, "disabled")]);
 }
 
-/// The ids of the repository's stored trigger bindings, with their snapshots.
-async fn bindings(stores: &Stores) -> Vec<(String, String)> {
-    let mut found: Vec<_> = stores
+/// The repository's stored trigger bindings.
+async fn stored_bindings(stores: &Stores) -> Vec<TriggerBinding> {
+    stores
         .state
         .list_trigger_bindings()
         .await
         .expect("bindings")
         .into_iter()
         .filter(|b| b.repository == REPO)
-        .map(|b| (b.name, b.snapshot_hash))
+        .collect()
+}
+
+/// The names of the repository's stored trigger bindings, each with one
+/// more field, sorted.
+async fn named(stores: &Stores, field: fn(TriggerBinding) -> String) -> Vec<(String, String)> {
+    let mut found: Vec<_> = stored_bindings(stores)
+        .await
+        .into_iter()
+        .map(|b| (b.name.clone(), field(b)))
         .collect();
     found.sort();
     found
+}
+
+/// The names of the repository's stored trigger bindings, with their snapshots.
+async fn bindings(stores: &Stores) -> Vec<(String, String)> {
+    named(stores, |b| b.snapshot_hash).await
 }
 
 async fn trigger_bindings_follow_the_manifest(stores: &Stores) {
@@ -338,4 +357,91 @@ async fn trigger_bindings_follow_the_manifest(stores: &Stores) {
     // An orphaned agent's triggers stop dispatching.
     apply(stores, &without_triage(), "c3", 300).await;
     assert!(bindings(stores).await.is_empty());
+}
+
+/// The monorepo with a line added to the triage agent's brief: a new snapshot.
+fn with_longer_brief() -> astrolift_manifest::MemTree {
+    let mut tree = monorepo();
+    let brief = "agents/triage/brief/README.md";
+    let text = tree.read_text(brief, u64::MAX).expect("brief");
+    tree.insert(brief, format!("{text}\nAlways cite the runbook.\n"), false);
+    tree
+}
+
+/// The names of the repository's stored trigger bindings, with their ids.
+async fn binding_ids(stores: &Stores) -> Vec<(String, String)> {
+    named(stores, |b| b.trigger_id).await
+}
+
+/// Ids are minted at first registration (96 random bits, not the derived
+/// id), kept by a re-sync with a new snapshot, and new for a renamed trigger.
+async fn trigger_ids_are_random_and_kept(stores: &Stores) {
+    apply(stores, &monorepo(), "c1", 100).await;
+    let first = binding_ids(stores).await;
+    assert_eq!(first.len(), 2, "{first:?}");
+    for (name, id) in &first {
+        assert!(id.starts_with("trg_") && id.len() == 28, "{id}");
+        assert_ne!(id, &legacy_trigger_id(REPO, TRIAGE, name), "not derivable");
+    }
+    let changed = with_longer_brief();
+    let report = apply(stores, &changed, "c2", 200).await;
+    assert_eq!(report.plan[1].status.as_str(), "changed", "{report:#?}");
+    assert_eq!(
+        binding_ids(stores).await,
+        first,
+        "a new snapshot keeps the ids"
+    );
+    let mut renamed = changed.clone();
+    edit(
+        &mut renamed,
+        TRIAGE,
+        "name = \"new-issue\"",
+        "name = \"new-issues\"",
+    );
+    apply(stores, &renamed, "c3", 300).await;
+    let after = binding_ids(stores).await;
+    assert_eq!(after[0], first[0], "the other trigger keeps its id");
+    assert_eq!(after[1].0, "new-issues");
+    assert_ne!(after[1].1, first[1].1, "a renamed trigger gets a new id");
+}
+
+/// A binding registered before ids were random keeps its derived id through
+/// later syncs: the sender's configured URL keeps working (no migration).
+async fn legacy_trigger_ids_keep_working(stores: &Stores) {
+    apply(stores, &monorepo(), "c1", 100).await;
+    let stored = stored_bindings(stores).await;
+    let legacy: Vec<TriggerBinding> = stored
+        .iter()
+        .map(|b| TriggerBinding {
+            trigger_id: legacy_trigger_id(REPO, &b.manifest_path, &b.name),
+            ..b.clone()
+        })
+        .collect();
+    let agent = stores
+        .state
+        .get_agent(&key(TRIAGE))
+        .await
+        .expect("read")
+        .expect("registered");
+    let version = agent.version;
+    let mut change = AgentChange::new(agent, Some(version), AuditAction::Changed, "c1", "old", 150);
+    change.put_bindings = legacy.clone();
+    change.delete_bindings = stored.iter().map(|b| b.trigger_id.clone()).collect();
+    stores
+        .state
+        .apply(ChangeSet {
+            repository: REPO.to_owned(),
+            agents: vec![change],
+            synced: None,
+        })
+        .await
+        .expect("stores the old-style bindings");
+    let report = apply(stores, &with_longer_brief(), "c2", 200).await;
+    assert_eq!(report.plan[1].status.as_str(), "changed", "{report:#?}");
+    let mut expected: Vec<(String, String)> = legacy
+        .iter()
+        .map(|b| (b.name.clone(), b.trigger_id.clone()))
+        .collect();
+    expected.sort();
+    assert_eq!(binding_ids(stores).await, expected);
 }

@@ -20,44 +20,55 @@ async fn secrets_manager_values_are_read_and_cached() {
         return;
     };
     let client = aws_sdk_secretsmanager::Client::new(&config);
-    let name = unique_name("agents/jira-hook");
+    let prefix = format!("{}/", unique_name("astrolift"));
+    let name = "agents/jira-hook";
+    let scoped = format!("{prefix}p-1/{name}");
     client
         .create_secret()
-        .name(&name)
+        .name(&scoped)
         .secret_string("v1-value")
         .send()
         .await
         .expect("creates");
-    let resolver = AwsSecretResolver::new(client.clone(), Duration::from_secs(300));
+    let resolver =
+        AwsSecretResolver::new(client.clone(), Duration::from_secs(300)).with_prefix(&prefix);
     let reference = format!("secret://{name}");
-    let value = resolver.resolve(&reference).await.expect("resolves");
+    let value = resolver.resolve("p-1", &reference).await.expect("resolves");
     assert_eq!(value.expose_secret(), "v1-value");
     client
         .put_secret_value()
-        .secret_id(&name)
+        .secret_id(&scoped)
         .secret_string("v2-value")
         .send()
         .await
         .expect("rotates");
-    let cached = resolver.resolve(&reference).await.expect("cached");
+    let cached = resolver.resolve("p-1", &reference).await.expect("cached");
     assert_eq!(
         cached.expose_secret(),
         "v1-value",
         "served from the cache within the TTL"
     );
-    let fresh = AwsSecretResolver::new(client, Duration::ZERO);
+    let fresh = AwsSecretResolver::new(client, Duration::ZERO).with_prefix(&prefix);
     assert_eq!(
         fresh
-            .resolve(&reference)
+            .resolve("p-1", &reference)
             .await
             .expect("fresh")
             .expose_secret(),
         "v2-value"
     );
     let error = fresh
-        .resolve("secret://does/not-exist")
+        .resolve("p-1", "secret://does/not-exist")
         .await
         .expect_err("missing");
+    assert!(
+        !error.is_unavailable(),
+        "a missing secret is a configuration error: {error}"
+    );
+    assert_eq!(
+        astrolift_trigger::TriggerError::from(error.clone()).status(),
+        500
+    );
     assert!(
         error.to_string().contains("secret://does/not-exist"),
         "{error}"
@@ -83,6 +94,8 @@ async fn dispatch_messages_reach_the_sqs_queue() {
         snapshot_hash: "snap-1".to_owned(),
         created_at: 1,
         payload: None,
+        sender: Some("octocat".to_owned()),
+        trusted: false,
     };
     queue.publish(&message).await.expect("publishes");
     let bodies = queue.receive(1).await.expect("receives");

@@ -2,7 +2,7 @@
 
 use astrolift_store::state::{SqliteStateStore, TriggerBinding};
 use astrolift_trigger::dispatch::{
-    DispatchMessage, DispatchQueue, MemoryDispatchQueue, idempotency_key, record,
+    DispatchMessage, DispatchQueue, MemoryDispatchQueue, Origin, record,
 };
 use serde_json::json;
 
@@ -19,6 +19,19 @@ pub fn stored_binding() -> TriggerBinding {
         definition: json!({}),
         snapshot_hash: "snap-1".to_owned(),
     }
+}
+
+/// The key with the default limit and no replay key.
+fn idempotency_key(headers: &http::HeaderMap, trigger_id: &str, body: &[u8]) -> String {
+    astrolift_trigger::dispatch::idempotency_key(headers, trigger_id, body, None, 256)
+        .expect("a valid key")
+}
+
+#[test]
+fn a_replay_key_wins_over_every_header() {
+    let both = headers(&[("X-GitHub-Delivery", "d-1"), ("Idempotency-Key", "k-1")]);
+    let key = astrolift_trigger::dispatch::idempotency_key(&both, "t-1", b"{}", Some("17:ab"), 256);
+    assert_eq!(key.expect("valid").as_str(), "t-1:signed:17:ab");
 }
 
 #[test]
@@ -55,13 +68,29 @@ async fn a_duplicate_delivery_gives_one_dispatch() {
         b"{}",
     );
     let payload = json!({"mode": "triage"});
-    let first = record(&state, &binding, "snap-1", Some(&payload), &key, 100)
-        .await
-        .expect("records");
+    let first = record(
+        &state,
+        &binding,
+        "snap-1",
+        Some(&payload),
+        &key,
+        &Origin::TRUSTED,
+        100,
+    )
+    .await
+    .expect("records");
     assert!(first.created);
-    let again = record(&state, &binding, "snap-1", Some(&payload), &key, 200)
-        .await
-        .expect("records");
+    let again = record(
+        &state,
+        &binding,
+        "snap-1",
+        Some(&payload),
+        &key,
+        &Origin::TRUSTED,
+        200,
+    )
+    .await
+    .expect("records");
     assert!(!again.created);
     assert_eq!(again.id, first.id);
     let stored = astrolift_store::StateStore::get_dispatch(&state, &key)
@@ -79,9 +108,17 @@ async fn the_empty_payload_is_absent_from_the_record_and_the_message() {
     let state = SqliteStateStore::open(dir.path().join("state.db"))
         .await
         .expect("opens");
-    let result = record(&state, &stored_binding(), "snap-1", None, "t-1:key:x", 5)
-        .await
-        .expect("records");
+    let result = record(
+        &state,
+        &stored_binding(),
+        "snap-1",
+        None,
+        "t-1:key:x",
+        &Origin::TRUSTED,
+        5,
+    )
+    .await
+    .expect("records");
     assert_eq!(result.dispatch.payload, None);
     let message = DispatchMessage::of(&result.dispatch);
     let text = serde_json::to_string(&message).expect("json");
@@ -101,9 +138,11 @@ fn the_message_format_is_stable() {
         snapshot_hash: "snap-1".to_owned(),
         created_at: 1_767_225_600,
         payload: Some(json!({"mode": "triage"})),
+        sender: Some("octocat".to_owned()),
+        trusted: true,
     };
     assert_eq!(
         serde_json::to_string(&message).expect("json"),
-        r#"{"dispatch_id":"d-1","trigger_id":"t-1","repository":"acme/agents","manifest_path":"agents/triage/astrolift.toml","snapshot_hash":"snap-1","created_at":1767225600,"payload":{"mode":"triage"}}"#
+        r#"{"dispatch_id":"d-1","trigger_id":"t-1","repository":"acme/agents","manifest_path":"agents/triage/astrolift.toml","snapshot_hash":"snap-1","created_at":1767225600,"payload":{"mode":"triage"},"sender":"octocat","trusted":true}"#
     );
 }

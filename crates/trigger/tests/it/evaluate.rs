@@ -3,7 +3,7 @@
 use astrolift_trigger::{Outcome, evaluate};
 use serde_json::json;
 
-use crate::support::{FixedSecrets, binding, fixture, limits, signed};
+use crate::support::{FixedSecrets, PROJECT, binding, fixture, limits, signed};
 
 const FILTER: &str = r#".issue.fields.priority.name == "High""#;
 const PAYLOAD: &str = r#"{mode: "triage", issue: .issue.key, title: .issue.fields.summary}"#;
@@ -15,6 +15,7 @@ async fn run(
 ) -> Result<Outcome, astrolift_trigger::TriggerError> {
     evaluate(
         &binding(filter, payload),
+        PROJECT,
         &signed(body),
         body,
         &FixedSecrets::new(),
@@ -178,6 +179,7 @@ async fn verification_comes_before_the_body_is_read() {
     let over = vec![b'x'; limits().trigger_body as usize + 1];
     let error = evaluate(
         &binding(None, None),
+        PROJECT,
         &http::HeaderMap::new(),
         &over,
         &FixedSecrets::new(),

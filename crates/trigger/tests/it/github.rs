@@ -42,6 +42,7 @@ async fn issues_opened_through_the_app_signature() {
     ]);
     let outcome = evaluate(
         &new_issue_binding(),
+        crate::support::PROJECT,
         &signed,
         &body,
         &FixedSecrets::new(),

@@ -9,4 +9,5 @@ mod github;
 mod runaway;
 mod service;
 mod support;
+mod tenancy;
 mod verify;

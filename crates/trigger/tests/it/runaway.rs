@@ -14,6 +14,7 @@ async fn run_mapping(payload: &str) -> (Result<Outcome, TriggerError>, Duration)
     let start = Instant::now();
     let result = evaluate(
         &binding,
+        crate::support::PROJECT,
         &signed(body),
         body,
         &FixedSecrets::new(),

@@ -34,7 +34,7 @@ pub struct Fixture {
     _dir: Option<tempfile::TempDir>,
 }
 
-fn trigger(name: &str, source: TriggerSource, verify: Option<Verify>) -> TriggerSpec {
+pub fn trigger(name: &str, source: TriggerSource, verify: Option<Verify>) -> TriggerSpec {
     TriggerSpec {
         name: name.to_owned(),
         source,
@@ -43,6 +43,7 @@ fn trigger(name: &str, source: TriggerSource, verify: Option<Verify>) -> Trigger
         filter: None,
         payload: None,
         env_spec: None,
+        allow_untrusted: false,
     }
 }
 
@@ -99,7 +100,7 @@ pub fn binding(id: &str, manifest: &str, agent: &str, spec: &TriggerSpec) -> Tri
     }
 }
 
-fn agent(manifest: &str, name: &str, status: AgentStatus) -> Agent {
+pub fn agent(manifest: &str, name: &str, status: AgentStatus) -> Agent {
     Agent {
         repository: REPO.to_owned(),
         manifest_path: manifest.to_owned(),
@@ -194,9 +195,29 @@ fn assert_no_secret(response: &TriggerResponse) {
     assert!(!text.contains(crate::support::APP_SECRET), "{text}");
 }
 
+/// An error body names no `secret://` reference, no environment variable and
+/// no header the binding expects (the log line may).
+pub fn assert_names_nothing_internal(response: &TriggerResponse) {
+    let text = response.body.to_string().to_ascii_lowercase();
+    for internal in [
+        "secret://",
+        "astrolift_secret",
+        "github_webhook_secret",
+        "x-signature",
+        "x-token",
+        "x-timestamp",
+        "x-hub-signature",
+        "not-configured",
+        "jira-hook",
+    ] {
+        assert!(!text.contains(internal), "{internal} in {text}");
+    }
+}
+
 async fn post(fx: &Fixture, id: &str, body: &[u8]) -> TriggerResponse {
     let response = fx.service.handle(id, &signed(body), body).await;
     assert_no_secret(&response);
+    assert_names_nothing_internal(&response);
     assert!(response.body.is_object(), "{response:?}");
     response
 }
@@ -225,7 +246,8 @@ async fn dispatches_once(fx: &Fixture) {
         messages[0].payload,
         Some(json!({"mode": "triage", "issue": "OPS-17", "title": "Checkout is down"}))
     );
-    let key = astrolift_trigger::dispatch::idempotency_key(&signed(&body), JIRA, &body);
+    let key = astrolift_trigger::dispatch::idempotency_key(&signed(&body), JIRA, &body, None, 256)
+        .expect("a key");
     let stored = fx
         .state
         .get_dispatch(&key)
@@ -234,6 +256,7 @@ async fn dispatches_once(fx: &Fixture) {
         .expect("recorded");
     assert_eq!(stored.id, id);
     assert_eq!(stored.snapshot_hash, SNAPSHOT);
+    assert_eq!((stored.sender, stored.trusted), (None, true));
 }
 
 /// Every refusal, with its status and a JSON body that names no secret.
@@ -269,8 +292,9 @@ async fn refuses(fx: &Fixture) {
     let unset = fx.service.handle(UNSET_SECRET, &token, &body).await;
     assert_eq!(unset.status, 500, "{unset:?}");
     assert_no_secret(&unset);
-    let error = unset.body["error"].as_str().expect("a message");
-    assert!(error.contains("secret://agents/not-configured"), "{error}");
+    for refused in [&unauthorized, &unsigned, &unset] {
+        assert_names_nothing_internal(refused);
+    }
 
     assert!(fx.queue.messages().is_empty(), "no refusal dispatches");
 }

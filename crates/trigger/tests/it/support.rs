@@ -16,6 +16,8 @@ use sha2::Sha256;
 pub const HOOK_SECRET: &str = "s3cr3t-hook-value";
 pub const HOOK_REF: &str = "secret://agents/jira-hook";
 pub const APP_SECRET: &str = "app-webhook-secret";
+/// The project the test bindings' agents are registered under.
+pub const PROJECT: &str = "proj-1";
 
 /// Resolves references from a fixed map, plus the App's webhook secret.
 #[derive(Debug)]
@@ -35,6 +37,7 @@ impl FixedSecrets {
 impl SecretResolver for FixedSecrets {
     fn resolve<'a>(
         &'a self,
+        _project: &'a str,
         reference: &'a str,
     ) -> BoxFuture<'a, Result<SecretString, SecretError>> {
         let value = self.values.get(reference).cloned();
@@ -62,6 +65,8 @@ pub fn hmac_verify() -> Verify {
         header: "X-Signature".to_owned(),
         prefix: Some("sha256=".to_owned()),
         secret: HOOK_REF.to_owned(),
+        timestamp_header: None,
+        tolerance_seconds: None,
     }
 }
 
@@ -74,6 +79,7 @@ pub fn spec(verify: Option<Verify>, filter: Option<&str>, payload: Option<&str>)
         filter: filter.map(str::to_owned),
         payload: payload.map(str::to_owned),
         env_spec: None,
+        allow_untrusted: false,
     }
 }
 

@@ -6,7 +6,8 @@ use astrolift_trigger::{CompiledBinding, Outcome, TriggerError, evaluate};
 use http::HeaderMap;
 
 use crate::support::{
-    APP_SECRET, FixedSecrets, HOOK_REF, HOOK_SECRET, headers, hmac_hex, hmac_verify, limits, spec,
+    APP_SECRET, FixedSecrets, HOOK_REF, HOOK_SECRET, PROJECT, headers, hmac_hex, hmac_verify,
+    limits, spec,
 };
 
 const BODY: &[u8] = br#"{"issue":{"key":"A-1"}}"#;
@@ -18,7 +19,15 @@ async fn run(verify: Verify, headers: &HeaderMap) -> Result<Outcome, TriggerErro
         spec.events = vec!["issues".to_owned()];
     }
     let binding = CompiledBinding::from_spec("t-1", spec).expect("compiles");
-    evaluate(&binding, headers, BODY, &FixedSecrets::new(), &limits()).await
+    evaluate(
+        &binding,
+        PROJECT,
+        headers,
+        BODY,
+        &FixedSecrets::new(),
+        &limits(),
+    )
+    .await
 }
 
 fn assert_401(result: Result<Outcome, TriggerError>, expect: &str) {
@@ -76,6 +85,8 @@ async fn hmac_without_prefix_takes_bare_hex() {
         header: "X-Hook-Signature".to_owned(),
         prefix: None,
         secret: HOOK_REF.to_owned(),
+        timestamp_header: None,
+        tolerance_seconds: None,
     };
     let good = hmac_hex(BODY, HOOK_SECRET);
     assert!(
@@ -158,8 +169,38 @@ async fn unresolvable_secret_is_a_500_without_the_value() {
     assert_eq!(error.status(), 500);
     assert!(
         error.to_string().contains("secret://nope/missing"),
-        "{error}"
+        "the log line names the reference: {error}"
     );
+    let public = error.public_message();
+    for internal in ["secret://", "nope/missing", "ASTROLIFT_SECRET", "X-Token"] {
+        assert!(
+            !public.contains(internal),
+            "the body names {internal}: {public}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn refusals_tell_the_caller_nothing_about_the_expected_headers() {
+    for (verify, request) in [
+        (hmac_verify(), headers(&[])),
+        (hmac_verify(), headers(&[("X-Signature", "sha1=00")])),
+        (hmac_verify(), headers(&[("X-Signature", "sha256=00")])),
+        (Verify::Github, headers(&[])),
+    ] {
+        let error = run(verify, &request).await.expect_err("refused");
+        assert_eq!(error.status(), 401);
+        let public = error.public_message().to_ascii_lowercase();
+        for internal in [
+            "x-signature",
+            "x-hub-signature",
+            "sha256=",
+            "prefix",
+            "secret",
+        ] {
+            assert!(!public.contains(internal), "{internal} in {public}");
+        }
+    }
 }
 
 #[test]
@@ -181,7 +222,7 @@ fn env_var_names_follow_the_design() {
 async fn env_resolver_reports_the_variable_it_wanted() {
     use astrolift_trigger::{EnvSecretResolver, SecretResolver};
     let error = EnvSecretResolver::new()
-        .resolve("secret://tests/never-set-w2")
+        .resolve(PROJECT, "secret://tests/never-set-w2")
         .await
         .expect_err("unset");
     assert!(
@@ -200,7 +241,7 @@ async fn env_resolver_child() {
     use astrolift_trigger::{EnvSecretResolver, SecretResolver};
     use secrecy::ExposeSecret;
     let value = EnvSecretResolver::new()
-        .resolve(HOOK_REF)
+        .resolve(PROJECT, HOOK_REF)
         .await
         .expect("set by the parent");
     assert_eq!(value.expose_secret(), HOOK_SECRET);
