@@ -492,9 +492,24 @@ async fn registered_triggers_dispatch_through_serve() {
         404
     );
 
-    // A GitHub-sourced binding: an `issues.opened` delivery to the App's webhook.
-    let issue = json!({ "action": "opened", "issue": { "number": 12, "title": "t" },
-                        "repository": repository(), "installation": { "id": INSTALLATION } });
+    // A GitHub-sourced binding: an `issues.opened` delivery to the App's
+    // webhook. From a stranger it does not dispatch (the binding does not
+    // set `allow_untrusted`); from a member it does.
+    let opened_by = |login: &str, association: &str| {
+        json!({ "action": "opened",
+                "issue": { "number": 12, "title": "t", "user": { "login": login },
+                           "author_association": association },
+                "sender": { "login": login },
+                "repository": repository(), "installation": { "id": INSTALLATION } })
+    };
+    let stranger = opened_by("stranger", "NONE");
+    let (status, body) = deliver(&server, "issues", "d-issue-0", &stranger, SECRET).await;
+    assert_eq!(
+        (status, body["dispatched"].clone()),
+        (200, json!(0)),
+        "an untrusted sender dispatches nothing: {body}"
+    );
+    let issue = opened_by("octocat", "MEMBER");
     let (status, body) = deliver(&server, "issues", "d-issue-1", &issue, SECRET).await;
     assert_eq!(
         (status, body["dispatched"].clone()),
