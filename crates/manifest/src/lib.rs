@@ -33,6 +33,7 @@ pub mod discovery;
 pub mod drift;
 pub mod federation;
 pub mod files;
+pub mod import_codes;
 pub mod jq;
 pub mod limits;
 pub mod model;
@@ -72,6 +73,7 @@ pub fn catalogue() -> Vec<&'static Code> {
         workspace::CODES,
         yaml::CODES,
         triggers::CODES,
+        import_codes::CODES,
     ];
     modules
         .iter()
