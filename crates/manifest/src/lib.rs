@@ -57,8 +57,9 @@ pub use native::RESERVED_ENV;
 pub use tree::{DirTree, EntryKind, FileEntry, MemTree, ReadError, SourceTree};
 pub use validate::{AgentSummary, ValidateOptions, Validation, validate_repository};
 
-/// Every diagnostic code this crate can emit. `docs/diagnostics.md` lists the
-/// same codes, each with an example; a test keeps the two in step.
+/// Every diagnostic code this crate can emit, plus the importers' gap codes
+/// ([`import_codes`], emitted by `crates/import`). `docs/diagnostics.md` lists
+/// the same codes, each with an example; a test keeps the two in step.
 pub fn catalogue() -> Vec<&'static Code> {
     let modules: &[&[&'static Code]] = &[
         toml_walk::CODES,
