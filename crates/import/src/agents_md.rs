@@ -121,18 +121,17 @@ fn from_tree(
     let name = graph::set_name(options.name.as_deref(), Some(dir_name), dir_name);
     let mut set = new_set(name);
     let limit = options.limits.package.manifest_file;
-    let read = |path: &str| {
-        tree.read_text(path, limit).map_err(|e| ImportError::Read {
+    let mut budget = Budget::new(dir_name, options.limits.source_bytes);
+    for path in files {
+        let text = tree.read_text(path, limit).map_err(|e| ImportError::Read {
             path: path.to_owned(),
             reason: e.to_string(),
-        })
-    };
-    for path in files {
-        let text = read(path)?;
+        })?;
+        budget.spend(text.len())?;
         command_gaps(path, &text, &mut set.gaps);
         if path == FILE_NAME {
             push_root(&mut set, path, &text);
-            copy_linked_files(tree, &text, limit, &mut set)?;
+            copy_linked_files(tree, &text, limit, &mut budget, &mut set)?;
         } else if let Some(agent) = set.agents.first_mut() {
             agent.context.push(ContextFile {
                 name: format!("nested/{path}"),
@@ -158,6 +157,7 @@ fn copy_linked_files(
     tree: &dyn SourceTree,
     text: &str,
     limit: u64,
+    budget: &mut Budget,
     set: &mut AgentSet,
 ) -> Result<(), ImportError> {
     let Some(agent) = set.agents.first_mut() else {
@@ -181,6 +181,7 @@ fn copy_linked_files(
         let Ok(content) = tree.read_text(&resolved, limit) else {
             continue;
         };
+        budget.spend(content.len())?;
         agent.context.push(ContextFile {
             name: resolved.clone(),
             title: resolved,
@@ -188,6 +189,35 @@ fn copy_linked_files(
         });
     }
     Ok(())
+}
+
+/// The bytes a directory import may read in all (the source limit).
+struct Budget {
+    path: String,
+    spent: u64,
+    limit: u64,
+}
+
+impl Budget {
+    fn new(path: &str, limit: u64) -> Self {
+        Self {
+            path: path.to_owned(),
+            spent: 0,
+            limit,
+        }
+    }
+
+    fn spend(&mut self, bytes: usize) -> Result<(), ImportError> {
+        self.spent = self.spent.saturating_add(bytes as u64);
+        if self.spent > self.limit {
+            return Err(ImportError::TooLarge {
+                path: self.path.clone(),
+                size: self.spent,
+                limit: self.limit,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Shell languages of fenced code blocks that hold commands.

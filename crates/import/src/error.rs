@@ -6,6 +6,16 @@
 pub enum ImportError {
     #[error("{path}: {size} bytes, over the {limit}-byte limit for an import source")]
     TooLarge { path: String, size: u64, limit: u64 },
+    #[error(
+        "{path}: {nodes} nodes and {edges} edges, over the limit of {max_nodes} nodes and {max_edges} edges"
+    )]
+    TooManyNodes {
+        path: String,
+        nodes: usize,
+        edges: usize,
+        max_nodes: usize,
+        max_edges: usize,
+    },
     #[error("{path}: not UTF-8 text")]
     NotUtf8 { path: String },
     #[error("{path}:{line}:{column}: not JSON: {message}")]

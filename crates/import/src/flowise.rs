@@ -28,16 +28,17 @@ use crate::{ImportError, Imported, Options, SourceFile};
 pub fn import(file: SourceFile<'_>, options: &Options) -> Result<Imported, ImportError> {
     let source = JsonSource::parse(file.path, file.bytes)?;
     let (nodes, edges) = graph_arrays(&source)?;
+    graph::check_size(&source, nodes, edges, &options.limits)?;
     let mut draft = Draft::default();
     let ids: Vec<String> = nodes.iter().map(graph::node_id).collect();
-    let tool_sources: Vec<&str> = edges
+    let tool_sources: std::collections::HashSet<&str> = edges
         .iter()
         .filter(|e| edge_field(e).as_deref() == Some("tools"))
         .filter_map(|e| e.get("source").and_then(Value::as_str))
         .collect();
     for (i, node) in nodes.iter().enumerate() {
         let pointer = format!("/nodes/{i}");
-        let feeds_tools = tool_sources.contains(&ids[i].as_str());
+        let feeds_tools = tool_sources.contains(ids[i].as_str());
         let node = read_node(
             &source,
             node,

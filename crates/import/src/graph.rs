@@ -270,9 +270,15 @@ pub fn edges_between(
     ids: &[String],
     field: impl Fn(&serde_json::Value) -> Option<String>,
 ) -> Vec<Edge> {
+    let positions: std::collections::HashMap<&str, usize> = ids
+        .iter()
+        .enumerate()
+        .rev() // the first node of a duplicated id wins
+        .map(|(i, id)| (id.as_str(), i))
+        .collect();
     let index = |edge: &serde_json::Value, end: &str| {
         let id = edge.get(end).and_then(serde_json::Value::as_str)?;
-        ids.iter().position(|i| i == id)
+        positions.get(id).copied()
     };
     edges
         .iter()
@@ -318,4 +324,24 @@ pub fn render(
     let set = assemble(draft, name);
     let mode = crate::effective_mode(options, set.agents.len());
     crate::layout::render(set, mode, options, &source.path)
+}
+
+/// Refuses graphs over the node or edge limit: assembly walks the graph once
+/// per prompt and tool node, so its size bounds the work.
+pub fn check_size(
+    source: &crate::json::JsonSource<'_>,
+    nodes: &[serde_json::Value],
+    edges: &[serde_json::Value],
+    limits: &crate::ImportLimits,
+) -> Result<(), crate::ImportError> {
+    if nodes.len() > limits.graph_nodes || edges.len() > limits.graph_edges {
+        return Err(crate::ImportError::TooManyNodes {
+            path: source.path.clone(),
+            nodes: nodes.len(),
+            edges: edges.len(),
+            max_nodes: limits.graph_nodes,
+            max_edges: limits.graph_edges,
+        });
+    }
+    Ok(())
 }

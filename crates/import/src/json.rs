@@ -18,9 +18,9 @@ use serde_json::Value;
 use crate::error::ImportError;
 
 /// Values nested deeper than this get no position of their own: gaps point at
-/// nodes and their fields (Langflow's `/data/nodes/3/data/node/template/x/value`
-/// is depth 8), never deeper.
-pub const MAX_DEPTH: usize = 8;
+/// nodes and their fields (Langflow's `/data/nodes/3/data/node/template/x` is
+/// depth 7), never deeper.
+pub const MAX_DEPTH: usize = 7;
 
 /// A parsed JSON source.
 #[derive(Debug)]
@@ -40,6 +40,7 @@ impl<'t> JsonSource<'t> {
         })?;
         let value: Value = serde_json::from_str(text).map_err(|e| json_error(path, &e))?;
         let mut scanner = Scanner {
+            text,
             bytes: text.as_bytes(),
             at: 0,
             offsets: HashMap::new(),
@@ -89,10 +90,28 @@ fn json_error(path: &str, error: &serde_json::Error) -> ImportError {
 
 /// RFC 6901 escaping of one pointer token.
 pub fn escape_token(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
+    let mut escaped = String::with_capacity(token.len());
+    push_token(&mut escaped, token);
+    escaped
+}
+
+/// Appends `token`, escaped, to `pointer` (no allocation for plain keys).
+fn push_token(pointer: &mut String, token: &str) {
+    if !token.contains(['~', '/']) {
+        pointer.push_str(token);
+        return;
+    }
+    for c in token.chars() {
+        match c {
+            '~' => pointer.push_str("~0"),
+            '/' => pointer.push_str("~1"),
+            c => pointer.push(c),
+        }
+    }
 }
 
 struct Scanner<'b> {
+    text: &'b str,
     bytes: &'b [u8],
     at: usize,
     offsets: HashMap<String, usize>,
@@ -118,7 +137,7 @@ impl Scanner<'_> {
             Some(b'{') => self.object(pointer, depth),
             Some(b'[') => self.array(pointer, depth),
             Some(b'"') => {
-                self.string();
+                self.skip_string();
             }
             Some(_) => {
                 while !matches!(
@@ -147,7 +166,8 @@ impl Scanner<'_> {
                     return;
                 }
             }
-            let key = self.string();
+            let (start, escaped) = self.skip_string();
+            let key_end = self.at;
             self.skip_ws();
             if self.peek() == Some(b':') {
                 self.at += 1;
@@ -155,7 +175,16 @@ impl Scanner<'_> {
             let len = pointer.len();
             if depth < MAX_DEPTH {
                 pointer.push('/');
-                pointer.push_str(&escape_token(&key));
+                let raw = self.text.get(start..key_end).unwrap_or_default();
+                if escaped {
+                    let key: String = serde_json::from_str(raw).unwrap_or_default();
+                    push_token(pointer, &key);
+                } else {
+                    push_token(
+                        pointer,
+                        raw.get(1..raw.len().saturating_sub(1)).unwrap_or_default(),
+                    );
+                }
             }
             self.value(pointer, depth + 1);
             pointer.truncate(len);
@@ -189,8 +218,8 @@ impl Scanner<'_> {
         }
     }
 
-    /// Skips a string and returns its decoded text (keys need it).
-    fn string(&mut self) -> String {
+    /// Skips a string: where it started and whether it has escapes.
+    fn skip_string(&mut self) -> (usize, bool) {
         let start = self.at;
         self.at += 1;
         let mut escaped = false;
@@ -205,13 +234,7 @@ impl Scanner<'_> {
                 _ => {}
             }
         }
-        let raw = self.bytes.get(start..self.at).unwrap_or_default();
-        if escaped {
-            serde_json::from_slice(raw).unwrap_or_default()
-        } else {
-            String::from_utf8_lossy(raw.get(1..raw.len().saturating_sub(1)).unwrap_or_default())
-                .into_owned()
-        }
+        (start, escaped)
     }
 }
 

@@ -13,6 +13,8 @@
 //! loaders, edited (custom code) components, secret fields and every other
 //! component are gaps at the node or field.
 
+use std::collections::HashSet;
+
 use serde_json::{Map, Value};
 
 use astrolift_manifest::import_codes as codes;
@@ -26,6 +28,7 @@ use crate::{ImportError, Imported, Options, SourceFile};
 pub fn import(file: SourceFile<'_>, options: &Options) -> Result<Imported, ImportError> {
     let source = JsonSource::parse(file.path, file.bytes)?;
     let (nodes, edges) = graph_arrays(&source)?;
+    graph::check_size(&source, nodes, edges, &options.limits)?;
     let mut draft = Draft::default();
     let ids: Vec<String> = nodes.iter().map(graph::node_id).collect();
     let tool_sources = tool_sources(edges);
@@ -76,19 +79,19 @@ fn target_field(edge: &Value) -> Option<&str> {
 }
 
 /// Ids of nodes whose output feeds a `tools` input.
-fn tool_sources(edges: &[Value]) -> Vec<String> {
+fn tool_sources(edges: &[Value]) -> HashSet<String> {
     sources_into(edges, |field| field == "tools")
 }
 
 /// Ids of nodes whose output feeds an agent's model input (a model node
 /// wired into an Agent is a model, not an agent of its own).
-fn model_sources(edges: &[Value]) -> Vec<String> {
+fn model_sources(edges: &[Value]) -> HashSet<String> {
     sources_into(edges, |field| {
         matches!(field, "agent_llm" | "llm" | "model")
     })
 }
 
-fn sources_into(edges: &[Value], field: impl Fn(&str) -> bool) -> Vec<String> {
+fn sources_into(edges: &[Value], field: impl Fn(&str) -> bool) -> HashSet<String> {
     edges
         .iter()
         .filter(|e| target_field(e).is_some_and(&field))

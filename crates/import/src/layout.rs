@@ -252,8 +252,11 @@ pub fn stage_order(
             Some(i) => i,
             None => {
                 let stuck: Vec<usize> = (0..count).filter(|&i| !done[i]).collect();
-                on_cycle(stuck.clone());
-                stuck[0]
+                let Some(&first) = stuck.first() else {
+                    break;
+                };
+                on_cycle(stuck);
+                first
             }
         };
         done[next] = true;

@@ -114,6 +114,9 @@ pub struct ImportLimits {
     /// Package limits (uncompressed size, file count) for archives, and the
     /// per-file limit for Markdown read from a tree.
     pub package: Limits,
+    /// Nodes and edges of a Langflow or Flowise graph (real flows have tens).
+    pub graph_nodes: usize,
+    pub graph_edges: usize,
 }
 
 impl ImportLimits {
@@ -122,6 +125,8 @@ impl ImportLimits {
     pub const DEFAULT: ImportLimits = ImportLimits {
         source_bytes: 32 * astrolift_manifest::limits::MIB,
         package: Limits::DEFAULT,
+        graph_nodes: 5_000,
+        graph_edges: 20_000,
     };
 }
 

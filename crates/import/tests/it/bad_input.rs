@@ -205,3 +205,66 @@ fn an_invalid_name_is_refused() {
     let error = import_bytes(Format::Flowise, &path, &bytes, &options).expect_err("name");
     assert!(matches!(error, ImportError::InvalidName { .. }), "{error}");
 }
+
+/// A Flowise graph of `nodes` unconnected prompt nodes and `edges` edges.
+fn flowise_graph(nodes: usize, edges: usize) -> Vec<u8> {
+    let nodes: Vec<_> = (0..nodes)
+        .map(|i| serde_json::json!({"id": format!("n{i}"), "data": {"category": "Prompts", "inputs": {"template": "t"}}}))
+        .collect();
+    let edges: Vec<_> = (0..edges)
+        .map(|i| serde_json::json!({"source": format!("n{}", i % 7), "target": format!("n{}", (i + 1) % 7)}))
+        .collect();
+    serde_json::to_vec(&serde_json::json!({"nodes": nodes, "edges": edges})).expect("JSON")
+}
+
+#[test]
+fn graph_size_limits_at_and_past() {
+    let limits = ImportLimits::DEFAULT;
+    let options = Options::default();
+    let at = flowise_graph(limits.graph_nodes, limits.graph_edges);
+    assert!(import_bytes(Format::Flowise, "g.json", &at, &options).is_ok());
+    for past in [
+        flowise_graph(limits.graph_nodes + 1, 0),
+        flowise_graph(8, limits.graph_edges + 1),
+    ] {
+        let error = import_bytes(Format::Flowise, "g.json", &past, &options).expect_err("past");
+        assert!(matches!(error, ImportError::TooManyNodes { .. }), "{error}");
+    }
+}
+
+#[test]
+fn a_directory_of_agents_md_files_is_bounded_in_total() {
+    let mut tree = MemTree::new();
+    for i in 0..5 {
+        tree.insert(format!("d{i}/AGENTS.md"), vec![b'x'; 1000], false);
+    }
+    let mut options = Options {
+        limits: ImportLimits {
+            source_bytes: 5000,
+            ..ImportLimits::DEFAULT
+        },
+        ..Options::default()
+    };
+    assert!(
+        import(
+            Format::AgentsMd,
+            Source::Tree {
+                name: "repo",
+                tree: &tree
+            },
+            &options
+        )
+        .is_ok()
+    );
+    options.limits.source_bytes = 4999;
+    let error = import(
+        Format::AgentsMd,
+        Source::Tree {
+            name: "repo",
+            tree: &tree,
+        },
+        &options,
+    )
+    .expect_err("past");
+    assert!(matches!(error, ImportError::TooLarge { .. }), "{error}");
+}
