@@ -218,21 +218,26 @@ impl Scanner<'_> {
         }
     }
 
-    /// Skips a string: where it started and whether it has escapes.
+    /// Skips a string: where it started and whether it has escapes. Jumps
+    /// from quote or backslash to the next one (most of an export's bytes
+    /// are long strings of component code).
     fn skip_string(&mut self) -> (usize, bool) {
         let start = self.at;
         self.at += 1;
         let mut escaped = false;
-        while let Some(b) = self.peek() {
-            self.at += 1;
-            match b {
-                b'\\' => {
-                    self.at += 1;
-                    escaped = true;
-                }
-                b'"' => break,
-                _ => {}
+        loop {
+            let rest = self.bytes.get(self.at..).unwrap_or_default();
+            let Some(i) = rest.iter().position(|&b| b == b'"' || b == b'\\') else {
+                self.at = self.bytes.len();
+                break;
+            };
+            self.at += i;
+            if self.peek() == Some(b'"') {
+                self.at += 1;
+                break;
             }
+            self.at += 2;
+            escaped = true;
         }
         (start, escaped)
     }
