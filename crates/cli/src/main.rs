@@ -54,6 +54,8 @@ enum Command {
     Trigger(TriggerCommand),
     /// Record a manual dispatch of a registered agent.
     Dispatch(cmd::triggers::DispatchArgs),
+    /// Import agents from AGENTS.md, an Agent Package, or a Langflow or Flowise export.
+    Import(cmd::import::Args),
     /// Run the GitHub App locally: webhooks, triggers and the sync queue in one process.
     Serve(cmd::serve::Args),
 }
@@ -104,6 +106,7 @@ fn main() -> ExitCode {
         Command::Triggers(TriggersCommand::List(args)) => cmd::triggers::list(args),
         Command::Trigger(TriggerCommand::Test(args)) => cmd::triggers::test(args),
         Command::Dispatch(args) => cmd::triggers::dispatch(args),
+        Command::Import(args) => cmd::import::run(args),
         Command::Serve(args) => cmd::serve::run(args),
     };
     result.unwrap_or_else(|error| {

@@ -133,7 +133,7 @@ fn context_links(
 }
 
 /// Every link and image destination with its byte range in the Markdown.
-fn links(text: &str) -> Vec<(String, Range<usize>)> {
+pub fn links(text: &str) -> Vec<(String, Range<usize>)> {
     Parser::new(text)
         .into_offset_iter()
         .filter_map(|(event, range)| match event {
@@ -147,7 +147,7 @@ fn links(text: &str) -> Vec<(String, Range<usize>)> {
 
 /// The path part of a relative link, percent-decoded; `None` for anchors,
 /// URLs with a scheme, and protocol-relative URLs.
-fn relative_target(target: &str) -> Option<String> {
+pub fn relative_target(target: &str) -> Option<String> {
     let path = target.split(['#', '?']).next().unwrap_or("");
     if path.is_empty() || path.starts_with("//") || has_scheme(path) {
         return None;

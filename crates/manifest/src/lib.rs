@@ -34,6 +34,7 @@ pub mod drift;
 pub mod env_spec;
 pub mod federation;
 pub mod files;
+pub mod import_codes;
 pub mod jq;
 pub mod limits;
 pub mod model;
@@ -57,8 +58,9 @@ pub use native::RESERVED_ENV;
 pub use tree::{DirTree, EntryKind, FileEntry, MemTree, ReadError, SourceTree};
 pub use validate::{AgentSummary, ValidateOptions, Validation, validate_repository};
 
-/// Every diagnostic code this crate can emit. `docs/diagnostics.md` lists the
-/// same codes, each with an example; a test keeps the two in step.
+/// Every diagnostic code this crate can emit, plus the importers' gap codes
+/// ([`import_codes`], emitted by `crates/import`). `docs/diagnostics.md` lists
+/// the same codes, each with an example; a test keeps the two in step.
 pub fn catalogue() -> Vec<&'static Code> {
     let modules: &[&[&'static Code]] = &[
         toml_walk::CODES,
@@ -74,6 +76,7 @@ pub fn catalogue() -> Vec<&'static Code> {
         yaml::CODES,
         triggers::CODES,
         env_spec::CODES,
+        import_codes::CODES,
     ];
     modules
         .iter()

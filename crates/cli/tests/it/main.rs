@@ -4,6 +4,7 @@
 mod abuse;
 mod cli;
 mod examples;
+mod import;
 mod killed;
 mod push_bench;
 mod registry;

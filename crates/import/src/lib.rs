@@ -1,0 +1,263 @@
+//! Importers: bring agents from other formats into the native layout.
+//!
+//! `astrolift import --from agents_md|astrolift_package|langflow|flowise`
+//! calls [`import`] with the source's bytes (or a [`SourceTree`] for a
+//! directory) and writes the [`Imported::files`] it returns; the
+//! [`Imported::gaps`] are diagnostics in the `validate` shape, with the
+//! `import/...` codes of [`codes`], positioned in the source (for JSON
+//! sources, the line and column of the node or field the gap is about).
+//!
+//! This crate owns:
+//! - one module per source format: [`agents_md`], [`package_archive`]
+//!   (`astrolift_package`), [`langflow`], [`flowise`];
+//! - one model of "an imported agent set plus gaps" ([`model::AgentSet`]),
+//!   filled by the graph and Markdown importers ([`graph`] does what the two
+//!   graph formats share) and turned into files by [`layout`];
+//! - the JSON position index ([`json`]).
+//!
+//! Invariants:
+//! - **Pure.** No I/O: no file system, network, clock or environment. The
+//!   caller hands in bytes or a tree and writes the result; so an import
+//!   either returns every file or an [`ImportError`] and nothing is written.
+//! - **Nothing silently dropped.** Every non-empty prompt, system message
+//!   and agent instruction of the source appears verbatim in the output (a
+//!   brief or a `SKILL.md` body); every tool becomes a tool slug and an
+//!   `import/unresolved-tool` warning; every model, memory, vector store,
+//!   document loader, custom code component, credential and other node with
+//!   no native equivalent becomes a positioned gap.
+//! - **No secret echoed.** A credential's value never appears in a gap or
+//!   in the output; the gap names the field.
+//! - **Bounded.** Sources over [`ImportLimits::source_bytes`] are refused
+//!   before parsing; archives are read under the package limits (size, file
+//!   count, path length) and refused on any escaping or non-file entry.
+//! - **Valid output.** With an image, the layout passes `astrolift validate`
+//!   with no errors; an `astrolift_package` import packages back to the
+//!   original archive's digest.
+//!
+//! Deliberately absent: running anything the source names (commands, code
+//! components, tools), resolving tool bindings, choosing models or
+//! importing credentials: those are gaps for the user to close.
+#![forbid(unsafe_code)]
+
+pub mod agents_md;
+pub mod error;
+pub mod flowise;
+pub mod graph;
+pub mod json;
+pub mod langflow;
+pub mod layout;
+pub mod model;
+pub mod package_archive;
+
+use std::str::FromStr;
+
+use astrolift_manifest::{Limits, SourceTree};
+
+pub use astrolift_manifest::import_codes as codes;
+pub use error::ImportError;
+pub use model::{AgentSet, Imported, OutputFile};
+
+/// The source formats of `--from`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    AgentsMd,
+    AstroliftPackage,
+    Langflow,
+    Flowise,
+}
+
+impl Format {
+    pub const ALL: [Format; 4] = [
+        Format::AgentsMd,
+        Format::AstroliftPackage,
+        Format::Langflow,
+        Format::Flowise,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::AgentsMd => "agents_md",
+            Format::AstroliftPackage => "astrolift_package",
+            Format::Langflow => "langflow",
+            Format::Flowise => "flowise",
+        }
+    }
+}
+
+impl FromStr for Format {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown format `{s}`: one of agents_md, astrolift_package, langflow, flowise"
+                )
+            })
+    }
+}
+
+/// `--mode`: one agent, or one agent per agent node plus a workflow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    Flatten,
+    Federation,
+}
+
+/// Bounds on what an import reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportLimits {
+    /// A JSON export, an AGENTS.md, an archive or a snapshot, bytes.
+    pub source_bytes: u64,
+    /// Package limits (uncompressed size, file count) for archives, and the
+    /// per-file limit for Markdown read from a tree.
+    pub package: Limits,
+    /// Nodes and edges of a Langflow or Flowise graph (real flows have tens).
+    pub graph_nodes: usize,
+    pub graph_edges: usize,
+}
+
+impl ImportLimits {
+    /// 32 MiB: real Langflow and Flowise exports are a few MiB (embedded
+    /// component code), so this leaves room while a 50 MiB upload is refused.
+    pub const DEFAULT: ImportLimits = ImportLimits {
+        source_bytes: 32 * astrolift_manifest::limits::MIB,
+        package: Limits::DEFAULT,
+        graph_nodes: 5_000,
+        graph_edges: 20_000,
+    };
+}
+
+impl Default for ImportLimits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// What `astrolift import` was asked for, beyond the source.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// `--name`: the agent's (or the federation's and workflow's) slug.
+    pub name: Option<String>,
+    /// `--image`: the primary container's `image_ref`.
+    pub image: Option<String>,
+    /// `--mode`; `None` is flatten for one agent, federation for several.
+    pub mode: Option<Mode>,
+    pub limits: ImportLimits,
+}
+
+/// One input file: its display path (gaps point into it) and its bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct SourceFile<'a> {
+    pub path: &'a str,
+    pub bytes: &'a [u8],
+}
+
+/// What the caller read.
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    /// One file: an AGENTS.md, a JSON export, or an archive.
+    File(SourceFile<'a>),
+    /// A directory (agents_md): its AGENTS.md files, root and nested.
+    Tree {
+        /// The directory's name, for the agent name when `--name` is absent.
+        name: &'a str,
+        tree: &'a dyn SourceTree,
+    },
+    /// An Agent Package archive and its snapshot JSON.
+    Package {
+        archive: SourceFile<'a>,
+        snapshot: Option<SourceFile<'a>>,
+    },
+}
+
+impl std::fmt::Debug for Source<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::File(file) => f.debug_tuple("File").field(&file.path).finish(),
+            Source::Tree { name, .. } => f.debug_struct("Tree").field("name", name).finish(),
+            Source::Package { archive, .. } => {
+                f.debug_tuple("Package").field(&archive.path).finish()
+            }
+        }
+    }
+}
+
+/// Imports `source` as `format`: the files of a native layout plus the gaps,
+/// or why the source is bad input.
+pub fn import(
+    format: Format,
+    source: Source<'_>,
+    options: &Options,
+) -> Result<Imported, ImportError> {
+    if let Some(name) = options
+        .name
+        .as_ref()
+        .filter(|n| !astrolift_manifest::paths::is_slug(n))
+    {
+        return Err(ImportError::InvalidName { name: name.clone() });
+    }
+    for (file, limit) in source_files(format, &source, &options.limits) {
+        check_size(file, limit)?;
+    }
+    match (format, source) {
+        (Format::AgentsMd, source) => agents_md::import(source, options),
+        (Format::AstroliftPackage, Source::Package { archive, snapshot }) => {
+            package_archive::import(archive, snapshot, options)
+        }
+        (Format::AstroliftPackage, Source::File(archive)) => {
+            package_archive::import(archive, None, options)
+        }
+        (Format::Langflow, Source::File(file)) => langflow::import(file, options),
+        (Format::Flowise, Source::File(file)) => flowise::import(file, options),
+        (format, source) => Err(ImportError::WrongFormat {
+            path: format!("{source:?}"),
+            expected: format.as_str(),
+            reason: "this format reads one file".to_owned(),
+        }),
+    }
+}
+
+/// Each input file with its size limit: an archive may be as large as a
+/// package; everything else is under `source_bytes`.
+fn source_files<'a>(
+    format: Format,
+    source: &Source<'a>,
+    limits: &ImportLimits,
+) -> Vec<(SourceFile<'a>, u64)> {
+    match *source {
+        Source::File(file) if format == Format::AstroliftPackage => {
+            vec![(file, limits.package.package_size)]
+        }
+        Source::File(file) => vec![(file, limits.source_bytes)],
+        Source::Tree { .. } => Vec::new(),
+        Source::Package { archive, snapshot } => {
+            std::iter::once((archive, limits.package.package_size))
+                .chain(snapshot.map(|s| (s, limits.source_bytes)))
+                .collect()
+        }
+    }
+}
+
+fn check_size(file: SourceFile<'_>, limit: u64) -> Result<(), ImportError> {
+    let size = file.bytes.len() as u64;
+    if size > limit {
+        return Err(ImportError::TooLarge {
+            path: file.path.to_owned(),
+            size,
+            limit,
+        });
+    }
+    Ok(())
+}
+
+/// The mode an import uses: the one asked for, else by agent count.
+pub fn effective_mode(options: &Options, agents: usize) -> Mode {
+    options.mode.unwrap_or(if agents > 1 {
+        Mode::Federation
+    } else {
+        Mode::Flatten
+    })
+}

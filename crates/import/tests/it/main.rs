@@ -1,0 +1,8 @@
+//! Integration tests of the importers: one binary, one module per concern.
+
+mod bad_input;
+mod formats;
+mod package;
+mod prompts;
+mod support;
+mod valid;
