@@ -26,10 +26,16 @@ pub enum TriggerError {
     /// 500: the binding's secret could not be resolved (not the caller's fault).
     #[error("cannot verify: {0}")]
     Secret(#[from] SecretError),
+    /// 503: every jq evaluation slot of this process is taken; retry.
+    #[error("too many trigger evaluations are running; retry in {RETRY_AFTER_SECONDS} s")]
+    Busy,
     /// 500: the binding cannot be evaluated (its program does not compile).
     #[error("invalid binding: {0}")]
     InvalidBinding(String),
 }
+
+/// The `Retry-After` of every 503 answer, seconds.
+pub const RETRY_AFTER_SECONDS: u64 = 1;
 
 /// Which program failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +54,8 @@ impl std::fmt::Display for Stage {
 }
 
 impl TriggerError {
-    /// The HTTP status: 401, 404, 413, 400, 422, or 500 for our own failures.
+    /// The HTTP status: 401, 404, 413, 400, 422, 503 when busy, or 500 for
+    /// our own failures.
     pub fn status(&self) -> u16 {
         match self {
             TriggerError::Unauthorized(_) => 401,
@@ -56,6 +63,7 @@ impl TriggerError {
             TriggerError::TooLarge { .. } => 413,
             TriggerError::BadJson(_) => 400,
             TriggerError::MappingFailed { .. } => 422,
+            TriggerError::Busy => 503,
             TriggerError::Secret(_) | TriggerError::InvalidBinding(_) => 500,
         }
     }

@@ -14,7 +14,7 @@
 //! | 400 | body not JSON | `{"error","trigger_id"}` |
 //! | 422 | the filter or mapping failed | `{"error","trigger_id","stage"}` (the jq error in `error`) |
 //! | 500 | the secret is not configured, the binding does not compile, or the dispatch was recorded but not queued | `{"error","trigger_id"}` |
-//! | 503 | the state store or Secrets Manager is unreachable (retry) | `{"error","trigger_id"}` |
+//! | 503 | every jq evaluation slot is taken, or the state store or Secrets Manager is unreachable; [`TriggerResponse::retry_after`] gives the `Retry-After` | `{"error","trigger_id"}` |
 //!
 //! Error bodies never carry a secret value: they are built from
 //! [`TriggerError`] and [`StoreError`] messages, which name references only.
@@ -53,6 +53,14 @@ use crate::secrets::{SecretError, SecretResolver};
 pub struct TriggerResponse {
     pub status: u16,
     pub body: Value,
+}
+
+impl TriggerResponse {
+    /// The `Retry-After` header's value, seconds: every 503 (busy, or a
+    /// store or Secrets Manager that may come back) asks the caller to retry.
+    pub fn retry_after(&self) -> Option<u64> {
+        (self.status == 503).then_some(crate::error::RETRY_AFTER_SECONDS)
+    }
 }
 
 /// One GitHub-sourced binding's answer to an event.
@@ -294,8 +302,11 @@ impl TriggerService {
             Err(error) => return dispatch_error_response(trigger_id, &error, None),
         };
         if recorded.created {
-            let message = DispatchMessage::of(&recorded.dispatch);
-            if let Err(error) = self.queue.publish(&message).await {
+            let published = match DispatchMessage::of(&recorded.dispatch) {
+                Ok(message) => self.queue.publish(&message).await,
+                Err(error) => Err(error),
+            };
+            if let Err(error) = published {
                 return dispatch_error_response(trigger_id, &error, Some(&recorded.id));
             }
         }
