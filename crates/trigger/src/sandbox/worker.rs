@@ -6,7 +6,7 @@
 //! crash leaves no copy of a tenant's body on disk). It then serves requests
 //! from its socket on one evaluation thread of [`WORKER_STACK`] bytes, one at
 //! a time, compiling each program text once. It exits when the pool closes
-//! the socket, and dies on any fault it cannot report (stack overflow,
+//! the socket or its parent process is gone, and dies on any fault it cannot report (stack overflow,
 //! allocation failure, panic, a limit): containing that is the pool's job.
 
 use std::collections::HashMap;
@@ -64,13 +64,26 @@ fn serve() -> io::Result<()> {
     apply_limits()?;
     // The pool hands the worker one end of a socket pair as standard input.
     let stream = UnixStream::from(io::stdin().as_fd().try_clone_to_owned()?);
-    std::thread::Builder::new()
+    let parent = std::os::unix::process::parent_id();
+    let evaluation = std::thread::Builder::new()
         .name("astrolift-jq-worker".to_owned())
         .stack_size(WORKER_STACK)
-        .spawn(move || serve_on(stream))?
+        .spawn(move || serve_on(stream))?;
+    // A worker whose pool died (its process killed) must not go on burning
+    // CPU in a long builtin: the main thread watches for a new parent.
+    while !evaluation.is_finished() {
+        if std::os::unix::process::parent_id() != parent {
+            return Err(io::Error::other("the pool's process is gone"));
+        }
+        std::thread::sleep(ORPHAN_CHECK);
+    }
+    evaluation
         .join()
         .map_err(|_| io::Error::other("the evaluation thread panicked"))?
 }
+
+/// How often a worker checks that its pool's process is still its parent.
+const ORPHAN_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
 
 fn limit_of(variable: &str) -> io::Result<u64> {
     std::env::var(variable)
