@@ -123,6 +123,10 @@ pub enum DispatchError {
     Random(String),
     #[error("cannot queue the dispatch: {0}")]
     Queue(String),
+    /// The recorded payload does not parse back (never for a payload the
+    /// sandbox accepted: its nesting and size are bounded for this).
+    #[error("the recorded payload does not parse back: {0}")]
+    Payload(String),
 }
 
 /// Who caused a dispatch, and whether it passed the trust policy.
@@ -247,22 +251,26 @@ pub struct DispatchMessage {
 }
 
 impl DispatchMessage {
-    /// The message for a recorded dispatch (its payload parsed back to JSON).
-    pub fn of(dispatch: &Dispatch) -> Self {
-        Self {
+    /// The message for a recorded dispatch (its payload parsed back to
+    /// JSON). A payload that does not parse is an error, never dropped.
+    pub fn of(dispatch: &Dispatch) -> Result<Self, DispatchError> {
+        let payload = dispatch
+            .payload
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(|e| DispatchError::Payload(e.to_string()))?;
+        Ok(Self {
             dispatch_id: dispatch.id.clone(),
             trigger_id: dispatch.trigger_id.clone(),
             repository: dispatch.repository.clone(),
             manifest_path: dispatch.manifest_path.clone(),
             snapshot_hash: dispatch.snapshot_hash.clone(),
             created_at: dispatch.created_at,
-            payload: dispatch
-                .payload
-                .as_deref()
-                .and_then(|p| serde_json::from_str(p).ok()),
+            payload,
             sender: dispatch.sender.clone(),
             trusted: dispatch.trusted,
-        }
+        })
     }
 }
 

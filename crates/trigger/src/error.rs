@@ -33,10 +33,16 @@ pub enum TriggerError {
     /// fault); 503 when the secret store is unavailable.
     #[error("cannot verify: {0}")]
     Secret(#[from] SecretError),
+    /// 503: every jq evaluation slot of this process is taken; retry.
+    #[error("too many trigger evaluations are running; retry in {RETRY_AFTER_SECONDS} s")]
+    Busy,
     /// 500: the binding cannot be evaluated (its program does not compile).
     #[error("invalid binding: {0}")]
     InvalidBinding(String),
 }
+
+/// The `Retry-After` of every 503 answer, seconds.
+pub const RETRY_AFTER_SECONDS: u64 = 1;
 
 /// Which program failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +62,8 @@ impl std::fmt::Display for Stage {
 
 impl TriggerError {
     /// The HTTP status: 401, 404, 413, 400, 422, 500 for our own failures,
-    /// 503 when the secret store is unavailable (retry).
+    /// 503 when the secret store is unavailable or every evaluation slot is
+    /// taken (retry).
     pub fn status(&self) -> u16 {
         match self {
             TriggerError::Unauthorized(_) => 401,
@@ -65,6 +72,7 @@ impl TriggerError {
             TriggerError::BadJson(_) | TriggerError::BadIdempotencyKey(_) => 400,
             TriggerError::MappingFailed { .. } => 422,
             TriggerError::Secret(error) if error.is_unavailable() => 503,
+            TriggerError::Busy => 503,
             TriggerError::Secret(_) | TriggerError::InvalidBinding(_) => 500,
         }
     }

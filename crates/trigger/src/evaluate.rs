@@ -91,8 +91,10 @@ impl CompiledBinding {
 /// 4. the filter: exactly one boolean; `false` or no output is [`Outcome::Filtered`] (422 otherwise);
 /// 5. the mapping: an object, or `null`/`{}`/nothing for the empty payload (422 otherwise).
 ///
-/// Steps 3–5 run in the jq sandbox ([`crate::sandbox`]). Secrets are those
-/// of `project`, the project of the binding's registration.
+/// Steps 3–5 run in the jq sandbox ([`crate::sandbox`]); when every
+/// evaluation slot of the process is taken the answer is
+/// [`TriggerError::Busy`] (503). Secrets are those of `project`, the project
+/// of the binding's registration.
 pub async fn evaluate(
     binding: &CompiledBinding,
     project: &str,
@@ -125,17 +127,20 @@ pub async fn evaluate_verified(
         jobs.push(Job {
             program: filter.clone(),
             max_outputs: 1,
+            gate: true,
         });
     }
     if let Some(payload) = &binding.payload {
         jobs.push(Job {
             program: payload.clone(),
             max_outputs: 1,
+            gate: false,
         });
     }
     let has_filter = binding.filter.is_some();
-    let results = match run_in_worker(body.to_vec(), jobs, filter_passes, limits).await {
+    let results = match run_in_worker(body.to_vec(), jobs, limits).await {
         WorkerResult::BadJson(reason) => return Err(TriggerError::BadJson(reason)),
+        WorkerResult::Busy => return Err(TriggerError::Busy),
         WorkerResult::Ran(results) => results,
     };
     let mut results = results.into_iter();
@@ -161,11 +166,6 @@ pub async fn evaluate_verified(
         }
     };
     Ok(Outcome::Dispatch { payload })
-}
-
-/// Whether the worker goes on to the mapping after the filter's outputs.
-fn filter_passes(outputs: &[Value]) -> bool {
-    matches!(outputs, [Value::Bool(true)])
 }
 
 /// `true` dispatches; `false` or no output filters out; anything else is a 422.

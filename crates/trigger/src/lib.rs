@@ -7,14 +7,18 @@
 //!   [`Outcome`] or a [`TriggerError`] whose [`TriggerError::status`] is the
 //!   HTTP answer: 401 bad signature, 404 unknown trigger (for callers), 413
 //!   too large, 400 bad JSON or idempotency key, 422 filter/mapping failed
-//!   (with the jq error), 500 secret missing or unreadable, 503 secret store
-//!   unavailable. [`evaluate_verified`] skips verification for GitHub events
-//!   the App's webhook already verified. HTTP bodies carry
+//!   (with the jq error, cut to 2 KiB), 500 secret missing or unreadable, 503
+//!   secret store unavailable or every evaluation slot taken.
+//!   [`evaluate_verified`] skips verification for GitHub events the App's
+//!   webhook already verified. HTTP bodies carry
 //!   [`TriggerError::public_message`], which names no header, reference or
 //!   variable.
-//! - [`sandbox`]: the jq sandbox (guards in every definition, a time, stack
-//!   and output budget, a worker thread per request). Read its docs for the
-//!   mechanism and its one documented residual risk.
+//! - [`sandbox`]: the jq sandbox: a pool of warm jq worker processes (each
+//!   binary calls [`sandbox::init`] first thing in `main`) under address
+//!   space and CPU limits, killed at the deadline and replaced after any
+//!   fault; guards in every definition; an output budget measured on the
+//!   serialized bytes and a nesting cap; a cap on concurrent evaluations
+//!   (503 past it). Read its docs for the mechanism.
 //! - [`secrets`]: `secret://` resolution for a project,
 //!   `ASTROLIFT_SECRETS=env|aws` (`aws`: `${ASTROLIFT_SECRET_PREFIX}<project>/<name>`).
 //! - [`trust`]: the trust policy of GitHub-sourced bindings (fork pull
@@ -51,9 +55,14 @@
 //! - Programs are compiled once per binding ([`CompiledBinding`]) with the
 //!   same restricted definitions as validation (`astrolift_manifest::jq`: no
 //!   `env`, `$ENV`, `input`, `inputs`, `debug`, `stderr`, `halt`, no I/O).
-//! - A runaway program gives a 422 within the time limit plus a small grace,
-//!   and never takes the process down (tests: `def f: f; f`, `def f: 1+f; f`,
-//!   `[range(1e9)]`, `repeat(1)` and friends).
+//! - A runaway or faulting program gives a 422 within the time limit plus a
+//!   small grace, stops using CPU then, and never takes the process down
+//!   (tests: `def f: f; f`, `[range(1e9)]`, `repeat(1)` and friends in
+//!   `runaway.rs`; stack overflow, allocation failure, capacity overflow and
+//!   slow builtins in `containment.rs`, and on release binaries in the CLI's
+//!   and the trigger function's tests).
+//! - An accepted payload always reaches the dispatch record and the queue
+//!   message intact (size and nesting bounded so that it parses back).
 //! - Secret values are `SecretString`s; no error or log names a value, only
 //!   its `secret://` reference, and no HTTP body names the reference.
 //! - A binding's secrets are those of its registration's project; no
@@ -76,7 +85,7 @@ pub mod service;
 pub mod trust;
 pub mod verify;
 
-pub use error::{Stage, TriggerError};
+pub use error::{RETRY_AFTER_SECONDS, Stage, TriggerError};
 pub use evaluate::{CompiledBinding, Outcome, evaluate, evaluate_verified};
 pub use secrets::{AwsSecretResolver, EnvSecretResolver, SecretError, SecretResolver};
 pub use service::{FanOutResult, TriggerResponse, TriggerService};

@@ -1,9 +1,39 @@
-//! The jq sandbox: a trigger program compiled with guards, run on a
-//! dedicated worker thread under a time, stack and output budget.
+//! The jq sandbox: a trigger program compiled with guards, run in a worker
+//! process of a warm pool (or, in library test harnesses, on a worker
+//! thread) under a time, stack, memory and output budget.
 //!
-//! # Mechanism
-//! jaq cannot be interrupted from outside, and a stack overflow aborts the
-//! whole process, so the bounds are enforced *from inside* the evaluation:
+//! # Containment: worker processes
+//! A tenant's jq program can fault inside one native operation where no
+//! guard runs: a parser or serializer that recurses over a deeply nested
+//! value (`fromjson` on 200,000 `[`, `tojson` of a value built by `reduce`),
+//! a repetition that allocates gigabytes or overflows a capacity, a slow
+//! builtin (`indices` on large arrays). Stack overflow and allocation failure
+//! abort a Rust process whatever its panic strategy, and a value nested
+//! deeply enough overflows even in `drop`, so no in-process wrapper
+//! (`catch_unwind`, bounded replacements of natives) can contain them all.
+//! Evaluation therefore runs in **worker processes** ([`pool`]):
+//!
+//! - Every binary that evaluates triggers (`astrolift`, the `webhook` and
+//!   `trigger` functions) calls [`init`] first thing in `main`. In a worker
+//!   (started by the pool with `ASTROLIFT_JQ_WORKER=1`) it serves and exits;
+//!   otherwise it makes the process evaluate in workers of its own executable.
+//! - A worker runs with an empty environment, an address-space limit
+//!   (`ASTROLIFT_JQ_MEMORY_MB`, default 512), a CPU-time limit over its life
+//!   and no core dumps, compiles each program once, and serves up to
+//!   [`pool::MAX_SERVED`] evaluations.
+//! - The pool sends the body and the program texts over a Unix socket and
+//!   waits at most the deadline plus [`GRACE`]. A worker that misses it is
+//!   killed (its CPU stops) and the request is a 422 "ran longer than"; a
+//!   worker that dies (any fault above) is reaped and the request is a 422
+//!   "stopped: it failed inside its evaluation worker". The next request gets
+//!   a fresh worker: the process always answers it.
+//! - At most [`max_concurrent`] evaluations run at once per process
+//!   (`ASTROLIFT_JQ_WORKERS`, default twice the available parallelism); the
+//!   excess is [`WorkerResult::Busy`] at once, a 503 with `Retry-After`.
+//!
+//! # Guards (inside every evaluation)
+//! Runaway jq that loops or recurses through definitions is stopped from
+//! inside, so such a worker is reused rather than killed:
 //!
 //! - **Guards.** The program is parsed with jaq's public parser and every
 //!   definition body — the user's own `def`s and those of the standard
@@ -15,32 +45,39 @@
 //!   a copy that checks the guard before each output.
 //! - **The guard** checks the deadline ([`Limits::jq_time_ms`]) and the stack
 //!   in use (the distance between the address of a local at the start of the
-//!   worker thread and one in the guard — safe Rust, no `unsafe`): past
+//!   evaluation and one in the guard — safe Rust, no `unsafe`): past
 //!   [`STACK_BUDGET`] it fails with "recursion too deep" long before the
-//!   worker's [`WORKER_STACK`] would overflow. Once tripped the budget stays
-//!   tripped: every later guard fails too, so `try`/`?` in the program cannot
-//!   swallow the error and keep going, and the run is reported as tripped
-//!   whatever it output.
+//!   evaluation thread's [`WORKER_STACK`] would overflow. Once tripped the
+//!   budget stays tripped: every later guard fails too, so `try`/`?` in the
+//!   program cannot swallow the error and keep going.
 //! - **Outputs** are pulled lazily: a filter stops after a second output, a
-//!   mapping after its second, and each output is converted to JSON under the
-//!   output budget ([`Limits::jq_output`]) and a nesting limit
-//!   ([`MAX_OUTPUT_DEPTH`]), so converting cannot recurse without bound either.
-//! - **Worker threads** ([`WORKER_STACK`] of reserved, lazily committed
-//!   stack) run one request at a time: an idle one is reused, otherwise a new
-//!   one starts, so requests never queue behind each other; the caller waits at most the deadline plus
-//!   [`GRACE`] and answers 422 even if the worker is stuck inside one long
-//!   native operation; the worker then stops at its next guard.
+//!   mapping after its second. Each output is serialized (compact JSON, the
+//!   bytes that are stored and queued) and its exact size, escapes included,
+//!   is charged to [`Limits::jq_output`]; an output nesting deeper than
+//!   [`MAX_OUTPUT_DEPTH`] is refused, so every accepted payload parses back
+//!   inside the dispatch message. Error messages (`error(...)` values) are
+//!   cut to [`MAX_ERROR_MESSAGE`] bytes with a note of their size.
 //!
-//! # Residual risk (documented, not hidden)
-//! A single native operation is not interrupted: a huge string repetition
-//! (`"x" * 1e9`) or repeated doubling inside `reduce` allocates before the
-//! next guard runs. Time is still bounded by the guards between operations,
-//! the request still gets its 422 at the deadline, and on Lambda the
-//! function's memory limit confines such a program to one instance.
-//! Input nesting is bounded by `serde_json`'s recursion limit (128).
+//! # Thread mode
+//! A process that never called [`init`] or [`use_worker_processes`] (the
+//! test harness of a library crate) evaluates on reused worker threads under
+//! the same guards and cap; a fault inside a native operation is not
+//! contained there. Every shipped binary calls [`init`], and the
+//! release-binary tests prove the containment through `astrolift serve` and
+//! the trigger function.
+
+mod pool;
+mod threads;
+mod worker;
+
+pub use pool::{
+    DEFAULT_MEMORY_MIB, MAX_SERVED, MEMORY_MIB_ENV, WORKERS_ENV, WorkerCommand, in_flight,
+    max_concurrent, peak_in_flight, use_worker_processes, workers_started,
+};
+pub use worker::{WORKER_ENV, serve_if_requested};
 
 use std::cell::Cell;
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use astrolift_manifest::jq::{JqData, JqError, JqProgram, REMOVED};
@@ -58,8 +95,11 @@ use jaq_json::Val;
 pub const WORKER_STACK: usize = 64 * 1024 * 1024;
 /// Stack a program may use before the guard reports "recursion too deep".
 pub const STACK_BUDGET: usize = 32 * 1024 * 1024;
-/// How deep an output value may nest.
-pub const MAX_OUTPUT_DEPTH: usize = 256;
+/// How deep an output value may nest: levels of arrays and objects, the
+/// output itself being level 1. `serde_json`'s parser refuses the 128th
+/// level, and the dispatch message that carries a payload adds one, so 126
+/// is the deepest payload that always parses back from the queue.
+pub const MAX_OUTPUT_DEPTH: usize = 126;
 /// How long past the deadline the caller waits for a stuck worker.
 pub const GRACE: Duration = Duration::from_millis(50);
 
@@ -68,6 +108,7 @@ const MAIN: &str = "__astrolift_main";
 
 /// A trigger program compiled with guards. Build once per binding and share.
 pub struct SandboxedProgram {
+    text: String,
     filter: jaq_core::Filter<JqData>,
 }
 
@@ -119,7 +160,15 @@ impl SandboxedProgram {
             .with_funs(funs)
             .compile(modules)
             .map_err(|_| unsupported())?;
-        Ok(SandboxedProgram { filter })
+        Ok(SandboxedProgram {
+            text: text.to_owned(),
+            filter,
+        })
+    }
+
+    /// The program's source text.
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     /// Runs the program on `input` in the current thread under `budget`
@@ -130,7 +179,8 @@ impl SandboxedProgram {
         let mut outputs = Vec::new();
         for output in self.filter.id.run((ctx, input)).map(jaq_core::unwrap_valr) {
             tripped()?;
-            let output = output.map_err(|e| SandboxError::Failed(e.to_string()))?;
+            let output =
+                output.map_err(|e| SandboxError::Failed(bounded_message(&e.to_string())))?;
             if outputs.len() == max_outputs {
                 return Err(SandboxError::TooManyOutputs(max_outputs));
             }
@@ -142,7 +192,7 @@ impl SandboxedProgram {
 }
 
 /// Why a sandboxed run failed. Every variant is a 422 for the caller.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum SandboxError {
     #[error("jq error: {0}")]
     Failed(String),
@@ -156,6 +206,26 @@ pub enum SandboxError {
     OutputTooDeep,
     #[error("the jq program yields more than {0} value(s)")]
     TooManyOutputs(usize),
+    /// The worker died during the run (stack overflow, memory, a panic or a
+    /// resource limit inside a builtin); the text is its exit status.
+    #[error(
+        "the jq program was stopped: it failed inside its evaluation worker ({0}), for example by exhausting its stack or memory"
+    )]
+    Crashed(String),
+}
+
+/// Call first thing in `main` of every binary that evaluates trigger
+/// programs. In a worker process (started by the pool) it serves the pool
+/// and exits; otherwise it makes this process evaluate in worker processes
+/// of its own executable (see the module docs).
+pub fn init() {
+    serve_if_requested();
+    if let Ok(program) = std::env::current_exe() {
+        use_worker_processes(WorkerCommand {
+            program,
+            args: Vec::new(),
+        });
+    }
 }
 
 /// What bounds one run; lives in a thread-local of the worker.
@@ -399,173 +469,205 @@ fn guard_pattern(pattern: Pattern<&str>) -> Pattern<&str> {
     }
 }
 
-/// One program to run in a worker, and how many outputs it may yield.
+/// One program to run, how many outputs it may yield, and whether it gates
+/// the next job (a filter: the next job runs only if this one yields exactly
+/// `true`).
 #[derive(Debug, Clone)]
 pub struct Job {
     pub program: Arc<SandboxedProgram>,
     pub max_outputs: usize,
+    pub gate: bool,
 }
 
-/// The result of one worker run: the body did not parse, or each job's
-/// outputs (a job runs only if the previous one's `proceed` said so).
+/// The result of one evaluation.
 #[derive(Debug)]
 pub enum WorkerResult {
+    /// The body is not JSON (400).
     BadJson(String),
+    /// Each job's outputs (a job after a gate runs only if the gate passed).
     Ran(Vec<Result<Vec<serde_json::Value>, SandboxError>>),
+    /// Every evaluation slot is taken (503 with `Retry-After`).
+    Busy,
 }
 
-/// Parses `body` and runs `filter` then (when `proceed` accepts the filter's
-/// outputs) `mapping`, on a fresh worker thread, waiting at most the deadline
-/// plus [`GRACE`]. A worker that does not answer in time is left to stop at
-/// its next guard; the caller gets [`SandboxError::TimedOut`].
-pub async fn run_in_worker(
-    body: Vec<u8>,
-    jobs: Vec<Job>,
-    proceed: fn(&[serde_json::Value]) -> bool,
-    limits: &Limits,
-) -> WorkerResult {
-    let (sender, receiver) = tokio::sync::oneshot::channel();
-    let time_ms = limits.jq_time_ms;
-    let output_limit = limits.jq_output;
-    let submitted = submit(Box::new(move || {
-        let result = run_jobs(&body, &jobs, proceed, time_ms, output_limit);
-        // The caller may have given up at its deadline; nothing to do then.
-        let _ = sender.send(result);
-    }));
-    if let Err(error) = submitted {
-        return WorkerResult::Ran(vec![Err(SandboxError::Failed(format!(
-            "cannot start the jq worker: {error}"
-        )))]);
-    }
-    let wait = Duration::from_millis(time_ms) + GRACE;
-    match tokio::time::timeout(wait, receiver).await {
-        Ok(Ok(result)) => result,
-        Ok(Err(_)) => WorkerResult::Ran(vec![Err(SandboxError::Failed(
-            "the jq worker stopped unexpectedly".to_owned(),
-        ))]),
-        Err(_) => WorkerResult::Ran(vec![Err(SandboxError::TimedOut(time_ms))]),
-    }
-}
-
-/// A unit of work for a worker thread.
-type Task = Box<dyn FnOnce() + Send>;
-
-/// Idle workers, each waiting on its own channel. A request takes an idle
-/// worker or starts a new one, so concurrent requests never queue behind a
-/// runaway; a worker parks itself again after its task, up to [`MAX_IDLE`].
-/// Reusing threads saves the thread start (and its stack mapping) per request.
-static IDLE: Mutex<Vec<mpsc::Sender<Task>>> = Mutex::new(Vec::new());
-/// Idle workers kept; more exit after their task.
-pub const MAX_IDLE: usize = 8;
-
-fn submit(task: Task) -> std::io::Result<()> {
-    let idle = IDLE.lock().ok().and_then(|mut idle| idle.pop());
-    let task = match idle {
-        Some(worker) => match worker.send(task) {
-            Ok(()) => return Ok(()),
-            Err(mpsc::SendError(task)) => task,
-        },
-        None => task,
+/// Runs `jobs` on `body` under `limits`: in a worker process when this
+/// process called [`init`] (or [`use_worker_processes`]), else on a worker
+/// thread (see the module docs). At most [`max_concurrent`] evaluations run
+/// at once in the process; the excess is [`WorkerResult::Busy`] at once.
+pub async fn run_in_worker(body: Vec<u8>, jobs: Vec<Job>, limits: &Limits) -> WorkerResult {
+    let Some(slot) = pool::Slot::take() else {
+        return WorkerResult::Busy;
     };
-    let (sender, receiver) = mpsc::channel::<Task>();
-    std::thread::Builder::new()
-        .name("astrolift-jq".to_owned())
-        .stack_size(WORKER_STACK)
-        .spawn(move || {
-            let mut next = Some(task);
-            while let Some(task) = next.take() {
-                task();
-                let parked = IDLE
-                    .lock()
-                    .map(|mut idle| {
-                        let room = idle.len() < MAX_IDLE;
-                        if room {
-                            idle.push(sender.clone());
-                        }
-                        room
-                    })
-                    .unwrap_or(false);
-                if parked {
-                    next = receiver.recv().ok();
-                }
-            }
-        })?;
-    Ok(())
+    let request = Request {
+        body,
+        jobs,
+        time_ms: limits.jq_time_ms,
+        output_limit: limits.jq_output,
+    };
+    let wire = match pool::command() {
+        Some(_) => pool::run(slot, request).await,
+        None => threads::run(slot, request).await,
+    };
+    wire.into_result()
 }
 
-fn run_jobs(
+/// What one evaluation needs, in either mode.
+#[derive(Debug)]
+pub(crate) struct Request {
+    pub body: Vec<u8>,
+    pub jobs: Vec<Job>,
+    pub time_ms: u64,
+    pub output_limit: u64,
+}
+
+/// An evaluation's result with each output serialized (the form a worker
+/// process sends back; the size check is made on exactly these bytes).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) enum WireResult {
+    BadJson(String),
+    Ran(Vec<Result<Vec<String>, SandboxError>>),
+}
+
+impl WireResult {
+    /// Parses the outputs back. They nest at most [`MAX_OUTPUT_DEPTH`] levels,
+    /// within `serde_json`'s parser limit, so this cannot fail for a result
+    /// that [`run_jobs`] made; if it did, the job fails rather than the output
+    /// being dropped.
+    fn into_result(self) -> WorkerResult {
+        match self {
+            WireResult::BadJson(reason) => WorkerResult::BadJson(reason),
+            WireResult::Ran(results) => WorkerResult::Ran(
+                results
+                    .into_iter()
+                    .map(|result| {
+                        result?
+                            .iter()
+                            .map(|text| {
+                                serde_json::from_str(text).map_err(|error| {
+                                    SandboxError::Failed(format!(
+                                        "the output does not parse back: {error}"
+                                    ))
+                                })
+                            })
+                            .collect()
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    fn failed(error: SandboxError) -> Self {
+        WireResult::Ran(vec![Err(error)])
+    }
+}
+
+/// Parses the body and runs the jobs in the current thread (a worker thread,
+/// or a worker process's evaluation thread). Every output is serialized
+/// under the output budget.
+pub(crate) fn run_jobs(
     body: &[u8],
-    jobs: &[Job],
-    proceed: fn(&[serde_json::Value]) -> bool,
+    jobs: &[(Arc<SandboxedProgram>, usize, bool)],
     time_ms: u64,
     output_limit: u64,
-) -> WorkerResult {
+) -> WireResult {
     Budget::enter(time_ms);
     let input: Val = match serde_json::from_slice(body) {
         Ok(input) => input,
-        Err(error) => return WorkerResult::BadJson(error.to_string()),
+        Err(error) => return WireResult::BadJson(bounded_message(&error.to_string())),
     };
     let mut results = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        let result = job
-            .program
-            .outputs(input.clone(), job.max_outputs)
-            .and_then(|outputs| to_json_all(&outputs, output_limit));
-        let go_on = matches!(&result, Ok(outputs) if proceed(outputs));
+    for (program, max_outputs, gate) in jobs {
+        let result = program
+            .outputs(input.clone(), *max_outputs)
+            .and_then(|outputs| serialize_all(&outputs, output_limit));
+        let passed = matches!(&result, Ok(outputs) if outputs.len() == 1 && outputs[0] == "true");
         results.push(result);
-        if !go_on {
+        if *gate && !passed {
             break;
         }
     }
-    WorkerResult::Ran(results)
+    WireResult::Ran(results)
 }
 
-fn to_json_all(outputs: &[Val], limit: u64) -> Result<Vec<serde_json::Value>, SandboxError> {
+/// How much of an error message a 422 body and its log line carry.
+pub const MAX_ERROR_MESSAGE: usize = 2048;
+
+/// `text` cut to [`MAX_ERROR_MESSAGE`] bytes (at a character boundary), with
+/// a note of its full size: a program's `error(...)` value may be megabytes.
+pub fn bounded_message(text: &str) -> String {
+    if text.len() <= MAX_ERROR_MESSAGE {
+        return text.to_owned();
+    }
+    let mut end = MAX_ERROR_MESSAGE;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}… (truncated: the message is {} bytes)",
+        &text[..end],
+        text.len()
+    )
+}
+
+/// Serializes each output (compact JSON, as stored and queued), charging its
+/// exact size, escapes included, to one budget of `limit` bytes.
+fn serialize_all(outputs: &[Val], limit: u64) -> Result<Vec<String>, SandboxError> {
     let mut budget = limit;
     outputs
         .iter()
-        .map(|output| to_json(output, 0, &mut budget, limit))
+        .map(|output| {
+            let value = to_json(output, 1, &mut budget.clone(), limit)?;
+            let text = serde_json::to_string(&value)
+                .map_err(|error| SandboxError::Failed(error.to_string()))?;
+            budget = budget
+                .checked_sub(text.len() as u64)
+                .ok_or(SandboxError::OutputTooLarge(limit))?;
+            Ok(text)
+        })
         .collect()
 }
 
-/// Converts a jq value to JSON, charging its compact JSON size to `budget`
-/// (strings are charged their raw length plus quotes: escapes are not
-/// counted, a small under-estimate) and refusing deep nesting.
+/// Converts a jq value to JSON, refusing nesting deeper than
+/// [`MAX_OUTPUT_DEPTH`] (`depth` is the level of `value`: 1 for a top-level
+/// array or object) and stopping early once a lower bound of its serialized
+/// size (string bytes, one byte per other value) is over `budget`, so a huge
+/// value is never copied. The exact size is charged on the serialized text.
 fn to_json(
     value: &Val,
     depth: usize,
     budget: &mut u64,
     limit: u64,
 ) -> Result<serde_json::Value, SandboxError> {
-    if depth > MAX_OUTPUT_DEPTH {
-        return Err(SandboxError::OutputTooDeep);
-    }
     let charge = |budget: &mut u64, bytes: usize| {
         *budget = budget
             .checked_sub(bytes as u64)
             .ok_or(SandboxError::OutputTooLarge(limit))?;
         Ok::<(), SandboxError>(())
     };
+    let container = matches!(value, Val::Arr(_) | Val::Obj(_));
+    if container && depth > MAX_OUTPUT_DEPTH {
+        return Err(SandboxError::OutputTooDeep);
+    }
     Ok(match value {
         Val::Null => {
-            charge(budget, 4)?;
+            charge(budget, 1)?;
             serde_json::Value::Null
         }
         Val::Bool(b) => {
-            charge(budget, 5)?;
+            charge(budget, 1)?;
             serde_json::Value::Bool(*b)
         }
         Val::Num(_) => {
             let text = value.to_string();
-            charge(budget, text.len())?;
+            charge(budget, 1)?;
             serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
         }
         Val::TStr(bytes) | Val::BStr(bytes) => {
-            charge(budget, bytes.len() + 2)?;
+            charge(budget, bytes.len())?;
             serde_json::Value::String(String::from_utf8_lossy(bytes).into_owned())
         }
         Val::Arr(items) => {
-            charge(budget, 2 + items.len())?;
+            charge(budget, 1)?;
             let items = items
                 .iter()
                 .map(|item| to_json(item, depth + 1, budget, limit))
@@ -573,7 +675,7 @@ fn to_json(
             serde_json::Value::Array(items)
         }
         Val::Obj(entries) => {
-            charge(budget, 2 + entries.len() * 2)?;
+            charge(budget, 1)?;
             let mut map = serde_json::Map::with_capacity(entries.len());
             for (key, value) in entries.iter() {
                 let key = match key {
@@ -582,7 +684,7 @@ fn to_json(
                     }
                     other => other.to_string(),
                 };
-                charge(budget, key.len() + 2)?;
+                charge(budget, key.len())?;
                 map.insert(key, to_json(value, depth + 1, budget, limit)?);
             }
             serde_json::Value::Object(map)

@@ -15,7 +15,7 @@
 //! | 400 | body not JSON; `Idempotency-Key` or `X-GitHub-Delivery` over `Limits::idempotency_key` bytes or not visible ASCII | `{"error","trigger_id"}` |
 //! | 422 | the filter or mapping failed | `{"error","trigger_id","stage"}` (the jq error in `error`) |
 //! | 500 | the secret does not exist or may not be read, the binding does not compile, or the dispatch was recorded but not queued | `{"error","trigger_id"}` |
-//! | 503 | the state store or Secrets Manager is unreachable (retry) | `{"error","trigger_id"}` |
+//! | 503 | every jq evaluation slot is taken, or the state store or Secrets Manager is unreachable; [`TriggerResponse::retry_after`] gives the `Retry-After` | `{"error","trigger_id"}` |
 //!
 //! Error bodies never carry a secret value, and never name a `secret://`
 //! reference, an environment variable or an expected header: they carry
@@ -66,6 +66,14 @@ use astrolift_manifest::triggers::Verify;
 pub struct TriggerResponse {
     pub status: u16,
     pub body: Value,
+}
+
+impl TriggerResponse {
+    /// The `Retry-After` header's value, seconds: every 503 (busy, or a
+    /// store or Secrets Manager that may come back) asks the caller to retry.
+    pub fn retry_after(&self) -> Option<u64> {
+        (self.status == 503).then_some(crate::error::RETRY_AFTER_SECONDS)
+    }
 }
 
 /// One GitHub-sourced binding's answer to an event.
@@ -351,8 +359,11 @@ impl TriggerService {
             Err(error) => return dispatch_error_response(trigger_id, &error, None),
         };
         if recorded.created {
-            let message = DispatchMessage::of(&recorded.dispatch);
-            if let Err(error) = self.queue.publish(&message).await {
+            let published = match DispatchMessage::of(&recorded.dispatch) {
+                Ok(message) => self.queue.publish(&message).await,
+                Err(error) => Err(error),
+            };
+            if let Err(error) = published {
                 return dispatch_error_response(trigger_id, &error, Some(&recorded.id));
             }
         }
@@ -388,7 +399,12 @@ impl TriggerService {
             Ok(Ok(_)) => None,
             Ok(Err(refusal)) => {
                 tracing::warn!(trigger_id, env_spec = name, project_id, reason = %refusal, "env spec refused");
-                Some(error_response(409, trigger_id, ENV_SPEC_REFUSED, ENV_SPEC_REFUSED))
+                Some(error_response(
+                    409,
+                    trigger_id,
+                    ENV_SPEC_REFUSED,
+                    ENV_SPEC_REFUSED,
+                ))
             }
             Err(error) => Some(store_error_response(trigger_id, &error)),
         }

@@ -84,14 +84,21 @@ pub async fn handle(service: &TriggerService, request: Request) -> Response<Body
     to_response(&answer)
 }
 
-/// The service's answer as an HTTP response; 204 has no body.
+/// The service's answer as an HTTP response; 204 has no body, 503 has a
+/// `Retry-After`.
 pub fn to_response(answer: &TriggerResponse) -> Response<Body> {
     if answer.status == 204 {
         let mut response = Response::new(Body::Empty);
         *response.status_mut() = StatusCode::NO_CONTENT;
         return response;
     }
-    json_response(answer.status, &answer.body)
+    let mut response = json_response(answer.status, &answer.body);
+    if let Some(seconds) = answer.retry_after() {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from(seconds));
+    }
+    response
 }
 
 fn json_response(status: u16, body: &serde_json::Value) -> Response<Body> {

@@ -6,8 +6,15 @@ use std::sync::Arc;
 
 use lambda_http::{Error, Request, service_fn};
 
+fn main() -> Result<(), Error> {
+    // First of all: as a jq worker process this serves and exits; otherwise
+    // trigger programs evaluate in worker processes.
+    astrolift_trigger::sandbox::init();
+    run()
+}
+
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn run() -> Result<(), Error> {
     astrolift_fn_trigger::init_logging();
     let service = Arc::new(astrolift_fn_trigger::service_from_env().await?);
     lambda_http::run(service_fn(move |request: Request| {

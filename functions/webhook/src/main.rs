@@ -11,8 +11,15 @@ use lambda_http::{Error, Request, service_fn};
 // One thread: an invocation is one request at a time, and a second runtime
 // thread would only add to the cold start. Blocking work (SQLite) still runs
 // on Tokio's blocking pool.
+fn main() -> Result<(), Error> {
+    // First of all: as a jq worker process this serves and exits; otherwise
+    // GitHub-sourced trigger programs evaluate in worker processes.
+    astrolift_trigger::sandbox::init();
+    run()
+}
+
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Error> {
+async fn run() -> Result<(), Error> {
     telemetry::init_logging();
     let function = match WebhookFunction::from_env(&Environment::new()).await {
         Ok(function) => function,

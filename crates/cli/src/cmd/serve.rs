@@ -220,7 +220,15 @@ async fn trigger(
         Err(answer) => return respond(answer),
     };
     let answer = triggers::handle(&app.triggers, "serve", &trigger_id, &headers, &body).await;
-    respond(Answer::new(answer.status, answer.body))
+    let retry_after = answer.retry_after();
+    let mut response = respond(Answer::new(answer.status, answer.body));
+    if let Some(seconds) = retry_after {
+        response.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from(seconds),
+        );
+    }
+    response
 }
 
 async fn healthz() -> Response {

@@ -161,7 +161,7 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
         )
         .await?;
         if recorded.created {
-            publish(&DispatchMessage::of(&recorded.dispatch)).await?;
+            publish(&DispatchMessage::of(&recorded.dispatch)?).await?;
         }
         let mut out = json!({
             "dispatch_id": recorded.id,

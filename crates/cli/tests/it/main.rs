@@ -3,6 +3,9 @@
 
 mod abuse;
 mod cli;
+mod containment;
+#[path = "../../../../tests/containment/cases.rs"]
+mod containment_cases;
 mod examples;
 mod import;
 mod killed;

@@ -50,6 +50,11 @@ impl ServeProcess {
     }
 
     pub fn start(github: &FakeGitHub, setup: ServeSetup<'_>) -> Self {
+        Self::start_binary(Path::new(env!("CARGO_BIN_EXE_astrolift")), github, setup)
+    }
+
+    /// [`ServeProcess::start`] with another `astrolift` binary (a release build).
+    pub fn start_binary(binary: &Path, github: &FakeGitHub, setup: ServeSetup<'_>) -> Self {
         let home = tempfile::tempdir().expect("temp dir");
         let state = format!("sqlite:{}", home.path().join("state.db").display());
         let blobs = format!("file:{}", home.path().join("blobs").display());
@@ -72,7 +77,7 @@ impl ServeProcess {
                 &["--state", &state, "--blobs", &blobs],
             );
         }
-        let mut command = Command::new(env!("CARGO_BIN_EXE_astrolift"));
+        let mut command = Command::new(binary);
         command
             .args([
                 "serve",
@@ -126,6 +131,16 @@ impl ServeProcess {
             self.blobs_url(),
         ]);
         astrolift(all)
+    }
+
+    /// The serve process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether serve is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
     }
 
     /// Stops serve and returns everything it wrote on stdout and stderr.

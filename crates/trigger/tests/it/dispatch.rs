@@ -120,7 +120,7 @@ async fn the_empty_payload_is_absent_from_the_record_and_the_message() {
     .await
     .expect("records");
     assert_eq!(result.dispatch.payload, None);
-    let message = DispatchMessage::of(&result.dispatch);
+    let message = DispatchMessage::of(&result.dispatch).expect("parses");
     let text = serde_json::to_string(&message).expect("json");
     assert!(!text.contains("payload"), "{text}");
     let queue = MemoryDispatchQueue::new();

@@ -1,6 +1,7 @@
 //! Integration tests of astrolift-trigger (one binary).
 
 mod aws;
+mod containment;
 mod dispatch;
 mod env;
 mod env_spec;
@@ -11,3 +12,12 @@ mod service;
 mod support;
 mod tenancy;
 mod verify;
+
+/// The jq worker entry of this test binary: the sandbox's pool starts this
+/// binary again with `ASTROLIFT_JQ_WORKER` set and `--exact jq_worker` (see
+/// `support::limits`), and this test then serves as a worker and exits the
+/// process. As an ordinary test it returns at once.
+#[test]
+fn jq_worker() {
+    astrolift_trigger::sandbox::serve_if_requested();
+}

@@ -7,6 +7,7 @@ use astrolift_forge::webhook::WebhookSecrets;
 use astrolift_manifest::limits::Limits;
 use astrolift_manifest::triggers::{TriggerSource, TriggerSpec, Verify};
 use astrolift_store::BoxFuture;
+use astrolift_trigger::sandbox::WorkerCommand;
 use astrolift_trigger::{CompiledBinding, SecretError, SecretResolver};
 use hmac::{Hmac, KeyInit, Mac};
 use http::{HeaderMap, HeaderName, HeaderValue};
@@ -56,8 +57,28 @@ impl SecretResolver for FixedSecrets {
     }
 }
 
+/// The default limits, with this test binary's evaluations in worker
+/// processes (as in every shipped binary): the workers are this binary,
+/// running only its `jq_worker` test.
 pub fn limits() -> Limits {
+    worker_processes();
     Limits::DEFAULT
+}
+
+/// Makes this process evaluate in worker processes of this test binary.
+pub fn worker_processes() {
+    let program = std::env::current_exe().expect("the test binary's path");
+    let args = [
+        "jq_worker",
+        "--exact",
+        "--nocapture",
+        "--test-threads=1",
+        "-q",
+    ];
+    astrolift_trigger::sandbox::use_worker_processes(WorkerCommand {
+        program,
+        args: args.map(str::to_owned).to_vec(),
+    });
 }
 
 pub fn hmac_verify() -> Verify {
@@ -84,6 +105,7 @@ pub fn spec(verify: Option<Verify>, filter: Option<&str>, payload: Option<&str>)
 }
 
 pub fn binding(filter: Option<&str>, payload: Option<&str>) -> CompiledBinding {
+    worker_processes();
     CompiledBinding::from_spec("t-1", spec(Some(hmac_verify()), filter, payload)).expect("compiles")
 }
 

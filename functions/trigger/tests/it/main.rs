@@ -6,6 +6,10 @@
 //! The same events run against DynamoDB and SQS when moto is up
 //! (`AWS_ENDPOINT_URL`; see `astrolift_store::testing::aws_endpoint`).
 
+#[path = "../../../../tests/containment/cases.rs"]
+mod containment_cases;
+mod release;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
