@@ -24,6 +24,9 @@ pub struct Limits {
     pub jq_time_ms: u64,
     /// jq output size, bytes.
     pub jq_output: u64,
+    /// One path in a repository tarball (after GNU long names and PAX
+    /// `path` records are applied), bytes.
+    pub tarball_path: usize,
 }
 
 pub const KIB: u64 = 1024;
@@ -41,6 +44,7 @@ impl Limits {
         yaml_aliases: 10_000,
         jq_time_ms: 100,
         jq_output: 256 * KIB,
+        tarball_path: 4096,
     };
 }
 
