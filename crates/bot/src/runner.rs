@@ -40,6 +40,8 @@ pub enum JobError {
     Sync(#[from] SyncError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("the sync was interrupted (the process is stopping)")]
+    Interrupted,
 }
 
 impl JobError {
@@ -55,7 +57,7 @@ impl JobError {
                 matches!(error, TarballError::Corrupt(_) | TarballError::Spool(_))
             }
             JobError::Sync(error) => error.is_retryable(),
-            JobError::Store(_) => true,
+            JobError::Store(_) | JobError::Interrupted => true,
         }
     }
 
@@ -178,7 +180,7 @@ impl SyncRunner {
                 config_paths: self.config_paths(&job.repository).await?,
             },
         };
-        let report = sync(&tree, &request, &self.stores, &|_, _| {}).await?;
+        let report = self.sync_off_the_async_workers(tree, request).await?;
         let trigger_paths = self.trigger_paths(&job.repository).await?;
         Ok((
             report,
@@ -187,6 +189,31 @@ impl SyncRunner {
                 trigger_paths,
             },
         ))
+    }
+
+    /// Runs the pipeline on a blocking thread: validation, config assembly,
+    /// slicing, hashing and tar+gzip take a core for as long as they need,
+    /// and must not hold an async worker that answers webhooks and triggers
+    /// meanwhile. The pipeline's own store calls are driven from that thread
+    /// (`Handle::block_on`) on the runtime's I/O driver.
+    async fn sync_off_the_async_workers(
+        &self,
+        tree: TarballTree,
+        request: SyncRequest,
+    ) -> Result<Report, JobError> {
+        let stores = self.stores.clone();
+        let runtime = tokio::runtime::Handle::current();
+        let span = tracing::Span::current();
+        let blocking = tokio::task::spawn_blocking(move || {
+            let _entered = span.enter();
+            runtime.block_on(async move { sync(&tree, &request, &stores, &|_, _| {}).await })
+        });
+        match blocking.await {
+            Ok(report) => Ok(report?),
+            // A panic in the pipeline stays a panic of this job, as it was inline.
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            Err(_) => Err(JobError::Interrupted),
+        }
     }
 
     async fn fetch(
