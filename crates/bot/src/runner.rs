@@ -25,6 +25,10 @@ use crate::ingress::now;
 use crate::job::{JobTrigger, SyncJob};
 use crate::telemetry::{self, Metric};
 
+/// `ENOSPC` on Linux (Lambda and serve's platforms): older kernels' errors
+/// may not map to `ErrorKind::StorageFull`.
+const ENOSPC: i32 = 28;
+
 /// The check run's name (DESIGN.md §8).
 pub const CHECK_NAME: &str = "Astrolift";
 
@@ -53,6 +57,7 @@ impl JobError {
             JobError::GitHub(error) => error
                 .status()
                 .is_none_or(|s| s.is_server_error() || s.as_u16() == 429 || s.as_u16() == 403),
+            _ if self.is_out_of_space() => false,
             JobError::Tarball(error) => {
                 matches!(error, TarballError::Corrupt(_) | TarballError::Spool(_))
             }
@@ -61,9 +66,28 @@ impl JobError {
         }
     }
 
+    /// True when the spool (the tarball's files, or archives being built)
+    /// ran out of disk: the same commit will not fit the next time either,
+    /// so it is a permanent failure, not a retry.
+    pub fn is_out_of_space(&self) -> bool {
+        let io = match self {
+            JobError::Tarball(TarballError::Spool(io)) | JobError::Sync(SyncError::Spool(io)) => io,
+            _ => return false,
+        };
+        io.kind() == std::io::ErrorKind::StorageFull || io.raw_os_error() == Some(ENOSPC)
+    }
+
     /// The explanation written into a failed check run: plain, and free of
     /// secrets (errors never carry tokens or URLs with queries).
     fn explanation(&self) -> String {
+        if self.is_out_of_space() {
+            return "Astrolift could not finish: the repository's files do not fit the \
+                    temporary storage of the sync worker (it ran out of disk space while \
+                    unpacking the tarball or building packages).\n\n\
+                    Make the repository smaller (or move large files out of it), or ask \
+                    the operator to raise the sync function's ephemeral storage; then push again."
+                .to_owned();
+        }
         let next = if self.is_retryable() {
             "Astrolift will try again; if it keeps failing, re-run this check."
         } else {

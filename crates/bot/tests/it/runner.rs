@@ -140,3 +140,21 @@ async fn an_unknown_installation_fails_without_a_run() {
     );
     assert!(github.check_runs().is_empty());
 }
+
+#[test]
+fn running_out_of_disk_is_a_permanent_failure_not_a_retry() {
+    use astrolift_bot::JobError;
+    use astrolift_package::TarballError;
+    let full = || std::io::Error::from_raw_os_error(28);
+    for error in [
+        JobError::Tarball(TarballError::Spool(full())),
+        JobError::Sync(astrolift_sync::SyncError::Spool(full())),
+    ] {
+        assert!(error.is_out_of_space(), "{error}");
+        assert!(!error.is_retryable(), "{error}");
+    }
+    // Any other spool error (a transient I/O failure) is still retried.
+    let other = JobError::Tarball(TarballError::Spool(std::io::Error::other("EIO")));
+    assert!(!other.is_out_of_space());
+    assert!(other.is_retryable());
+}

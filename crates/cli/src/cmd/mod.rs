@@ -8,6 +8,7 @@ pub mod drift;
 pub mod package;
 pub mod registry;
 pub mod serve;
+mod serve_limits;
 pub mod stores;
 pub mod triggers;
 pub mod validate;
