@@ -128,7 +128,7 @@ fn peak_rss(pid: u32) -> u64 {
 /// One webhook of `body` over a raw connection: headers first; if serve
 /// answers before the body is sent (over budget), that answer; else the body,
 /// then the answer. Returns the status line and headers.
-async fn post_raw(
+pub async fn post_raw(
     address: SocketAddr,
     delivery: String,
     body: bytes::Bytes,
