@@ -80,7 +80,7 @@ fn ingress(c: &mut Criterion) {
             let headers = headers(&delivery, &signature);
             let request = WebhookRequest {
                 headers: &headers,
-                body,
+                body: bytes::Bytes::from_static(body),
                 is_base64_encoded: false,
             };
             let answer = runtime.block_on(ingress.receive(request));
@@ -93,7 +93,7 @@ fn ingress(c: &mut Criterion) {
         b.iter(|| {
             let request = WebhookRequest {
                 headers: &duplicate,
-                body,
+                body: bytes::Bytes::from_static(body),
                 is_base64_encoded: false,
             };
             let answer = runtime.block_on(ingress.receive(request));

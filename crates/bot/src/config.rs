@@ -48,6 +48,8 @@ pub struct Environment {
     /// Loaded once, on first use, for every AWS client this environment makes.
     aws: OnceCell<aws_config::SdkConfig>,
     secrets_manager: OnceCell<aws_sdk_secretsmanager::Client>,
+    /// Read once: the webhook ingress and the trigger service both need them.
+    webhook: OnceCell<WebhookSecrets>,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -73,18 +75,25 @@ impl Environment {
     }
 
     /// The App's webhook secrets: current and, during rotation, previous.
+    /// Read once per environment; the two Secrets Manager reads run
+    /// concurrently (one round trip of the cold start, not two).
     pub async fn webhook_secrets(&self) -> Result<WebhookSecrets, ConfigError> {
-        let current = self
-            .secret("GITHUB_WEBHOOK_SECRET", "GITHUB_WEBHOOK_SECRET_ID")
-            .await?
-            .ok_or(ConfigError::Missing("GITHUB_WEBHOOK_SECRET"))?;
-        let previous = self
-            .secret(
+        self.webhook
+            .get_or_try_init(|| self.read_webhook_secrets())
+            .await
+            .cloned()
+    }
+
+    async fn read_webhook_secrets(&self) -> Result<WebhookSecrets, ConfigError> {
+        let (current, previous) = tokio::join!(
+            self.secret("GITHUB_WEBHOOK_SECRET", "GITHUB_WEBHOOK_SECRET_ID"),
+            self.secret(
                 "GITHUB_WEBHOOK_SECRET_PREVIOUS",
                 "GITHUB_WEBHOOK_SECRET_PREVIOUS_ID",
-            )
-            .await?;
-        let previous = previous.map(|p| p.expose_secret().to_owned());
+            ),
+        );
+        let current = current?.ok_or(ConfigError::Missing("GITHUB_WEBHOOK_SECRET"))?;
+        let previous = previous?.map(|p| p.expose_secret().to_owned());
         Ok(WebhookSecrets::new(
             current.expose_secret().to_owned(),
             previous,

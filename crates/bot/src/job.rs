@@ -3,6 +3,7 @@
 
 use astrolift_forge::webhook::{Event, RepositoryRef};
 use serde::{Deserialize, Serialize};
+use sha2::Digest as _;
 
 /// The event a job came from; it decides check versus apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,7 +36,8 @@ pub struct SyncJob {
     pub installation_id: u64,
     /// `owner/name`.
     pub repository: String,
-    /// GitHub's repository id: the FIFO message group, so one repository syncs in order.
+    /// GitHub's repository id: with the lane, the FIFO message group
+    /// ([`SyncJob::message_group_id`]), so each lane of a repository syncs in order.
     pub repository_id: u64,
     /// The commit to check out and check.
     pub head_sha: String,
@@ -53,6 +55,35 @@ pub struct SyncJob {
 
 /// The current message format.
 pub const JOB_VERSION: u32 = 1;
+
+impl SyncJob {
+    /// The job's FIFO lane within its repository. Jobs of one lane run in
+    /// the order they were queued; lanes run independently, so the
+    /// registered ref's pushes (the only jobs that apply) never wait behind
+    /// pull requests from forks, or pushes to other branches:
+    /// - `push-<branch hash>`: pushes to one branch (the branch is hashed:
+    ///   any length and any characters, and a group id allows 128 ASCII);
+    /// - `fork`: pull requests from forks (outsiders);
+    /// - `pull-request`: pull requests from the repository's own branches;
+    /// - `rerequest`: re-run checks.
+    pub fn lane(&self) -> String {
+        match self.trigger {
+            JobTrigger::Push => {
+                let branch = self.branch.as_deref().unwrap_or_default();
+                let digest = sha2::Sha256::digest(branch.as_bytes());
+                format!("push-{}", hex::encode(&digest[..8]))
+            }
+            JobTrigger::PullRequest if self.fork => "fork".to_owned(),
+            JobTrigger::PullRequest => "pull-request".to_owned(),
+            JobTrigger::Rerequest => "rerequest".to_owned(),
+        }
+    }
+
+    /// The SQS FIFO message group: the repository id and the job's [lane](Self::lane).
+    pub fn message_group_id(&self) -> String {
+        format!("{}-{}", self.repository_id, self.lane())
+    }
+}
 
 /// Why a verified event makes no job.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,10 +1,13 @@
 //! Where sync jobs wait: an SQS FIFO queue on AWS, an in-process queue in
-//! `serve`, a recording queue in tests. Every implementation keeps one
-//! repository's jobs in order and runs different repositories independently.
+//! `serve`, a recording queue in tests. Every implementation keeps the jobs
+//! of one lane of a repository in order ([`SyncJob::lane`]: the registered
+//! ref's pushes never wait behind forks or other branches) and runs
+//! different lanes and repositories independently.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use astrolift_store::BoxFuture;
 use tokio::sync::mpsc;
@@ -27,13 +30,15 @@ pub enum QueueError {
 
 /// A queue of sync jobs.
 pub trait JobQueue: Send + Sync + fmt::Debug {
-    /// Queues `job`; one repository's jobs come out in the order they went in.
+    /// Queues `job`; the jobs of one lane of a repository come out in the
+    /// order they went in.
     fn enqueue<'a>(&'a self, job: &'a SyncJob) -> BoxFuture<'a, Result<(), QueueError>>;
 }
 
-/// The SQS FIFO sync queue: MessageGroupId = repository id (one repository
-/// syncs in order), MessageDeduplicationId = delivery id (a delivery sent
-/// twice within SQS's 5-minute window is queued once).
+/// The SQS FIFO sync queue: MessageGroupId = repository id and lane
+/// ([`SyncJob::message_group_id`]: each lane of a repository syncs in order),
+/// MessageDeduplicationId = delivery id (a delivery sent twice within SQS's
+/// 5-minute window is queued once).
 #[derive(Debug, Clone)]
 pub struct SqsJobQueue {
     client: aws_sdk_sqs::Client,
@@ -56,7 +61,7 @@ impl JobQueue for SqsJobQueue {
             self.client
                 .send_message()
                 .queue_url(&self.queue_url)
-                .message_group_id(job.repository_id.to_string())
+                .message_group_id(job.message_group_id())
                 .message_deduplication_id(&job.delivery_id)
                 .message_body(body)
                 .send()
@@ -101,15 +106,25 @@ impl JobQueue for RecordingJobQueue {
 /// Runs one job; the in-process queue calls it.
 pub type JobHandler = Arc<dyn Fn(SyncJob) -> BoxFuture<'static, ()> + Send + Sync>;
 
-/// Jobs waiting per repository before the queue refuses more (bounded memory).
+/// Jobs waiting per lane before the queue refuses more (bounded memory).
 pub const LOCAL_QUEUE_CAPACITY: usize = 256;
 
-/// The in-process queue of `serve`: one worker task per repository, which
-/// runs that repository's jobs one at a time, in order; repositories run
-/// concurrently. Each repository's backlog is bounded.
+/// How long a lane's worker waits for another job before it stops.
+pub const LOCAL_WORKER_IDLE: Duration = Duration::from_secs(60);
+
+/// A lane of a repository: (repository id, [`SyncJob::lane`]).
+type LaneKey = (u64, String);
+type Workers = Arc<Mutex<HashMap<LaneKey, mpsc::Sender<SyncJob>>>>;
+
+/// The in-process queue of `serve`: one worker task per lane of a
+/// repository, which runs that lane's jobs one at a time, in order; lanes
+/// and repositories run concurrently. Each lane's backlog is bounded, and a
+/// worker idle for [`LOCAL_WORKER_IDLE`] stops and is forgotten, so the
+/// queue holds only the lanes that have work.
 pub struct LocalJobQueue {
     handler: JobHandler,
-    workers: Mutex<HashMap<u64, mpsc::Sender<SyncJob>>>,
+    idle: Duration,
+    workers: Workers,
 }
 
 impl fmt::Debug for LocalJobQueue {
@@ -121,37 +136,73 @@ impl fmt::Debug for LocalJobQueue {
 impl LocalJobQueue {
     /// A queue that runs each job with `handler` (on the current Tokio runtime).
     pub fn new(handler: JobHandler) -> Self {
+        Self::with_idle(handler, LOCAL_WORKER_IDLE)
+    }
+
+    /// A queue whose workers stop after `idle` without a job.
+    pub fn with_idle(handler: JobHandler, idle: Duration) -> Self {
         Self {
             handler,
-            workers: Mutex::new(HashMap::new()),
+            idle,
+            workers: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
-    fn worker(&self, repository_id: u64) -> Result<mpsc::Sender<SyncJob>, QueueError> {
+    /// Workers alive now (one per lane with work, or recently with work).
+    pub fn workers(&self) -> usize {
+        self.workers.lock().map(|w| w.len()).unwrap_or(0)
+    }
+
+    /// Sends `job` to its lane's worker, starting one if there is none. The
+    /// send happens under the lock, so that a worker stopping for idleness
+    /// (which also takes the lock) can never drop a job sent to it.
+    fn send(&self, job: &SyncJob) -> Result<(), QueueError> {
         let mut workers = self.workers.lock().map_err(|_| QueueError::Closed)?;
-        if let Some(sender) = workers.get(&repository_id).filter(|s| !s.is_closed()) {
-            return Ok(sender.clone());
-        }
+        let key = (job.repository_id, job.lane());
+        let sender = match workers.get(&key).filter(|s| !s.is_closed()) {
+            Some(sender) => sender.clone(),
+            None => {
+                let sender = self.start_worker(key.clone());
+                workers.insert(key, sender.clone());
+                sender
+            }
+        };
+        sender.try_send(job.clone()).map_err(|error| match error {
+            mpsc::error::TrySendError::Full(_) => QueueError::Full(job.repository_id),
+            mpsc::error::TrySendError::Closed(_) => QueueError::Closed,
+        })
+    }
+
+    fn start_worker(&self, key: LaneKey) -> mpsc::Sender<SyncJob> {
         let (sender, mut receiver) = mpsc::channel::<SyncJob>(LOCAL_QUEUE_CAPACITY);
         let handler = Arc::clone(&self.handler);
+        let workers = Arc::clone(&self.workers);
+        let idle = self.idle;
         tokio::spawn(async move {
-            while let Some(job) = receiver.recv().await {
-                handler(job).await;
+            loop {
+                match tokio::time::timeout(idle, receiver.recv()).await {
+                    Ok(Some(job)) => handler(job).await,
+                    Ok(None) => return,
+                    Err(_) => {
+                        // Senders send under this lock: if nothing is queued
+                        // now, nothing can arrive before the entry is gone.
+                        let Ok(mut workers) = workers.lock() else {
+                            return;
+                        };
+                        if receiver.is_empty() {
+                            workers.remove(&key);
+                            return;
+                        }
+                    }
+                }
             }
         });
-        workers.insert(repository_id, sender.clone());
-        Ok(sender)
+        sender
     }
 }
 
 impl JobQueue for LocalJobQueue {
     fn enqueue<'a>(&'a self, job: &'a SyncJob) -> BoxFuture<'a, Result<(), QueueError>> {
-        Box::pin(async move {
-            let sender = self.worker(job.repository_id)?;
-            sender.try_send(job.clone()).map_err(|error| match error {
-                mpsc::error::TrySendError::Full(_) => QueueError::Full(job.repository_id),
-                mpsc::error::TrySendError::Closed(_) => QueueError::Closed,
-            })
-        })
+        Box::pin(async move { self.send(job) })
     }
 }

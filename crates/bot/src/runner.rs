@@ -25,6 +25,10 @@ use crate::ingress::now;
 use crate::job::{JobTrigger, SyncJob};
 use crate::telemetry::{self, Metric};
 
+/// `ENOSPC` on Linux (Lambda and serve's platforms): older kernels' errors
+/// may not map to `ErrorKind::StorageFull`.
+const ENOSPC: i32 = 28;
+
 /// The check run's name (docs/reference.md §9).
 pub const CHECK_NAME: &str = "Astrolift";
 
@@ -40,6 +44,8 @@ pub enum JobError {
     Sync(#[from] SyncError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("the sync was interrupted (the process is stopping)")]
+    Interrupted,
 }
 
 impl JobError {
@@ -51,17 +57,37 @@ impl JobError {
             JobError::GitHub(error) => error
                 .status()
                 .is_none_or(|s| s.is_server_error() || s.as_u16() == 429 || s.as_u16() == 403),
+            _ if self.is_out_of_space() => false,
             JobError::Tarball(error) => {
                 matches!(error, TarballError::Corrupt(_) | TarballError::Spool(_))
             }
             JobError::Sync(error) => error.is_retryable(),
-            JobError::Store(_) => true,
+            JobError::Store(_) | JobError::Interrupted => true,
         }
+    }
+
+    /// True when the spool (the tarball's files, or archives being built)
+    /// ran out of disk: the same commit will not fit the next time either,
+    /// so it is a permanent failure, not a retry.
+    pub fn is_out_of_space(&self) -> bool {
+        let io = match self {
+            JobError::Tarball(TarballError::Spool(io)) | JobError::Sync(SyncError::Spool(io)) => io,
+            _ => return false,
+        };
+        io.kind() == std::io::ErrorKind::StorageFull || io.raw_os_error() == Some(ENOSPC)
     }
 
     /// The explanation written into a failed check run: plain, and free of
     /// secrets (errors never carry tokens or URLs with queries).
     fn explanation(&self) -> String {
+        if self.is_out_of_space() {
+            return "Astrolift could not finish: the repository's files do not fit the \
+                    temporary storage of the sync worker (it ran out of disk space while \
+                    unpacking the tarball or building packages).\n\n\
+                    Make the repository smaller (or move large files out of it), or ask \
+                    the operator to raise the sync function's ephemeral storage; then push again."
+                .to_owned();
+        }
         let next = if self.is_retryable() {
             "Astrolift will try again; if it keeps failing, re-run this check."
         } else {
@@ -178,7 +204,7 @@ impl SyncRunner {
                 config_paths: self.config_paths(&job.repository).await?,
             },
         };
-        let report = sync(&tree, &request, &self.stores, &|_, _| {}).await?;
+        let report = self.sync_off_the_async_workers(tree, request).await?;
         let trigger_paths = self.trigger_paths(&job.repository).await?;
         Ok((
             report,
@@ -187,6 +213,31 @@ impl SyncRunner {
                 trigger_paths,
             },
         ))
+    }
+
+    /// Runs the pipeline on a blocking thread: validation, config assembly,
+    /// slicing, hashing and tar+gzip take a core for as long as they need,
+    /// and must not hold an async worker that answers webhooks and triggers
+    /// meanwhile. The pipeline's own store calls are driven from that thread
+    /// (`Handle::block_on`) on the runtime's I/O driver.
+    async fn sync_off_the_async_workers(
+        &self,
+        tree: TarballTree,
+        request: SyncRequest,
+    ) -> Result<Report, JobError> {
+        let stores = self.stores.clone();
+        let runtime = tokio::runtime::Handle::current();
+        let span = tracing::Span::current();
+        let blocking = tokio::task::spawn_blocking(move || {
+            let _entered = span.enter();
+            runtime.block_on(async move { sync(&tree, &request, &stores, &|_, _| {}).await })
+        });
+        match blocking.await {
+            Ok(report) => Ok(report?),
+            // A panic in the pipeline stays a panic of this job, as it was inline.
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            Err(_) => Err(JobError::Interrupted),
+        }
     }
 
     async fn fetch(

@@ -3,25 +3,46 @@
 
 use std::sync::Arc;
 
+use astrolift_forge::webhook::WebhookSecrets;
 use astrolift_manifest::Limits;
 use astrolift_store::{BoxFuture, StateStore};
 use astrolift_trigger::dispatch::{DispatchQueue, MemoryDispatchQueue, SqsDispatchQueue};
-use astrolift_trigger::secrets::resolver_from_env;
+use astrolift_trigger::secrets::{AwsSecretResolver, EnvSecretResolver, resolver_from_env};
 use astrolift_trigger::{SecretError, SecretResolver, TriggerResponse, TriggerService};
 use http::HeaderMap;
 
-use crate::config::Environment;
+use crate::config::{ConfigError, Environment};
 use crate::ingress::{EventFanOut, FanOutDelivery};
 use crate::telemetry::{self, Metric};
 
 /// The trigger service on `state`, with the secret resolver of
 /// `ASTROLIFT_SECRETS` and the dispatch queue of `ASTROLIFT_DISPATCH_QUEUE_URL`
 /// (in memory, with a warning, when unset: local runs only).
+///
+/// `verify = { kind = "github" }` checks against the App's webhook secret,
+/// read the way the webhook ingress reads it ([`Environment::webhook_secrets`]:
+/// `GITHUB_WEBHOOK_SECRET`, else the Secrets Manager secret named by
+/// `GITHUB_WEBHOOK_SECRET_ID`, and the previous one during a rotation). With
+/// neither set, such a trigger answers that the secret is not configured; a
+/// secret named but unreadable stops the start.
 pub async fn service_from_env(
     environment: &Environment,
     state: Arc<dyn StateStore>,
 ) -> Result<TriggerService, SecretError> {
-    let secrets: Arc<dyn SecretResolver> = Arc::from(resolver_from_env().await?);
+    let github = match environment.webhook_secrets().await {
+        Ok(secrets) => Some(secrets),
+        Err(ConfigError::Missing(_)) => None,
+        Err(error) => {
+            return Err(SecretError::Aws {
+                reference: "GITHUB_WEBHOOK_SECRET_ID".to_owned(),
+                reason: error.to_string(),
+            });
+        }
+    };
+    let secrets: Arc<dyn SecretResolver> = match github {
+        Some(github) => Arc::from(resolver_with_github(github).await?),
+        None => Arc::from(resolver_from_env().await?),
+    };
     let queue: Arc<dyn DispatchQueue> = match std::env::var("ASTROLIFT_DISPATCH_QUEUE_URL") {
         Ok(url) if !url.trim().is_empty() => {
             let client = aws_sdk_sqs::Client::new(environment.aws_config().await);
@@ -35,6 +56,25 @@ pub async fn service_from_env(
         }
     };
     Ok(TriggerService::new(state, secrets, queue, Limits::DEFAULT))
+}
+
+/// The resolver `ASTROLIFT_SECRETS` selects, holding the App's webhook
+/// secrets for `kind = "github"` (`resolver_from_env` only sees them as plain
+/// variables, which the stack does not set).
+async fn resolver_with_github(
+    github: WebhookSecrets,
+) -> Result<Box<dyn SecretResolver>, SecretError> {
+    match std::env::var("ASTROLIFT_SECRETS").as_deref() {
+        Err(_) | Ok("" | "env") => Ok(Box::new(
+            EnvSecretResolver::new().with_github_webhook(github),
+        )),
+        Ok("aws") => Ok(Box::new(
+            AwsSecretResolver::from_env()
+                .await
+                .with_github_webhook(github),
+        )),
+        Ok(other) => Err(SecretError::UnknownBackend(other.to_owned())),
+    }
 }
 
 /// One `POST /triggers/{trigger_id}`, for `serve` and the trigger function

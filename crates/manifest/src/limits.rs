@@ -29,6 +29,9 @@ pub struct Limits {
     pub jq_output: u64,
     /// `Idempotency-Key` (or `X-GitHub-Delivery`) of a trigger request, bytes.
     pub idempotency_key: usize,
+    /// One path in a repository tarball (after GNU long names and PAX
+    /// `path` records are applied), bytes.
+    pub tarball_path: usize,
 }
 
 pub const KIB: u64 = 1024;
@@ -48,6 +51,7 @@ impl Limits {
         jq_time_ms: 100,
         jq_output: 256 * KIB,
         idempotency_key: 256,
+        tarball_path: 4096,
     };
 }
 

@@ -46,8 +46,14 @@ use crate::source::{PayloadTree, regular_file};
 /// the shared [`Limits`]; every field can be changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TarballOptions {
-    /// Entries (files, directories, links; not extension headers).
+    /// Entries: files, directories, links, and every extension header (GNU
+    /// long-name and long-link, PAX local and global), each one entry.
     pub max_entries: usize,
+    /// One path, bytes (after GNU long names and PAX `path` records).
+    pub max_path: usize,
+    /// Bytes of the in-memory index (paths plus a fixed cost per entry):
+    /// bounds the memory of many long paths, whatever the entry count.
+    pub max_index_bytes: u64,
     /// Sum of the declared sizes of all entries, bytes.
     pub max_total_bytes: u64,
     /// Larger regular files are listed but not kept: no package can hold them.
@@ -68,11 +74,19 @@ pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 pub const DEFAULT_MEMORY_BUDGET: u64 = 32 * 1024 * 1024;
 /// Default bound on one extension header.
 pub const DEFAULT_MAX_EXTENSION_HEADER: u64 = 64 * 1024;
+/// Default bound on the in-memory index: 200,000 entries of paths averaging
+/// over 250 bytes.
+pub const DEFAULT_MAX_INDEX_BYTES: u64 = 64 * 1024 * 1024;
+/// What one indexed entry costs besides its path (its `FileEntry` and
+/// location, and the path's allocation), counted against `max_index_bytes`.
+const INDEX_ENTRY_OVERHEAD: u64 = 96;
 
 impl TarballOptions {
     pub fn from_limits(limits: &Limits) -> Self {
         Self {
             max_entries: limits.tarball_files,
+            max_path: limits.tarball_path,
+            max_index_bytes: DEFAULT_MAX_INDEX_BYTES,
             max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
             max_kept_file: limits.package_size,
             memory_file: limits.manifest_file,
@@ -97,8 +111,12 @@ pub enum TarballError {
     PathEscape { entry: String, reason: &'static str },
     #[error("tarball entry {entry} is outside the single top directory `{top}`")]
     OutsideTopDirectory { entry: String, top: String },
-    #[error("the tarball has more than {limit} entries")]
+    #[error("the tarball has more than {limit} entries (extension headers count)")]
     TooManyEntries { limit: usize },
+    #[error("tarball entry {entry}: the path is longer than {limit} bytes")]
+    PathTooLong { entry: String, limit: usize },
+    #[error("the tarball's paths take more than {limit} bytes of index")]
+    IndexTooLarge { limit: u64 },
     #[error("tarball entry {entry} brings the tarball over {limit} bytes uncompressed")]
     TooLarge { entry: String, limit: u64 },
     #[error("tarball entry {entry}: {reason}")]
@@ -119,7 +137,10 @@ impl TarballError {
             TarballError::PathEscape { .. } | TarballError::OutsideTopDirectory { .. } => {
                 &codes::PATH_ESCAPE
             }
-            TarballError::TooManyEntries { .. } => &codes::TOO_MANY_FILES,
+            TarballError::TooManyEntries { .. } | TarballError::IndexTooLarge { .. } => {
+                &codes::TOO_MANY_FILES
+            }
+            TarballError::PathTooLong { .. } => &codes::BAD_TARBALL,
             TarballError::TooLarge { .. } => &codes::TOO_LARGE,
             TarballError::Unsupported { .. }
             | TarballError::NonUtf8Path { .. }
@@ -218,6 +239,7 @@ struct Indexer<'o> {
     spool_len: u64,
     memory_used: u64,
     total_bytes: u64,
+    index_bytes: u64,
     count: usize,
     top: Option<String>,
     pending: Pending,
@@ -232,6 +254,7 @@ impl<'o> Indexer<'o> {
             spool_len: 0,
             memory_used: 0,
             total_bytes: 0,
+            index_bytes: 0,
             count: 0,
             top: None,
             pending: Pending::default(),
@@ -242,6 +265,15 @@ impl<'o> Indexer<'o> {
     fn add<R: Read>(&mut self, mut entry: tar::Entry<'_, R>) -> Result<(), TarballError> {
         let kind = entry.header().entry_type();
         let raw_name = entry.path_bytes().into_owned();
+        if kind.is_gnu_longname()
+            || kind.is_gnu_longlink()
+            || kind.is_pax_local_extensions()
+            || kind.is_pax_global_extensions()
+        {
+            // Each extension header is an entry: a stream of them with no
+            // file is bounded like a stream of files.
+            self.count_one()?;
+        }
         match kind {
             EntryType::GNULongName | EntryType::XHeader
                 if self.pending.long_name.is_some() || self.pending.pax.is_some() =>
@@ -256,6 +288,7 @@ impl<'o> Indexer<'o> {
                 while name.last() == Some(&0) {
                     name.pop();
                 }
+                self.check_path_length(&name)?;
                 self.pending.long_name = Some(name);
                 return Ok(());
             }
@@ -265,7 +298,11 @@ impl<'o> Indexer<'o> {
                 return Ok(());
             }
             EntryType::XHeader => {
-                self.pending.pax = Some(self.read_extension(&mut entry, &raw_name)?);
+                let records = self.read_extension(&mut entry, &raw_name)?;
+                if let Some(path) = pax_value(&records, "path") {
+                    self.check_path_length(path)?;
+                }
+                self.pending.pax = Some(records);
                 return Ok(());
             }
             EntryType::XGlobalHeader => {
@@ -282,6 +319,7 @@ impl<'o> Indexer<'o> {
         }
         let pending = std::mem::take(&mut self.pending);
         let name = self.entry_name(&entry, &pending)?;
+        self.check_path_length(&name)?;
         self.count_entry(&name, entry.size())?;
         let Some(path) = self.repo_path(&name, kind.is_dir())? else {
             return Ok(());
@@ -326,13 +364,28 @@ impl<'o> Indexer<'o> {
         Ok(header_name)
     }
 
-    fn count_entry(&mut self, name: &[u8], size: u64) -> Result<(), TarballError> {
+    fn count_one(&mut self) -> Result<(), TarballError> {
         self.count += 1;
         if self.count > self.options.max_entries {
             return Err(TarballError::TooManyEntries {
                 limit: self.options.max_entries,
             });
         }
+        Ok(())
+    }
+
+    fn check_path_length(&self, name: &[u8]) -> Result<(), TarballError> {
+        if name.len() > self.options.max_path {
+            return Err(TarballError::PathTooLong {
+                entry: display_name(name),
+                limit: self.options.max_path,
+            });
+        }
+        Ok(())
+    }
+
+    fn count_entry(&mut self, name: &[u8], size: u64) -> Result<(), TarballError> {
+        self.count_one()?;
         self.total_bytes = self.total_bytes.saturating_add(size);
         if self.total_bytes > self.options.max_total_bytes {
             return Err(TarballError::TooLarge {
@@ -400,6 +453,12 @@ impl<'o> Indexer<'o> {
             _ => (EntryKind::Other, Location::None),
         };
         let size = if kind == EntryKind::File { size } else { 0 };
+        self.index_bytes += path.len() as u64 + INDEX_ENTRY_OVERHEAD;
+        if self.index_bytes > self.options.max_index_bytes {
+            return Err(TarballError::IndexTooLarge {
+                limit: self.options.max_index_bytes,
+            });
+        }
         let entry = FileEntry {
             path,
             size,
@@ -556,8 +615,13 @@ fn unsupported(name: &[u8], reason: &'static str) -> TarballError {
 }
 
 /// An entry name for messages: lossy UTF-8, control characters escaped.
+/// The name for an error message: escaped, and cut after 256 bytes (a
+/// refused path may be 64 KiB).
 fn display_name(name: &[u8]) -> String {
-    format!("`{}`", String::from_utf8_lossy(name).escape_debug())
+    const SHOWN: usize = 256;
+    let shown = &name[..name.len().min(SHOWN)];
+    let more = if name.len() > SHOWN { "…" } else { "" };
+    format!("`{}{more}`", String::from_utf8_lossy(shown).escape_debug())
 }
 
 impl SourceTree for TarballTree {

@@ -1,5 +1,5 @@
 //! Env specs named by trigger bindings: each must exist in the project of
-//! the repository's registration (DESIGN: env specs belong to a project).
+//! the repository's registration (env specs belong to a project: docs/reference.md).
 //!
 //! A trigger whose `env_spec` the project cannot use is an error on the
 //! `env_spec` line, which fails its agent: it is not registered, so no

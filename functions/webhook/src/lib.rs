@@ -99,11 +99,23 @@ impl WebhookFunction {
         let (parts, body) = request.into_parts();
         let webhook = WebhookRequest {
             headers: &parts.headers,
-            body: body.as_ref(),
+            body: body_bytes(body),
             // `lambda_http` has already decoded a base64 body (module docs).
             is_base64_encoded: false,
         };
         json_response(&self.ingress.receive(webhook).await)
+    }
+}
+
+/// The request body as shared bytes, taking over its buffer (no copy).
+fn body_bytes(body: Body) -> bytes::Bytes {
+    match body {
+        Body::Empty => bytes::Bytes::new(),
+        Body::Text(text) => bytes::Bytes::from(text),
+        Body::Binary(binary) => bytes::Bytes::from(binary),
+        // `Body` is non-exhaustive in spirit: copy anything else.
+        #[allow(unreachable_patterns)]
+        other => bytes::Bytes::copy_from_slice(other.as_ref()),
     }
 }
 

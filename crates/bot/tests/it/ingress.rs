@@ -81,7 +81,7 @@ async fn deliver(
     let headers = signed(event, delivery, &bytes, secret);
     let request = WebhookRequest {
         headers: &headers,
-        body: &bytes,
+        body: bytes.into(),
         is_base64_encoded: false,
     };
     ingress.receive(request).await

@@ -3,5 +3,6 @@
 
 mod faults;
 mod ingress;
+mod queue;
 mod runner;
 mod support;

@@ -180,3 +180,21 @@ async fn a_push_through_another_installation_is_checked_only_and_the_run_says_so
         .expect("applied");
     assert!(outcome.applied);
 }
+
+#[test]
+fn running_out_of_disk_is_a_permanent_failure_not_a_retry() {
+    use astrolift_bot::JobError;
+    use astrolift_package::TarballError;
+    let full = || std::io::Error::from_raw_os_error(28);
+    for error in [
+        JobError::Tarball(TarballError::Spool(full())),
+        JobError::Sync(astrolift_sync::SyncError::Spool(full())),
+    ] {
+        assert!(error.is_out_of_space(), "{error}");
+        assert!(!error.is_retryable(), "{error}");
+    }
+    // Any other spool error (a transient I/O failure) is still retried.
+    let other = JobError::Tarball(TarballError::Spool(std::io::Error::other("EIO")));
+    assert!(!other.is_out_of_space());
+    assert!(other.is_retryable());
+}

@@ -9,6 +9,7 @@ pub mod import;
 pub mod package;
 pub mod registry;
 pub mod serve;
+mod serve_limits;
 pub mod stores;
 pub mod triggers;
 pub mod validate;

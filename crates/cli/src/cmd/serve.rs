@@ -28,6 +28,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::json;
 
+use super::serve_limits::{AddressSlots, BodyBudget, BodyCharge};
 use super::stores::StoreArgs;
 
 #[derive(Debug, clap::Args)]
@@ -37,7 +38,38 @@ pub struct Args {
     pub listen: SocketAddr,
 
     #[command(flatten)]
+    pub capacity: CapacityArgs,
+
+    #[command(flatten)]
     pub stores: StoreArgs,
+}
+
+/// Capacity bounds (README, docs/operations.md).
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct CapacityArgs {
+    /// Bytes of request bodies held at once, across all requests, before
+    /// their signature is checked; a request that does not fit is answered
+    /// 503 with `Retry-After`.
+    #[arg(long, env = "ASTROLIFT_SERVE_BODY_BUDGET", default_value_t = 256 * 1024 * 1024)]
+    pub body_budget: u64,
+
+    /// Connections open at once from one client address; more are closed
+    /// at once. 0: no cap (behind a reverse proxy, every client is the proxy).
+    #[arg(
+        long,
+        env = "ASTROLIFT_SERVE_CONNECTIONS_PER_ADDRESS",
+        default_value_t = 64
+    )]
+    pub connections_per_address: usize,
+
+    /// Connections served at once; more wait in the kernel's accept queue.
+    #[arg(long, env = "ASTROLIFT_SERVE_CONNECTIONS", default_value_t = 1024)]
+    pub connections: usize,
+
+    /// Sync jobs run at once (each takes a core while it validates and
+    /// packages); more wait in their repository's queue.
+    #[arg(long, env = "ASTROLIFT_SERVE_SYNCS", default_value_t = 2)]
+    pub syncs: usize,
 }
 
 /// What the routes share.
@@ -46,6 +78,7 @@ struct App {
     ingress: Arc<Ingress>,
     triggers: Arc<TriggerService>,
     limits: Limits,
+    bodies: Arc<BodyBudget>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -74,7 +107,15 @@ pub const CONNECTION_LIMITS: ConnectionLimits = ConnectionLimits {
     connections: 1024,
 };
 
+/// What a client over the body budget is told to wait before trying again.
+const RETRY_AFTER_SECONDS: u64 = 5;
+
 async fn serve(args: Args) -> anyhow::Result<()> {
+    anyhow::ensure!(args.capacity.syncs > 0, "--syncs must be at least 1");
+    anyhow::ensure!(
+        args.capacity.connections > 0,
+        "--connections must be at least 1"
+    );
     let app = build(&args).await?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -84,19 +125,27 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     println!("astrolift serve listening on http://{address}");
     tracing::info!(%address, "listening");
     let router = router(app);
+    let limits = ConnectionLimits {
+        connections: args.capacity.connections,
+        ..CONNECTION_LIMITS
+    };
+    let per_address = AddressSlots::new(args.capacity.connections_per_address);
     tokio::select! {
-        result = accept_loop(listener, router, CONNECTION_LIMITS) => result,
+        result = accept_loop(listener, router, limits, per_address) => result,
         () = shutdown_signal() => Ok(()),
     }
 }
 
 /// hyper's HTTP/1 connection loop rather than `axum::serve`, which has no
 /// header-read timeout: a client that trickles its headers is dropped after
-/// `header_read`, and at most `connections` are served at once.
+/// `header_read`, at most `connections` are served at once, and a client
+/// address over its cap is closed at once (so that one host cannot hold
+/// every slot).
 async fn accept_loop(
     listener: tokio::net::TcpListener,
     router: Router,
     limits: ConnectionLimits,
+    per_address: Arc<AddressSlots>,
 ) -> anyhow::Result<()> {
     let permits = Arc::new(tokio::sync::Semaphore::new(limits.connections));
     loop {
@@ -104,7 +153,7 @@ async fn accept_loop(
             .acquire_owned()
             .await
             .context("the connection limiter closed")?;
-        let (stream, _) = match listener.accept().await {
+        let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
             Err(error) => {
                 // Out of file descriptors and the like: wait, do not spin.
@@ -112,6 +161,11 @@ async fn accept_loop(
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
+        };
+        let Some(slot) = per_address.admit(peer.ip()) else {
+            tracing::debug!(peer = %peer.ip(), "connection refused: too many from this address");
+            drop(stream);
+            continue;
         };
         let service = hyper_util::service::TowerToHyperService::new(router.clone());
         tokio::spawn(async move {
@@ -122,6 +176,7 @@ async fn accept_loop(
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "connection closed");
             }
+            drop(slot);
             drop(permit);
         });
     }
@@ -149,7 +204,8 @@ async fn build(args: &Args) -> anyhow::Result<App> {
         function: "serve",
         fail_run_patience: Duration::from_secs(60),
     });
-    let jobs: Arc<dyn JobQueue> = Arc::new(LocalJobQueue::new(job_handler(runner)));
+    let syncs = Arc::new(tokio::sync::Semaphore::new(args.capacity.syncs));
+    let jobs: Arc<dyn JobQueue> = Arc::new(LocalJobQueue::new(job_handler(runner, syncs)));
     let triggers = Arc::new(
         service_from_env(&environment, stores.state.clone())
             .await
@@ -167,15 +223,20 @@ async fn build(args: &Args) -> anyhow::Result<App> {
         ingress: Arc::new(ingress),
         triggers,
         limits,
+        bodies: BodyBudget::new(args.capacity.body_budget),
     })
 }
 
-/// Runs each job to completion; failures are logged by the runner and, as
-/// on Lambda, a retryable failure is tried again (up to 3 attempts here).
-fn job_handler(runner: Arc<SyncRunner>) -> JobHandler {
+/// Runs each job to completion, at most `syncs` at once across all
+/// repositories; failures are logged by the runner and, as on Lambda, a
+/// retryable failure is tried again (up to 3 attempts here).
+fn job_handler(runner: Arc<SyncRunner>, syncs: Arc<tokio::sync::Semaphore>) -> JobHandler {
     Arc::new(move |job| {
         let runner = Arc::clone(&runner);
+        let syncs = Arc::clone(&syncs);
         Box::pin(async move {
+            // The semaphore is never closed; if it were, run unbounded rather than drop the job.
+            let _running = syncs.acquire_owned().await.ok();
             for attempt in 1..=3u32 {
                 match runner.run(&job).await {
                     Err(error) if error.is_retryable() && attempt < 3 => {
@@ -197,13 +258,15 @@ fn router(app: App) -> Router {
 }
 
 async fn github_webhook(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
-    let body = match read_body(body, app.limits.webhook_body).await {
-        Ok(body) => body,
-        Err(answer) => return respond(answer),
-    };
+    // The charge is held until the delivery is answered: its bytes live until then.
+    let (body, _charge) =
+        match read_body(body, &headers, app.limits.webhook_body, &app.bodies).await {
+            Ok(read) => read,
+            Err(refused) => return refused,
+        };
     let request = WebhookRequest {
         headers: &headers,
-        body: &body,
+        body,
         is_base64_encoded: false,
     };
     respond(app.ingress.receive(request).await)
@@ -215,10 +278,11 @@ async fn trigger(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let body = match read_body(body, app.limits.trigger_body).await {
-        Ok(body) => body,
-        Err(answer) => return respond(answer),
-    };
+    let (body, _charge) =
+        match read_body(body, &headers, app.limits.trigger_body, &app.bodies).await {
+            Ok(read) => read,
+            Err(refused) => return refused,
+        };
     let answer = triggers::handle(&app.triggers, "serve", &trigger_id, &headers, &body).await;
     let retry_after = answer.retry_after();
     let mut response = respond(Answer::new(answer.status, answer.body));
@@ -235,22 +299,117 @@ async fn healthz() -> Response {
     respond(Answer::new(200, json!({ "status": "ok" })))
 }
 
-/// Reads at most `limit` bytes within the body-read time; a longer body is a
-/// 413 without reading the rest, a slower one a 408.
-async fn read_body(body: Body, limit: u64) -> Result<Bytes, Answer> {
-    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    let read = axum::body::to_bytes(body, limit);
+/// Reads at most `limit` bytes within the body-read time, charged to the
+/// body budget: a declared `Content-Length` before reading, a chunked body
+/// frame by frame. A longer body is a 413 without reading the rest, a slower
+/// one a 408, one that does not fit the budget a 503 with `Retry-After`.
+/// The bytes are collected once, into the buffer ingress receives.
+async fn read_body(
+    body: Body,
+    headers: &HeaderMap,
+    limit: u64,
+    budget: &Arc<BodyBudget>,
+) -> Result<(Bytes, BodyCharge), Response> {
+    let declared = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit) {
+        return Err(too_large(limit));
+    }
+    let Some(charge) = budget.charge(declared.unwrap_or(0)) else {
+        return Err(busy());
+    };
+    let read = collect_body(body, declared, limit, charge);
     match tokio::time::timeout(CONNECTION_LIMITS.body_read, read).await {
-        Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(_)) => Err(Answer::new(
-            413,
-            json!({ "error": format!("body is larger than {limit} bytes") }),
-        )),
-        Err(_) => Err(Answer::new(
+        Ok(Ok(read)) => Ok(read),
+        Ok(Err(BodyRefusal::TooLarge)) => Err(too_large(limit)),
+        Ok(Err(BodyRefusal::OverBudget)) => Err(busy()),
+        Ok(Err(BodyRefusal::Broken)) => Err(respond(Answer::new(
+            400,
+            json!({ "error": "the request body could not be read" }),
+        ))),
+        Err(_) => Err(respond(Answer::new(
             408,
             json!({ "error": "the request body was not received in time" }),
-        )),
+        ))),
     }
+}
+
+enum BodyRefusal {
+    TooLarge,
+    OverBudget,
+    Broken,
+}
+
+/// Collects the frames of `body`. A declared length is read into one buffer
+/// of that size (already charged); a chunked body keeps its frames as they
+/// come, each charged on arrival, and is joined once at the end (the join's
+/// copy is charged too, while both exist).
+async fn collect_body(
+    mut body: Body,
+    declared: Option<u64>,
+    limit: u64,
+    mut charge: BodyCharge,
+) -> Result<(Bytes, BodyCharge), BodyRefusal> {
+    use http_body_util::BodyExt as _;
+    let capacity = declared.and_then(|d| usize::try_from(d).ok()).unwrap_or(0);
+    let mut buffer = bytes::BytesMut::with_capacity(capacity);
+    let mut frames: Vec<Bytes> = Vec::new();
+    let mut received: u64 = 0;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(|_| BodyRefusal::Broken)?.into_data() else {
+            continue; // trailers
+        };
+        received += data.len() as u64;
+        if received > limit {
+            return Err(BodyRefusal::TooLarge);
+        }
+        if declared.is_some() {
+            // hyper never yields more than the declared length.
+            buffer.extend_from_slice(&data);
+        } else {
+            if !charge.grow(data.len() as u64) {
+                return Err(BodyRefusal::OverBudget);
+            }
+            frames.push(data);
+        }
+    }
+    if declared.is_some() {
+        return Ok((buffer.freeze(), charge));
+    }
+    if frames.len() <= 1 {
+        return Ok((frames.pop().unwrap_or_default(), charge));
+    }
+    if !charge.grow(received) {
+        return Err(BodyRefusal::OverBudget);
+    }
+    let mut joined = bytes::BytesMut::with_capacity(usize::try_from(received).unwrap_or(0));
+    for frame in frames {
+        joined.extend_from_slice(&frame);
+    }
+    charge.shrink(received);
+    Ok((joined.freeze(), charge))
+}
+
+fn too_large(limit: u64) -> Response {
+    respond(Answer::new(
+        413,
+        json!({ "error": format!("body is larger than {limit} bytes") }),
+    ))
+}
+
+/// 503 with `Retry-After`: the body budget is spent for now.
+fn busy() -> Response {
+    let mut response = respond(Answer::new(
+        503,
+        json!({ "error": "too many request bodies in flight; retry later" }),
+    ));
+    response.headers_mut().insert(
+        http::header::RETRY_AFTER,
+        http::HeaderValue::from(RETRY_AFTER_SECONDS),
+    );
+    response
 }
 
 fn respond(answer: Answer) -> Response {

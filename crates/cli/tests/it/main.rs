@@ -2,6 +2,7 @@
 //! binary, one module per concern.
 
 mod abuse;
+mod capacity;
 mod cli;
 mod containment;
 #[path = "../../../../tests/containment/cases.rs"]

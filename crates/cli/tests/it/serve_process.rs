@@ -41,6 +41,11 @@ pub struct ServeSetup<'a> {
 }
 
 impl ServeProcess {
+    /// The serve process's id (to read its `/proc` status).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn state_url(&self) -> String {
         format!("sqlite:{}", self.home.path().join("state.db").display())
     }
@@ -131,11 +136,6 @@ impl ServeProcess {
             self.blobs_url(),
         ]);
         astrolift(all)
-    }
-
-    /// The serve process's id.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
     }
 
     /// Whether serve is still running.

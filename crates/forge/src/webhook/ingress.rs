@@ -4,17 +4,20 @@
 //! headers and payload. Nothing unauthenticated is ever parsed.
 
 use base64::Engine as _;
+use bytes::Bytes;
 use http::HeaderMap;
 
 use super::events::{Event, parse_event};
 use super::signature::{SignatureError, WebhookSecrets, verify_signature};
 
 /// An incoming webhook request, as Lambda or `serve` sees it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct WebhookRequest<'a> {
     /// Header names are case-insensitive (`http::HeaderMap`).
     pub headers: &'a HeaderMap,
-    pub body: &'a [u8],
+    /// The body as received: shared, never copied on the way to [`Accepted`]
+    /// (unless it is base64 to decode).
+    pub body: Bytes,
     /// Lambda function URLs and API Gateway base64-encode binary bodies.
     pub is_base64_encoded: bool,
 }
@@ -28,7 +31,7 @@ pub struct Accepted {
     pub event_name: String,
     pub event: Event,
     /// The decoded, verified body (GitHub-sourced triggers map it).
-    pub body: Vec<u8>,
+    pub body: Bytes,
 }
 
 /// Why a delivery was refused, each with its HTTP status.
@@ -64,17 +67,14 @@ pub fn accept(
     secrets: &WebhookSecrets,
     limit: u64,
 ) -> Result<Accepted, IngressError> {
+    let headers = request.headers;
     let body = decode_body(request, limit)?;
-    verify_signature(
-        &body,
-        header(request.headers, "x-hub-signature-256"),
-        secrets,
-    )?;
-    let event_name = header(request.headers, "x-github-event")
+    verify_signature(&body, header(headers, "x-hub-signature-256"), secrets)?;
+    let event_name = header(headers, "x-github-event")
         .filter(|v| is_token(v))
         .ok_or(IngressError::MissingHeader("X-GitHub-Event"))?
         .to_owned();
-    let delivery_id = header(request.headers, "x-github-delivery")
+    let delivery_id = header(headers, "x-github-delivery")
         .filter(|v| is_token(v))
         .ok_or(IngressError::MissingHeader("X-GitHub-Delivery"))?
         .to_owned();
@@ -88,25 +88,25 @@ pub fn accept(
     })
 }
 
-fn decode_body(request: WebhookRequest<'_>, limit: u64) -> Result<Vec<u8>, IngressError> {
+fn decode_body(request: WebhookRequest<'_>, limit: u64) -> Result<Bytes, IngressError> {
     let too_large = IngressError::TooLarge { limit };
     if !request.is_base64_encoded {
         if request.body.len() as u64 > limit {
             return Err(too_large);
         }
-        return Ok(request.body.to_vec());
+        return Ok(request.body);
     }
     // Refuse before decoding: base64 of `limit` bytes is at most 4 * ceil(limit / 3).
     if request.body.len() as u64 > limit.div_ceil(3) * 4 {
         return Err(too_large);
     }
     let decoded = base64::engine::general_purpose::STANDARD
-        .decode(request.body)
+        .decode(&request.body)
         .map_err(|_| IngressError::BadBase64)?;
     if decoded.len() as u64 > limit {
         return Err(too_large);
     }
-    Ok(decoded)
+    Ok(Bytes::from(decoded))
 }
 
 fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {

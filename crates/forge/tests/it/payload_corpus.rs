@@ -205,7 +205,7 @@ fn deliver(payload: &Payload) -> Event {
     let secrets = WebhookSecrets::new(SECRET.into(), None).expect("non-empty secret");
     let request = WebhookRequest {
         headers: &headers,
-        body: &payload.body,
+        body: bytes::Bytes::copy_from_slice(&payload.body),
         is_base64_encoded: false,
     };
     match accept(request, &secrets, LIMIT) {

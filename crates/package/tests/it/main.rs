@@ -1,6 +1,7 @@
 //! Integration tests of astrolift-package: one binary.
 
 mod abuse;
+mod bounds;
 mod catalogue;
 mod common;
 mod determinism;

@@ -22,8 +22,8 @@ pub use table::{AttributeShape, IndexShape, KeyShape, TableShape, table_definiti
 
 use crate::{BoxFuture, StoreError, StoreResult};
 
-/// The env spec `name` if an agent of `project_id` may use it (DESIGN: env
-/// specs belong to a project). The one check that the sync (for the check
+/// The env spec `name` if an agent of `project_id` may use it (env specs
+/// belong to a project: docs/reference.md). The one check that the sync (for the check
 /// run), the trigger service and `astrolift dispatch` (at dispatch) share.
 /// `Err` is the store failing; `Ok(Err(_))` a refusal.
 pub async fn env_spec_for_project(

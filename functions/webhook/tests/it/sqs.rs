@@ -50,7 +50,7 @@ async fn a_push_is_queued_on_the_fifo_queue_in_its_repository_group() {
     let attribute = |name| attributes.get(&name).map(String::as_str);
     assert_eq!(
         attribute(MessageSystemAttributeName::MessageGroupId),
-        Some(expected.repository_id.to_string().as_str())
+        Some(expected.message_group_id().as_str())
     );
     assert_eq!(
         attribute(MessageSystemAttributeName::MessageDeduplicationId),

@@ -49,5 +49,5 @@ async fn a_signed_push_reaches_the_stacks_fifo_queue() {
         .attributes()
         .and_then(|a| a.get(&aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId))
         .cloned();
-    assert_eq!(group, Some(job.repository_id.to_string()));
+    assert_eq!(group, Some(job.message_group_id()));
 }
