@@ -265,12 +265,12 @@ impl SyncRunner {
     }
 
     async fn trigger_paths(&self, repository: &str) -> Result<Vec<String>, JobError> {
-        let bindings = self.stores.state.list_trigger_bindings().await?;
-        Ok(bindings
-            .into_iter()
-            .filter(|b| b.repository == repository)
-            .map(|b| b.url_path())
-            .collect())
+        let bindings = self
+            .stores
+            .state
+            .list_repository_trigger_bindings(repository)
+            .await?;
+        Ok(bindings.into_iter().map(|b| b.url_path()).collect())
     }
 
     /// Completes the run; if that fails, tries to mark it failed instead.

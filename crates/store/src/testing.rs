@@ -370,6 +370,22 @@ impl StateStore for FaultyStateStore {
             })
         })
     }
+    fn list_repository_trigger_bindings<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<TriggerBinding>>> {
+        forward!(self, "list_repository_trigger_bindings", false, async {
+            let bindings = self
+                .inner
+                .list_repository_trigger_bindings(repository)
+                .await?;
+            Ok(if self.hide_trigger_bindings {
+                Vec::new()
+            } else {
+                bindings
+            })
+        })
+    }
     fn record_dispatch<'a>(
         &'a self,
         dispatch: &'a Dispatch,

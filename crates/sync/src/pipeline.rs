@@ -64,13 +64,10 @@ pub async fn sync(
     let stored = stored_outputs(stores.blobs.as_ref(), &prepared).await;
     let packaging = package(prepared, stored, tree, applying, progress)?;
     let registered = stores.state.list_agents(&request.repository).await?;
-    let bindings: Vec<_> = stores
+    let bindings = stores
         .state
-        .list_trigger_bindings()
-        .await?
-        .into_iter()
-        .filter(|b| b.repository == request.repository)
-        .collect();
+        .list_repository_trigger_bindings(&request.repository)
+        .await?;
     let project_id = match &request.mode {
         Mode::Apply { project_id } => project_id.as_str(),
         Mode::Check => registered.first().map_or("", |a| a.project_id.as_str()),

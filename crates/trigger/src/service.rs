@@ -192,7 +192,12 @@ impl TriggerService {
         delivery_id: &str,
         body: &[u8],
     ) -> Vec<FanOutResult> {
-        let bindings = match self.state.list_trigger_bindings().await {
+        // A keyed read of this repository's bindings: no other repository's binding is read.
+        let bindings = match self
+            .state
+            .list_repository_trigger_bindings(repository)
+            .await
+        {
             Ok(bindings) => bindings,
             Err(error) => {
                 return vec![FanOutResult {
@@ -204,10 +209,7 @@ impl TriggerService {
         let mut results = Vec::new();
         // Judged once per delivery, and only when a binding matches.
         let mut trust = None;
-        for binding in bindings
-            .into_iter()
-            .filter(|b| b.repository == repository && b.source == "github")
-        {
+        for binding in bindings.into_iter().filter(|b| b.source == "github") {
             let trigger_id = binding.trigger_id.clone();
             let event = GithubEvent {
                 name: event_name,
@@ -235,14 +237,20 @@ impl TriggerService {
         trust: &mut Option<Trust>,
     ) -> Option<TriggerResponse> {
         let trigger_id = binding.trigger_id.clone();
+        // The event is matched on the (cached) compiled binding first: the agent is loaded
+        // only for bindings that match.
+        let compiled = match self.compiled(&binding) {
+            Ok(compiled) => compiled,
+            Err(error) => return Some(trigger_error_response(&trigger_id, &error)),
+        };
+        if !compiled.matches_event(event.name, event.action) {
+            return None;
+        }
         let ready = match self.ready(binding).await {
             Ok(Some(ready)) => ready,
             Ok(None) => return None,
             Err(response) => return Some(response),
         };
-        if !ready.compiled.matches_event(event.name, event.action) {
-            return None;
-        }
         let trust = trust.get_or_insert_with(|| assess(event.body));
         if !trust.trusted && !ready.compiled.spec.allow_untrusted {
             tracing::info!(

@@ -14,6 +14,9 @@ pub const TRANSACTION_MAX_BYTES: usize = 4 * 1024 * 1024;
 pub const MAX_ITEM_BYTES: usize = 400 * 1024;
 /// Our estimate of per-item overhead beyond the record's JSON (keys, index keys, names).
 const ITEM_OVERHEAD_BYTES: usize = 256;
+/// Items a binding write takes: the binding by id, and its copy keyed by repository (on
+/// DynamoDB; SQLite writes one row with an indexed repository column).
+const ITEMS_PER_BINDING: usize = 2;
 
 /// A batch of agent changes of one repository, plus the synced commit they come from.
 ///
@@ -111,7 +114,7 @@ impl AgentChange {
 
     /// Items this change writes.
     pub fn item_count(&self) -> usize {
-        2 + self.put_bindings.len() + self.delete_bindings.len()
+        2 + ITEMS_PER_BINDING * (self.put_bindings.len() + self.delete_bindings.len())
     }
 
     fn validate(&self, repository: &str) -> StoreResult<()> {
@@ -176,8 +179,9 @@ impl AgentChange {
     fn estimated_bytes(&self) -> usize {
         json_len(&self.agent)
             + json_len(&self.audit)
-            + self.put_bindings.iter().map(json_len).sum::<usize>()
-            + self.delete_bindings.iter().map(String::len).sum::<usize>()
+            + ITEMS_PER_BINDING
+                * (self.put_bindings.iter().map(json_len).sum::<usize>()
+                    + self.delete_bindings.iter().map(String::len).sum::<usize>())
             + self.item_count() * ITEM_OVERHEAD_BYTES
     }
 }

@@ -33,6 +33,9 @@ pub struct DynamoStateStore {
     client: Client,
     table: String,
     counters: StateCounters,
+    /// Set once the table is known to hold a repository copy of every binding
+    /// (see [`DynamoStateStore::ensure_repository_trigger_copies`]).
+    trigger_copies_ready: std::sync::atomic::AtomicBool,
 }
 
 // Key layout: see `table_definition`.
@@ -53,6 +56,14 @@ fn audit_pk(repository: &str, manifest_path: &str) -> String {
 fn audit_sk(version: u64) -> String {
     format!("V#{version:020}")
 }
+/// The sort key of a binding's copy in its repository's partition.
+fn repo_trigger_sk(trigger_id: &str) -> String {
+    format!("{REPO_TRIGGER_PREFIX}{trigger_id}")
+}
+const REPO_TRIGGER_PREFIX: &str = "TRIGGER#";
+/// The marker item written once every binding has its repository copy.
+const MIGRATIONS: &str = "MIGRATIONS";
+const TRIGGER_INDEX_MIGRATION: &str = "REPO_TRIGGER_COPIES";
 fn delivery_pk(id: &str) -> String {
     format!("DELIVERY#{id}")
 }
@@ -176,6 +187,7 @@ impl DynamoStateStore {
             client,
             table: table.to_owned(),
             counters: StateCounters::default(),
+            trigger_copies_ready: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -286,6 +298,8 @@ impl DynamoStateStore {
             .send()
             .await
             .map_err(|err| map_sdk_error("GetItem", err))?;
+        self.counters
+            .read_records(u64::from(output.item().is_some()));
         output.item().map(item_record).transpose()
     }
 
@@ -339,6 +353,7 @@ impl DynamoStateStore {
                 .send()
                 .await
                 .map_err(|err| map_sdk_error("Query", err))?;
+            self.counters.read_records(page.items().len() as u64);
             for item in page.items() {
                 records.push(item_record(item)?);
             }
@@ -402,26 +417,32 @@ impl DynamoStateStore {
             );
             names.push(format!("audit event {} of {}", audit.version, agent.key()));
 
+            // Each binding is two items written together: by id (`TRIGGERS`), and its copy in
+            // its repository's partition, which deliveries query.
             for binding in &change.put_bindings {
-                let item = record_item(binding, key(TRIGGERS, &binding.trigger_id))?;
-                let put = Put::builder().table_name(&self.table).set_item(Some(item));
-                writes.push(
-                    TransactWriteItem::builder()
-                        .put(build(put.build())?)
-                        .build(),
-                );
-                names.push(format!("trigger binding {}", binding.trigger_id));
+                for keys in binding_keys(&changes.repository, &binding.trigger_id) {
+                    let item = record_item(binding, keys)?;
+                    let put = Put::builder().table_name(&self.table).set_item(Some(item));
+                    writes.push(
+                        TransactWriteItem::builder()
+                            .put(build(put.build())?)
+                            .build(),
+                    );
+                    names.push(format!("trigger binding {}", binding.trigger_id));
+                }
             }
             for trigger_id in &change.delete_bindings {
-                let delete = Delete::builder()
-                    .table_name(&self.table)
-                    .set_key(Some(key(TRIGGERS, trigger_id)));
-                writes.push(
-                    TransactWriteItem::builder()
-                        .delete(build(delete.build())?)
-                        .build(),
-                );
-                names.push(format!("trigger binding {trigger_id} (delete)"));
+                for keys in binding_keys(&changes.repository, trigger_id) {
+                    let delete = Delete::builder()
+                        .table_name(&self.table)
+                        .set_key(Some(keys));
+                    writes.push(
+                        TransactWriteItem::builder()
+                            .delete(build(delete.build())?)
+                            .build(),
+                    );
+                    names.push(format!("trigger binding {trigger_id} (delete)"));
+                }
             }
         }
         if let (true, Some(update)) = (chunk.synced, &changes.synced) {
@@ -527,6 +548,75 @@ impl DynamoStateStore {
                 Ok(false)
             }
             Err(err) => Err(map_sdk_error("PutItem", err)),
+        }
+    }
+}
+
+/// The two keys of a binding: by id, and its copy under its repository.
+fn binding_keys(repository: &str, trigger_id: &str) -> [Item; 2] {
+    [
+        key(TRIGGERS, trigger_id),
+        key(repo_pk(repository), repo_trigger_sk(trigger_id)),
+    ]
+}
+
+impl DynamoStateStore {
+    /// Backfill on first read, once per table: bindings written before bindings had a copy in
+    /// their repository's partition get one, then a marker item records that the table is
+    /// migrated (later processes read the marker once and skip the scan). Each copy is written
+    /// in a transaction conditional on its binding still existing with the same snapshot, so a
+    /// binding deleted or replaced meanwhile is not resurrected. Idempotent: concurrent
+    /// backfills write the same items.
+    async fn ensure_repository_trigger_copies(&self) -> StoreResult<()> {
+        use std::sync::atomic::Ordering;
+        if self.trigger_copies_ready.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let marker: Option<Value> = self.get(key(MIGRATIONS, TRIGGER_INDEX_MIGRATION)).await?;
+        if marker.is_none() {
+            let bindings: Vec<TriggerBinding> = self.query_partition(TRIGGERS, None).await?;
+            for binding in &bindings {
+                self.copy_binding_to_repository(binding).await?;
+            }
+            let mut item = key(MIGRATIONS, TRIGGER_INDEX_MIGRATION);
+            item.insert("copied".into(), n(bindings.len()));
+            self.put(item).await?;
+        }
+        self.trigger_copies_ready.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    async fn copy_binding_to_repository(&self, binding: &TriggerBinding) -> StoreResult<()> {
+        let [by_id, in_repository] = binding_keys(&binding.repository, &binding.trigger_id);
+        let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
+            .table_name(&self.table)
+            .set_key(Some(by_id))
+            .condition_expression("#h = :h")
+            .expression_attribute_names("#h", "snapshot_hash")
+            .expression_attribute_values(":h", s(&binding.snapshot_hash));
+        // Only where no copy exists: a writer that replaced the binding since the scan wrote
+        // the current copy, which this stale record must not overwrite.
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(record_item(binding, in_repository)?))
+            .condition_expression("attribute_not_exists(#pk)")
+            .expression_attribute_names("#pk", PK);
+        let writes = vec![
+            TransactWriteItem::builder()
+                .condition_check(build(check.build())?)
+                .build(),
+            TransactWriteItem::builder()
+                .put(build(put.build())?)
+                .build(),
+        ];
+        let names = [
+            format!("trigger binding {} (unchanged)", binding.trigger_id),
+            format!("trigger binding {} (repository copy)", binding.trigger_id),
+        ];
+        match self.transact(writes, &names).await {
+            // Changed or deleted since the scan: its writer wrote (or deleted) both items.
+            Ok(()) | Err(StoreError::Conflict(_)) => Ok(()),
+            Err(error) => Err(error),
         }
     }
 }
@@ -741,6 +831,17 @@ impl StateStore for DynamoStateStore {
 
     fn list_trigger_bindings(&self) -> BoxFuture<'_, StoreResult<Vec<TriggerBinding>>> {
         Box::pin(self.query_partition(TRIGGERS, None))
+    }
+
+    fn list_repository_trigger_bindings<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<TriggerBinding>>> {
+        Box::pin(async move {
+            self.ensure_repository_trigger_copies().await?;
+            self.query_partition(&repo_pk(repository), Some(REPO_TRIGGER_PREFIX))
+                .await
+        })
     }
 
     fn record_dispatch<'a>(

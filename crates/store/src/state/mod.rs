@@ -46,6 +46,9 @@ pub struct StateStats {
     pub transactions: u64,
     /// Read requests.
     pub reads: u64,
+    /// Records (items, rows) the reads returned: what a test counts to show that a keyed read
+    /// touched no other repository's records.
+    pub records_read: u64,
 }
 
 #[derive(Debug, Default)]
@@ -53,6 +56,7 @@ pub(crate) struct StateCounters {
     writes: AtomicU64,
     transactions: AtomicU64,
     reads: AtomicU64,
+    records_read: AtomicU64,
 }
 
 impl StateCounters {
@@ -65,11 +69,15 @@ impl StateCounters {
     pub(crate) fn read(&self) {
         self.reads.fetch_add(1, Ordering::Relaxed);
     }
+    pub(crate) fn read_records(&self, records: u64) {
+        self.records_read.fetch_add(records, Ordering::Relaxed);
+    }
     pub(crate) fn snapshot(&self) -> StateStats {
         StateStats {
             writes: self.writes.load(Ordering::Relaxed),
             transactions: self.transactions.load(Ordering::Relaxed),
             reads: self.reads.load(Ordering::Relaxed),
+            records_read: self.records_read.load(Ordering::Relaxed),
         }
     }
 }
@@ -158,8 +166,16 @@ pub trait StateStore: Send + Sync + fmt::Debug {
         &'a self,
         trigger_id: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<TriggerBinding>>>;
-    /// Every trigger binding, ordered by id.
+    /// Every trigger binding, ordered by id. A scan of every repository's bindings: for
+    /// operators' listings only, never per delivery.
     fn list_trigger_bindings(&self) -> BoxFuture<'_, StoreResult<Vec<TriggerBinding>>>;
+    /// The trigger bindings of one repository, ordered by id: a keyed read of that
+    /// repository's bindings only (no binding of another repository is read). Bindings
+    /// written before the repository key existed are found too (each backend migrates them).
+    fn list_repository_trigger_bindings<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<TriggerBinding>>>;
 
     /// Stores a dispatch unless one with its idempotency key exists.
     fn record_dispatch<'a>(
@@ -197,7 +213,9 @@ pub trait StateStore: Send + Sync + fmt::Debug {
                     "agent {key} is already torn down"
                 )));
             }
-            let bindings = self.list_trigger_bindings().await?;
+            let bindings = self
+                .list_repository_trigger_bindings(&key.repository)
+                .await?;
             let mut agent = current.clone();
             agent.status = AgentStatus::TornDown;
             agent.updated_at = at;
@@ -214,7 +232,7 @@ pub trait StateStore: Send + Sync + fmt::Debug {
             change.audit.previous_snapshot_hash = Some(current.snapshot_hash.clone());
             change.delete_bindings = bindings
                 .into_iter()
-                .filter(|b| b.repository == key.repository && b.manifest_path == key.manifest_path)
+                .filter(|b| b.manifest_path == key.manifest_path)
                 .map(|b| b.trigger_id)
                 .collect();
             let torn_down = change.agent.clone();

@@ -35,9 +35,20 @@ CREATE TABLE IF NOT EXISTS audit_events (
 CREATE TABLE IF NOT EXISTS deliveries (delivery_id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS deliveries_by_expiry ON deliveries (expires_at);
 CREATE TABLE IF NOT EXISTS env_specs (name TEXT PRIMARY KEY, body TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS trigger_bindings (trigger_id TEXT PRIMARY KEY, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS trigger_bindings (
+    trigger_id TEXT PRIMARY KEY, repository TEXT NOT NULL, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS dispatches (idempotency_key TEXT PRIMARY KEY, id TEXT NOT NULL, body TEXT NOT NULL);
-PRAGMA user_version = 1;
+";
+
+/// Version 2 keys trigger bindings by repository too (a delivery reads only its repository's
+/// bindings). A version-1 file gets the column, filled from each record, when it is opened.
+const MIGRATE_TRIGGER_REPOSITORY: &str = "
+ALTER TABLE trigger_bindings ADD COLUMN repository TEXT NOT NULL DEFAULT '';
+UPDATE trigger_bindings SET repository = json_extract(body, '$.repository');
+";
+const INDEXES: &str = "
+CREATE INDEX IF NOT EXISTS trigger_bindings_by_repository ON trigger_bindings (repository, trigger_id);
+PRAGMA user_version = 2;
 ";
 
 /// The embedded state store. One connection, used from a blocking thread per call.
@@ -69,6 +80,21 @@ fn from_json<T: DeserializeOwned>(body: &str) -> StoreResult<T> {
         operation: "sqlite".into(),
         message: format!("stored record does not parse: {err}"),
     })
+}
+
+/// How many records a read returned (for [`StateStats::records_read`]).
+trait RecordCount {
+    fn record_count(&self) -> u64;
+}
+impl<T> RecordCount for Vec<T> {
+    fn record_count(&self) -> u64 {
+        self.len() as u64
+    }
+}
+impl<T> RecordCount for Option<T> {
+    fn record_count(&self) -> u64 {
+        u64::from(self.is_some())
+    }
 }
 
 /// Runs a query whose rows are one JSON `body` column.
@@ -135,11 +161,13 @@ impl SqliteStateStore {
 
     async fn read<T, F>(&self, work: F) -> StoreResult<T>
     where
-        T: Send + 'static,
+        T: RecordCount + Send + 'static,
         F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     {
         self.counters.read();
-        self.with_connection(work).await
+        let records = self.with_connection(work).await?;
+        self.counters.read_records(records.record_count());
+        Ok(records)
     }
 
     /// Runs a statement that writes one row.
@@ -174,7 +202,26 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
         .pragma_update(None, "synchronous", "NORMAL")
         .map_err(sql_error)?;
     connection.execute_batch(SCHEMA).map_err(sql_error)?;
+    migrate(&connection)?;
     Ok(connection)
+}
+
+/// Brings a file written by an older version to the current schema, in one transaction.
+fn migrate(connection: &Connection) -> StoreResult<()> {
+    let has_repository: bool = connection
+        .query_row(
+            "SELECT COUNT(*) > 0 FROM pragma_table_info('trigger_bindings') WHERE name = 'repository'",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(sql_error)?;
+    let mut batch = String::from("BEGIN IMMEDIATE;");
+    if !has_repository {
+        batch.push_str(MIGRATE_TRIGGER_REPOSITORY);
+    }
+    batch.push_str(INDEXES);
+    batch.push_str("COMMIT;");
+    connection.execute_batch(&batch).map_err(sql_error)
 }
 
 fn text(value: impl Into<String>) -> rusqlite::types::Value {
@@ -238,8 +285,8 @@ fn apply_in_transaction(connection: &mut Connection, changes: &ChangeSet) -> Sto
         for binding in &change.put_bindings {
             written += tx
                 .execute(
-                    "INSERT OR REPLACE INTO trigger_bindings (trigger_id, body) VALUES (?1, ?2)",
-                    params![binding.trigger_id, to_json(binding)?],
+                    "INSERT OR REPLACE INTO trigger_bindings (trigger_id, repository, body) VALUES (?1, ?2, ?3)",
+                    params![binding.trigger_id, binding.repository, to_json(binding)?],
                 )
                 .map_err(sql_error)? as u64;
         }
@@ -526,6 +573,20 @@ impl StateStore for SqliteStateStore {
                 c,
                 "SELECT body FROM trigger_bindings ORDER BY trigger_id",
                 [],
+            )
+        }))
+    }
+
+    fn list_repository_trigger_bindings<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<TriggerBinding>>> {
+        let repository = repository.to_owned();
+        Box::pin(self.read(move |c| {
+            query_bodies(
+                c,
+                "SELECT body FROM trigger_bindings WHERE repository = ?1 ORDER BY trigger_id",
+                [repository],
             )
         }))
     }

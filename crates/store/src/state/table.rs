@@ -75,7 +75,9 @@ fn key(attribute: &str, key_type: &str) -> KeyShape {
 /// - registration: `REGISTRATIONS` | `<owner/name>`
 /// - installation: `INSTALLATIONS` | `<id>`
 /// - env spec: `ENV_SPECS` | `<name>`
-/// - trigger binding: `TRIGGERS` | `<trigger_id>`
+/// - trigger binding: `TRIGGERS` | `<trigger_id>`, and a copy at `REPO#<owner/name>` |
+///   `TRIGGER#<trigger_id>` written in the same transaction (a delivery queries its
+///   repository's copies; migration marker `MIGRATIONS` | `REPO_TRIGGER_COPIES`)
 /// - synced commit: `REPO#<owner/name>` | `REF#<ref>`
 /// - agent: `REPO#<owner/name>` | `AGENT#<manifest path>`, indexed `PROJECT#<project>` | `AGENT#<name>`
 /// - audit event: `AUDIT#<owner/name>#<manifest path>` | `V#<version, 20 digits>`
@@ -84,6 +86,8 @@ fn key(attribute: &str, key_type: &str) -> KeyShape {
 ///
 /// The small catalogues (registrations, installations, env specs, trigger bindings) share one
 /// partition each so they can be listed with a Query; they are written rarely and read by key.
+/// No hot path lists a catalogue: deliveries read only their repository's bindings, through
+/// a sort-key prefix query on the existing keys (no index needed).
 pub fn table_definition() -> TableShape {
     let string = |name: &str| AttributeShape {
         name: name.into(),

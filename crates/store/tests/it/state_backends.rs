@@ -1,6 +1,7 @@
 //! Backend specifics: the DynamoDB table shape, TTL, URLs.
 
-use astrolift_store::state::{TableShape, table_definition};
+use astrolift_store::StateStore;
+use astrolift_store::state::{SqliteStateStore, TableShape, TriggerBinding, table_definition};
 use astrolift_store::{StoreError, state_store_from_url};
 
 #[tokio::test]
@@ -94,4 +95,54 @@ async fn dynamodb_splits_big_change_sets_into_transactions() {
         (3, 240),
         "50 + 50 + 20 agents"
     );
+}
+
+/// A state file written before bindings were keyed by repository: opening it migrates the
+/// bindings, which a repository's keyed read then finds.
+#[tokio::test]
+async fn sqlite_migrates_bindings_written_before_the_repository_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let binding = TriggerBinding {
+        trigger_id: "trg-old".into(),
+        repository: "octo/old".into(),
+        manifest_path: "astrolift.toml".into(),
+        agent_name: "old".into(),
+        name: "issues".into(),
+        source: "github".into(),
+        definition: serde_json::json!({"events": ["issues"]}),
+        snapshot_hash: "snap-old".into(),
+    };
+    {
+        let old = rusqlite::Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE trigger_bindings (trigger_id TEXT PRIMARY KEY, body TEXT NOT NULL);
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+        old.execute(
+            "INSERT INTO trigger_bindings (trigger_id, body) VALUES (?1, ?2)",
+            ("trg-old", serde_json::to_string(&binding).unwrap()),
+        )
+        .unwrap();
+    }
+    let store = SqliteStateStore::open(&path).await.unwrap();
+    assert_eq!(
+        store
+            .list_repository_trigger_bindings("octo/old")
+            .await
+            .unwrap(),
+        vec![binding]
+    );
+    assert!(
+        store
+            .list_repository_trigger_bindings("octo/other")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    drop(store);
+    // Opening a migrated file again changes nothing.
+    let again = SqliteStateStore::open(&path).await.unwrap();
+    assert_eq!(again.list_trigger_bindings().await.unwrap().len(), 1);
 }

@@ -206,9 +206,15 @@ pub async fn apply_registers_and_noop_writes_nothing(subject: Subject) {
     let store = subject.store;
     let report = store.apply(first_registration()).await.unwrap();
     assert_eq!(report.agents_written, 3);
+    // On DynamoDB a binding is two items: by id, and its copy under its repository.
+    let binding_items = if store.location().starts_with("dynamodb:") {
+        2
+    } else {
+        1
+    };
     assert_eq!(
         report.items_written,
-        3 * 2 + 1 + 1,
+        3 * 2 + binding_items + 1,
         "agents, audit events, one binding, synced commit"
     );
     let agents = store.list_agents(REPO).await.unwrap();
@@ -616,6 +622,7 @@ macro_rules! state_contract_tests {
 }
 
 state_contract_tests!(
+    repository_bindings_are_read_by_key,
     catalogue_round_trips,
     env_specs_are_usable_only_by_their_project,
     apply_registers_and_noop_writes_nothing,
@@ -630,6 +637,86 @@ state_contract_tests!(
     failed_apply_leaves_nothing,
     invalid_change_sets_are_rejected_before_writing,
 );
+
+/// `count` GitHub bindings of `repository`, 40 per agent (a binding is two DynamoDB items).
+fn bindings_of(repository: &str, count: usize) -> ChangeSet {
+    let mut changes = ChangeSet::new(repository);
+    for agent_index in 0..count.div_ceil(40) {
+        let name = format!("a{agent_index:03}");
+        let mut change = added(&format!("agents/{name}/astrolift.toml"), &name);
+        change.agent.repository = repository.into();
+        change.audit.repository = repository.into();
+        let first = agent_index * 40;
+        change.put_bindings = (first..count.min(first + 40))
+            .map(|i| TriggerBinding {
+                trigger_id: format!("{repository}-trg-{i:04}").replace('/', "-"),
+                repository: repository.into(),
+                manifest_path: change.agent.manifest_path.clone(),
+                agent_name: name.clone(),
+                name: format!("t{i}"),
+                source: "github".into(),
+                definition: serde_json::json!({"events": ["issues.opened"]}),
+                snapshot_hash: change.agent.snapshot_hash.clone(),
+            })
+            .collect();
+        changes.agents.push(change);
+    }
+    changes
+}
+
+/// A delivery for one repository reads that repository's bindings by key: with 1,000
+/// bindings in another repository, none of them is read (records counted by the store).
+pub async fn repository_bindings_are_read_by_key(subject: Subject) {
+    let store = subject.store;
+    let busy = astrolift_store::testing::unique_name("busy/repo");
+    let quiet = astrolift_store::testing::unique_name("quiet/repo");
+    // A first read migrates older bindings once (DynamoDB); not what is measured here.
+    store
+        .list_repository_trigger_bindings("warm/up")
+        .await
+        .unwrap();
+    store.apply(bindings_of(&busy, 1000)).await.unwrap();
+    store.apply(bindings_of(&quiet, 1)).await.unwrap();
+
+    let before = store.stats();
+    let found = store
+        .list_repository_trigger_bindings(&quiet)
+        .await
+        .unwrap();
+    let after = store.stats();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].repository, quiet);
+    assert_eq!(
+        (
+            after.reads - before.reads,
+            after.records_read - before.records_read
+        ),
+        (1, 1),
+        "one keyed read returning the quiet repository's one binding, none of the busy one's"
+    );
+
+    let busy_bindings = store.list_repository_trigger_bindings(&busy).await.unwrap();
+    assert_eq!(busy_bindings.len(), 1000);
+    assert!(
+        busy_bindings
+            .windows(2)
+            .all(|w| w[0].trigger_id < w[1].trigger_id)
+    );
+
+    // Teardown deletes both keys of its agent's bindings.
+    let key = AgentKey::new(&busy, "agents/a000/astrolift.toml");
+    store.teardown(&key, NOW + 1, "test").await.unwrap();
+    let left = store.list_repository_trigger_bindings(&busy).await.unwrap();
+    assert_eq!(left.len(), 960);
+    assert!(left.iter().all(|b| b.manifest_path != key.manifest_path));
+    assert_eq!(
+        store
+            .get_trigger_binding(&busy_bindings[0].trigger_id)
+            .await
+            .unwrap(),
+        None
+    );
+}
 
 async fn sqlite_subject() -> Subject {
     let dir = tempfile::tempdir().unwrap();
