@@ -1,6 +1,6 @@
 //! Commit order: which of two commits of one ref came later, by ancestry.
 //!
-//! The rule (docs/reference.md, "Ordering"): a push applies unless its head
+//! The rule (docs/reference.md, "Registration order"): a push applies unless its head
 //! is an ancestor of the commit already registered for the ref. A fast-forward
 //! (the push's `before` is the registered commit) applies without asking; a
 //! force push (the two have diverged) applies; a re-run of the registered
