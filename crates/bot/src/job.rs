@@ -23,7 +23,7 @@ pub enum JobTrigger {
 /// ```json
 /// {"version":1,"delivery_id":"…","trigger":"push","installation_id":1,
 ///  "repository":"octo/agents","repository_id":42,"head_sha":"…",
-///  "branch":"main","fork":false,"commit_time":1700000000,
+///  "branch":"main","fork":false,"commit_time":1700000000,"before":"…",
 ///  "default_branch":"main","pull_request":null}
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,8 +45,14 @@ pub struct SyncJob {
     pub branch: Option<String>,
     /// A pull request whose head lives in another repository.
     pub fork: bool,
-    /// The head commit's time (unix seconds), from the push payload.
+    /// The head commit's time (unix seconds), from the push payload:
+    /// recorded, never used to order commits.
     pub commit_time: Option<i64>,
+    /// The push's `before` (the branch's previous head): when it is the
+    /// registered commit the push is a fast-forward. Absent in jobs queued
+    /// before it existed.
+    #[serde(default)]
+    pub before: Option<String>,
     /// The repository's default branch, suggested when it is not registered.
     pub default_branch: Option<String>,
     /// The pull request number.
@@ -113,6 +119,7 @@ pub fn job_for_event(delivery_id: &str, event: &Event) -> Result<SyncJob, NoJob>
             branch: None,
             fork: false,
             commit_time: None,
+            before: None,
             default_branch: repository.default_branch.clone(),
             pull_request: None,
         })
@@ -132,6 +139,7 @@ pub fn job_for_event(delivery_id: &str, event: &Event) -> Result<SyncJob, NoJob>
             )?;
             job.branch = branch.map(str::to_owned);
             job.commit_time = push.head_commit_time();
+            job.before = Some(push.before.clone());
             Ok(job)
         }
         Event::PullRequest(pr) => {

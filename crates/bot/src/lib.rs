@@ -11,6 +11,8 @@
 //!   recording queue for tests.
 //! - [`runner`]: a job in → check run `in_progress` → tarball streamed →
 //!   [`astrolift_sync::sync`] in check or apply mode → check run completed.
+//! - [`commit_order`]: the sync's ancestry oracle, from GitHub's compare API
+//!   (asked only when a push is not a fast-forward of the registered commit).
 //! - [`config`]: the parts built from the environment once per process.
 //! - [`telemetry`]: JSON logs and CloudWatch EMF metrics.
 //! - [`triggers`]: the trigger service from the environment, and GitHub-sourced
@@ -35,6 +37,7 @@
 //! planning (the `sync` pipeline's).
 #![forbid(unsafe_code)]
 
+pub mod commit_order;
 pub mod config;
 pub mod ingress;
 pub mod job;

@@ -21,6 +21,7 @@ use astrolift_sync::check_run::{CheckOnlyReason, RenderContext, register_command
 use astrolift_sync::{Mode, Report, Stores, SyncError, SyncRequest, sync};
 use tracing::Instrument as _;
 
+use crate::commit_order::{GitHubCommitOrder, is_retryable};
 use crate::ingress::now;
 use crate::job::{JobTrigger, SyncJob};
 use crate::telemetry::{self, Metric};
@@ -54,9 +55,7 @@ impl JobError {
     /// A refused tarball or a 4xx from GitHub will fail the same way again.
     pub fn is_retryable(&self) -> bool {
         match self {
-            JobError::GitHub(error) => error
-                .status()
-                .is_none_or(|s| s.is_server_error() || s.as_u16() == 429 || s.as_u16() == 403),
+            JobError::GitHub(error) => is_retryable(error),
             _ if self.is_out_of_space() => false,
             JobError::Tarball(error) => {
                 matches!(error, TarballError::Corrupt(_) | TarballError::Spool(_))
@@ -196,6 +195,11 @@ impl SyncRunner {
             repository: job.repository.clone(),
             commit: job.head_sha.clone(),
             commit_time: job.commit_time.unwrap_or_else(now),
+            before: job.before.clone(),
+            order: Some(Arc::new(GitHubCommitOrder {
+                installation: installation.clone(),
+                repo: repo.clone(),
+            })),
             git_ref: job.branch.clone(),
             mode,
             now: now(),

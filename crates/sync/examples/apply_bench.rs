@@ -30,6 +30,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         repository: "bench/monorepo".into(),
         commit: "c1".into(),
         commit_time: 1,
+        before: None,
+        order: None,
         git_ref: Some("main".into()),
         mode: Mode::Apply {
             project_id: "bench".into(),

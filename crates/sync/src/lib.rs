@@ -16,7 +16,12 @@
 //! - **Idempotent.** Re-running a commit writes nothing: unchanged agents
 //!   produce no change and no upload, and the synced commit is not rewritten.
 //! - **Ordered.** An older commit never overwrites a registration written
-//!   from a newer one (see `pipeline::is_newer` for the rule).
+//!   from a newer one, decided by commit ancestry, never by committer
+//!   timestamps: a pushed commit that is an ancestor of the registered one is
+//!   skipped (the report says why); a fast-forward (`before` is the
+//!   registered commit), a force push (diverged) and a re-run apply. The
+//!   caller passes the ancestry oracle ([`CommitOrder`]); without one (local
+//!   runs) the pushed commit applies.
 //! - **Failures stay local.** An agent with errors is `failed`: it is not
 //!   registered and its previous registration is kept; the others proceed.
 //! - **Env specs of the project.** A trigger may only name an env spec of
@@ -25,8 +30,9 @@
 //! - **Nothing is deleted.** A removed manifest makes its agent `orphaned`;
 //!   only an explicit teardown (in `store`) retires it, and audit events stay.
 //!
-//! Deliberately absent: GitHub (where the tree comes from and where the
-//! report goes are the caller's), rendering (the report is the single input
+//! Deliberately absent: GitHub (where the tree comes from, where the report
+//! goes and how commits are ordered (`CommitOrder`) are the caller's),
+//! rendering (the report is the single input
 //! of every renderer), and any clock (the caller passes `now`).
 #![forbid(unsafe_code)]
 
@@ -34,12 +40,14 @@ pub mod bindings;
 pub mod check_run;
 pub mod drift;
 mod env_specs;
+pub mod order;
 mod package_step;
 mod pipeline;
 pub mod plan;
 pub mod report;
 
 pub use drift::{DriftItem, DriftSeverity};
+pub use order::{CommitOrder, Order, OrderError, OrderFuture};
 pub use pipeline::{Stores, SyncRequest, sync};
 pub use plan::{PlanEntry, PlanStatus};
 pub use report::{Mode, Report, ReportCounts};
@@ -54,6 +62,8 @@ pub enum SyncError {
     Spool(#[source] std::io::Error),
     #[error("applying needs the ref being synced")]
     NoRef,
+    #[error(transparent)]
+    Order(#[from] OrderError),
 }
 
 impl SyncError {
@@ -66,6 +76,6 @@ impl SyncError {
                 astrolift_store::StoreError::Unavailable(_)
                     | astrolift_store::StoreError::Conflict(_)
             ) | SyncError::Spool(_)
-        )
+        ) || matches!(self, SyncError::Order(error) if error.retryable)
     }
 }

@@ -17,6 +17,7 @@ use astrolift_store::state::{
 use crate::SyncError;
 use crate::drift::snapshot_drift;
 use crate::env_specs::check_env_specs;
+use crate::order::{CommitOrder, Order};
 use crate::package_step::{
     ArchiveOrigin, Artifacts, Packaging, build_archive, package, stored_outputs,
     validate_and_prepare,
@@ -37,8 +38,15 @@ pub struct SyncRequest {
     /// `owner/name`.
     pub repository: String,
     pub commit: String,
-    /// The commit's committer time: orders commits when ancestry is unknown.
+    /// The commit's committer time, recorded with the synced commit for
+    /// information only: it never orders commits (the committer writes it).
     pub commit_time: UnixSeconds,
+    /// The push's `before`: the ref's previous head. When it is the
+    /// registered commit the push is a fast-forward and `order` is not asked.
+    pub before: Option<String>,
+    /// Commit ancestry (see [`crate::order`]); `None` (local runs) applies
+    /// the pushed commit.
+    pub order: Option<Arc<dyn CommitOrder>>,
     /// The branch, e.g. `main`; required to apply.
     pub git_ref: Option<String>,
     pub mode: Mode,
@@ -150,9 +158,11 @@ async fn apply(
         .state
         .get_synced_commit(&request.repository, git_ref)
         .await?;
-    if let Some(newer) = synced.as_ref().filter(|s| is_newer(s, request)) {
+    if let Some(newer) = synced.as_ref()
+        && is_ancestor_of_registered(newer, request).await?
+    {
         report.skipped = Some(format!(
-            "commit {} is older than {}, already registered for {git_ref}; nothing was written",
+            "commit {} is an ancestor of {}, already registered for {git_ref}; nothing was written",
             short(&request.commit),
             short(&newer.commit)
         ));
@@ -185,11 +195,23 @@ async fn apply(
     Ok(())
 }
 
-/// Ordering rule: a sync never overwrites state written from a newer commit.
-/// The same commit is a re-run (allowed, and writes nothing new); another
-/// commit is refused when the registered one has a later committer time.
-fn is_newer(synced: &SyncedCommit, request: &SyncRequest) -> bool {
-    synced.commit != request.commit && synced.commit_time > request.commit_time
+/// Ordering rule: a sync never overwrites state written from a newer commit,
+/// decided by ancestry (see [`crate::order`]). Only a pushed commit that is
+/// an ancestor of the registered one is refused: the same commit is a re-run,
+/// a push whose `before` is the registered commit is a fast-forward (no call),
+/// a diverged commit is a force push, and without an oracle the push applies.
+async fn is_ancestor_of_registered(
+    synced: &SyncedCommit,
+    request: &SyncRequest,
+) -> Result<bool, SyncError> {
+    if synced.commit == request.commit || request.before.as_deref() == Some(&synced.commit) {
+        return Ok(false);
+    }
+    let Some(order) = &request.order else {
+        return Ok(false);
+    };
+    let order = order.compare(&synced.commit, &request.commit).await?;
+    Ok(order == Order::Older)
 }
 
 /// Uploads the archive and then the snapshot of every agent whose change

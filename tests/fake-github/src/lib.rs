@@ -5,7 +5,10 @@
 //! - `GET /repos/{owner}/{repo}/tarball/{ref}`: 302 to `/_codeload/...`,
 //!   which serves a GitHub-shaped `tar.gz` built from a fixture directory;
 //! - `POST /repos/{owner}/{repo}/check-runs` and `PATCH .../check-runs/{id}`:
-//!   validated like GitHub (422 otherwise), state kept, annotations appended.
+//!   validated like GitHub (422 otherwise), state kept, annotations appended;
+//! - `GET /repos/{owner}/{repo}/compare/{base}...{head}`: `status` (`ahead`,
+//!   `behind`, `identical`, `diverged`) over a commit graph the test sets
+//!   ([`FakeGitHub::add_commit`]), 404 for an unknown SHA.
 //!
 //! Faults are injected per test ([`Fault`]) and every request is recorded
 //! ([`RecordedRequest`]), authorization values redacted.
@@ -15,6 +18,7 @@
 
 mod auth;
 mod checks;
+mod compare;
 mod faults;
 mod tarball;
 
@@ -68,6 +72,8 @@ pub(crate) struct State {
     pub down_until: Option<std::time::Instant>,
     pub requests: Vec<RecordedRequest>,
     pub check_runs: Vec<FakeCheckRun>,
+    /// Parents per commit, per `(owner, repo)`.
+    pub commit_graphs: HashMap<(String, String), compare::CommitGraph>,
 }
 
 impl State {
@@ -170,6 +176,16 @@ impl FakeGitHub {
         self.state.lock().repos.entry(key).or_default().push(entry);
     }
 
+    /// Adds commit `sha` with its `parents` to `owner/repo`'s commit graph
+    /// (a root commit has none), which the compare endpoint answers from.
+    pub fn add_commit(&self, owner: &str, repo: &str, sha: &str, parents: &[&str]) {
+        let key = (owner.to_owned(), repo.to_owned());
+        let parents = parents.iter().map(|p| (*p).to_owned()).collect();
+        let mut state = self.state.lock();
+        let graph = state.commit_graphs.entry(key).or_default();
+        graph.insert(sha.to_owned(), parents);
+    }
+
     /// An outage: every request answers 503 for `duration` from now.
     pub fn down_for(&self, duration: Duration) {
         self.state.lock().down_until = Some(std::time::Instant::now() + duration);
@@ -234,6 +250,10 @@ fn router(state: Shared) -> Router {
             get(tarball::download),
         )
         .route("/repos/{owner}/{repo}/check-runs", post(checks::create))
+        .route(
+            "/repos/{owner}/{repo}/compare/{basehead}",
+            get(compare::compare),
+        )
         .route(
             "/repos/{owner}/{repo}/check-runs/{id}",
             patch(checks::update),

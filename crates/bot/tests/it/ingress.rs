@@ -104,6 +104,7 @@ async fn a_push_is_queued_once_per_delivery() {
     assert_eq!(job.head_sha, MAIN_SHA);
     assert_eq!(job.branch.as_deref(), Some("main"));
     assert_eq!(job.commit_time, Some(1_795_946_400));
+    assert_eq!(job.before.as_deref(), Some("0".repeat(40).as_str()));
 
     let again = deliver(&h.ingress, "push", "d-1", &push("main", MAIN_SHA), SECRET).await;
     assert_eq!(

@@ -1,6 +1,7 @@
 //! Integration tests of the bot: ingress against real stores, the runner
 //! against the fake GitHub, on SQLite/directory and on DynamoDB/S3 (moto).
 
+mod ancestry;
 mod faults;
 mod ingress;
 mod queue;

@@ -20,6 +20,7 @@ fn job(delivery: &str, trigger: JobTrigger, branch: &str, fork: bool) -> SyncJob
         branch: Some(branch.to_owned()),
         fork,
         commit_time: None,
+        before: None,
         default_branch: Some("main".to_owned()),
         pull_request: fork.then_some(7),
     }

@@ -148,6 +148,7 @@ pub fn push_job(delivery: &str) -> SyncJob {
         branch: Some("main".into()),
         fork: false,
         commit_time: Some(1_795_946_400),
+        before: None,
         default_branch: Some("main".into()),
         pull_request: None,
     }

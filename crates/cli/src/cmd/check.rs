@@ -37,7 +37,9 @@ pub struct Args {
     #[arg(long, default_value = "worktree")]
     commit: String,
 
-    /// The commit's time, in seconds since the epoch (orders commits). Default: now.
+    /// The commit's time, in seconds since the epoch, recorded with the synced
+    /// commit (it does not order commits: local runs have no ancestry oracle,
+    /// so the commit given applies). Default: now.
     #[arg(long)]
     commit_time: Option<i64>,
 
@@ -103,6 +105,9 @@ async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Re
         repository,
         commit: args.commit.clone(),
         commit_time: args.commit_time.unwrap_or(now),
+        // Local runs sync the tree the operator chose: no ancestry oracle.
+        before: None,
+        order: None,
         git_ref: Some(args.git_ref.clone()),
         mode,
         now,

@@ -193,6 +193,7 @@ fn is_path_segment(segment: &str) -> bool {
 /// The methods forge sends through octocrab's typed JSON calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum JsonMethod {
+    Get,
     Post,
     Patch,
 }
@@ -200,6 +201,7 @@ pub(crate) enum JsonMethod {
 impl JsonMethod {
     fn method(self) -> Method {
         match self {
+            JsonMethod::Get => Method::GET,
             JsonMethod::Post => Method::POST,
             JsonMethod::Patch => Method::PATCH,
         }
@@ -357,6 +359,8 @@ impl GitHubApp {
         let route = relative_route(&url);
         let crab = self.as_bearer(bearer, &method.method(), &path)?;
         let answer = match method {
+            // No query parameters: `body` is a request body, and GETs send none.
+            JsonMethod::Get => crab.get(route, None::<&()>).await,
             JsonMethod::Post => crab.post(route, body).await,
             JsonMethod::Patch => crab.patch(route, body).await,
         };

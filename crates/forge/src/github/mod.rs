@@ -1,5 +1,5 @@
 //! The GitHub REST side, on `octocrab`: App auth, the client, the retry
-//! layer, tarballs, check runs.
+//! layer, tarballs, check runs, commit comparison.
 //!
 //! ```text
 //! let app = GitHubApp::from_env()?;                  // GITHUB_API_URL, GITHUB_APP_ID, key
@@ -7,12 +7,14 @@
 //! let run = gh.create_in_progress(&repo, sha, CHECK_RUN_NAME).await?;
 //! let tree = gh.tarball(&repo, sha).await?
 //!     .read_blocking(move |r| SourceTarball::read(r, &limits)).await?;
+//! let status = gh.compare(&repo, registered, pushed).await?;   // ahead | behind | ...
 //! gh.complete(&repo, run, Conclusion::of(&diagnostics), output).await?;  // or gh.fail_run(..)
 //! ```
 
 mod app;
 mod checks;
 mod client;
+mod compare;
 mod layers;
 pub mod retry;
 mod tarball;
@@ -29,5 +31,6 @@ pub use client::{
     API_VERSION, DEFAULT_API_URL, DEFAULT_MAX_TARBALL_BYTES, GitHubApp, GitHubConfig, GitHubError,
     Installation, RepoPath,
 };
+pub use compare::CompareStatus;
 pub use retry::RetryPolicy;
 pub use tarball::TarballDownload;

@@ -7,7 +7,7 @@ use astrolift_manifest::{MemTree, SourceTree, ValidateOptions};
 use astrolift_store::blob::{FsBlobStore, S3BlobStore};
 use astrolift_store::state::{DynamoStateStore, EnvSpec, SqliteStateStore};
 use astrolift_store::testing::{aws_endpoint, unique_name};
-use astrolift_sync::{Mode, Report, Stores, SyncError, SyncRequest, sync};
+use astrolift_sync::{CommitOrder, Mode, Report, Stores, SyncError, SyncRequest, sync};
 
 pub const REPO: &str = "acme/support-agents";
 
@@ -124,10 +124,31 @@ pub async fn run(
     time: i64,
     apply: bool,
 ) -> Result<Report, SyncError> {
+    run_pushed(stores, tree, commit, time, apply, Push::default()).await
+}
+
+/// What a push tells the ordering rule: its `before`, and the ancestry oracle.
+#[derive(Debug, Default)]
+pub struct Push {
+    pub before: Option<String>,
+    pub order: Option<Arc<dyn CommitOrder>>,
+}
+
+/// One sync of `tree` as commit `commit` at time `time`, pushed as `push` says.
+pub async fn run_pushed(
+    stores: &Stores,
+    tree: &MemTree,
+    commit: &str,
+    time: i64,
+    apply: bool,
+    push: Push,
+) -> Result<Report, SyncError> {
     let request = SyncRequest {
         repository: REPO.into(),
         commit: commit.into(),
         commit_time: time,
+        before: push.before,
+        order: push.order,
         git_ref: Some("main".into()),
         mode: if apply {
             Mode::Apply {

@@ -4,6 +4,7 @@
 //! `AWS_ENDPOINT_URL` they are skipped with a note, or fail when
 //! `ASTROLIFT_REQUIRE_AWS=1` (CI sets it).
 
+mod ancestry;
 mod faults;
 mod harness;
 mod reuse;

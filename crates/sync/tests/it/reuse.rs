@@ -69,6 +69,8 @@ async fn run(stores: &Stores, tree: &CountingTree, mode: Mode) -> Report {
         repository: REPO.into(),
         commit: "c1".into(),
         commit_time: 100,
+        before: None,
+        order: None,
         git_ref: Some("main".into()),
         mode,
         now: 100,

@@ -19,7 +19,6 @@ on_both_backends!(
     removed_manifest_is_orphaned_then_reactivated,
     disabled_in_the_federation_file,
     failing_agent_beside_healthy_ones,
-    older_commit_never_overwrites_a_newer_one,
     teardown_keeps_the_audit_trail,
     trigger_bindings_follow_the_manifest,
     trigger_ids_are_random_and_kept,
@@ -233,29 +232,6 @@ async fn failing_agent_beside_healthy_ones(stores: &Stores) {
         "a failed agent is not registered"
     );
     assert_eq!(status_of(stores, TRIAGE).await, Some(AgentStatus::Active));
-}
-
-async fn older_commit_never_overwrites_a_newer_one(stores: &Stores) {
-    let mut newer = monorepo();
-    edit(&mut newer, TRIAGE, "max_retries = 3", "max_retries = 4");
-    apply(stores, &newer, "new-commit", 200).await;
-    let stale = apply(stores, &monorepo(), "old-commit", 100).await;
-    assert!(!stale.applied);
-    assert!(
-        stale
-            .skipped
-            .as_deref()
-            .is_some_and(|s| s.contains("older")),
-        "{:?}",
-        stale.skipped
-    );
-    let agent = stores
-        .state
-        .get_agent(&key(TRIAGE))
-        .await
-        .expect("read")
-        .expect("registered");
-    assert_eq!(agent.commit, "new-commit");
 }
 
 async fn teardown_keeps_the_audit_trail(stores: &Stores) {

@@ -110,6 +110,8 @@ async fn apply_monorepo(blobs: Arc<dyn BlobStore>, state: Arc<dyn StateStore>) {
         repository: REPO.to_owned(),
         commit: "0000000000000000000000000000000000000001".to_owned(),
         commit_time: 1_795_978_800,
+        before: None,
+        order: None,
         git_ref: Some("main".to_owned()),
         mode: Mode::Apply {
             project_id: "proj-1".to_owned(),

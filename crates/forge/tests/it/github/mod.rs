@@ -2,6 +2,7 @@
 
 mod auth;
 mod checks;
+mod compare;
 mod faults;
 mod tarball;
 
