@@ -115,7 +115,13 @@ async fn release_serve_answers_after_every_hostile_program() {
     {
         let name = case["trigger"].as_str().expect("trigger");
         let (status, _, text) = post(&server, &ids, name, body_of(case), &format!("h-{i}")).await;
-        assert!((400..500).contains(&status), "{name}: {status} {text:.500}");
+        // `fromjson?` may swallow its own parse error (the release build's parser
+        // reports the depth before the stack runs out): an empty payload, 202.
+        let dispatched = case["may_dispatch"].as_bool() == Some(true) && status == 202;
+        assert!(
+            dispatched || (400..500).contains(&status),
+            "{name}: {status} {text:.500}"
+        );
         assert!(text.len() <= SMALL, "{name}: a {}-byte answer", text.len());
         let (status, _, text) =
             post(&server, &ids, "benign", body_of(benign), &format!("b-{i}")).await;

@@ -255,7 +255,12 @@ async fn release_trigger_function_answers_after_every_hostile_program() {
         let name = case["trigger"].as_str().expect("trigger");
         let answer = function.invoke(&ids[name], &cases::body(case)).await;
         let status = answer["statusCode"].as_u64().unwrap_or(0);
-        assert!((400..500).contains(&status), "{name}: {answer:.500}");
+        // `fromjson?` may swallow its own parse error: an empty payload, 202.
+        let dispatched = case["may_dispatch"].as_bool() == Some(true) && status == 202;
+        assert!(
+            dispatched || (400..500).contains(&status),
+            "{name}: {answer:.500}"
+        );
         let body = answer["body"].as_str().unwrap_or_default();
         assert!(body.len() <= SMALL, "{name}: a {}-byte answer", body.len());
         let next = function.invoke(&ids["benign"], &cases::body(benign)).await;
