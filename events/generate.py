@@ -232,7 +232,8 @@ def function_url_event(event, delivery, body, *, secret=SECRET, base64_body=Fals
     }
 
 
-def sync_job(delivery, trigger, head_sha, branch_name, *, pull_request=None, fork=False, commit_time=None):
+def sync_job(delivery, trigger, head_sha, branch_name, *, pull_request=None, fork=False, commit_time=None,
+             before=None):
     """crates/bot/src/job.rs SyncJob, as the webhook queues it."""
     return {
         "version": 1,
@@ -245,9 +246,21 @@ def sync_job(delivery, trigger, head_sha, branch_name, *, pull_request=None, for
         "branch": branch_name,
         "fork": fork,
         "commit_time": commit_time,
+        **({"before": before} if before else {}),
         "default_branch": "main",
         "pull_request": pull_request,
     }
+
+
+def message_group(job):
+    """SyncJob::message_group_id: the repository id and the job's FIFO lane (crates/bot/src/job.rs)."""
+    if job["trigger"] == "push":
+        lane = "push-" + hashlib.sha256(job["branch"].encode()).hexdigest()[:16]
+    elif job["fork"]:
+        lane = "fork"
+    else:
+        lane = "pull-request"
+    return f"{job['repository_id']}-{lane}"
 
 
 def sqs_record(number, body, group, dedupe):
@@ -329,14 +342,14 @@ def webhook_events():
 
 
 def sync_events():
-    push_job = sync_job(PUSH_DELIVERY, "push", MAIN_SHA, "main", commit_time=1795978770)
+    push_job = sync_job(PUSH_DELIVERY, "push", MAIN_SHA, "main", commit_time=1795978770,
+                        before=push_payload()["before"])
     pr_job = sync_job(PR_DELIVERY, "pull_request", PR_SHA, "triage-billing", pull_request=42)
-    group = str(REPOSITORY_ID)
     batch = [
-        sqs_record(1, compact(push_job).decode(), group, PUSH_DELIVERY),
-        sqs_record(2, compact(pr_job).decode(), group, PR_DELIVERY),
+        sqs_record(1, compact(push_job).decode(), message_group(push_job), PUSH_DELIVERY),
+        sqs_record(2, compact(pr_job).decode(), message_group(pr_job), PR_DELIVERY),
     ]
-    bad = [sqs_record(1, "{\"version\":1,\"delivery_id\":", group, "d0000000-bad-body")]
+    bad = [sqs_record(1, "{\"version\":1,\"delivery_id\":", message_group(push_job), "d0000000-bad-body")]
     return {"sync-batch": {"Records": batch}, "sync-bad-body": {"Records": bad}}
 
 

@@ -36,12 +36,13 @@ async fn github_down_reports_the_record_and_holds_the_rest_of_its_group() {
     let (stores, _dir) = stores().await;
     let github = fake_github().await;
     github.inject(Fault::server_error(100).on("GET", TARBALL));
-    let batch = event("sync-batch");
+    let first = event("sync-batch")["Records"][0].clone();
+    let batch = json!({ "Records": [first.clone(), next_push_in_its_lane(&first)] });
     let response = function(&github, &stores)
         .handle(sqs_event(batch.clone()), None)
         .await;
-    // The first job failed (retryable); the second, of the same repository,
-    // must not overtake it: both go back to the queue.
+    // The first push failed (retryable); the next push of the same branch, in
+    // the same FIFO group, must not overtake it: both go back to the queue.
     assert_eq!(failures(&response), message_ids(&batch));
     let runs = github.check_runs();
     assert_eq!(runs.len(), 1, "the held job did not run: {runs:#?}");
@@ -92,10 +93,15 @@ async fn other_repositories_run_while_one_group_is_held() {
     github.inject(Fault::server_error(100).on("GET", TARBALL));
     let sample = event("sync-batch");
     let first = sample["Records"][0].clone();
-    let second = sample["Records"][1].clone();
+    let second = next_push_in_its_lane(&first);
     let mut other = first.clone();
     other["messageId"] = json!("0f6c2b1a-5d3e-4c7b-9a8f-0000000000b1");
-    other["attributes"]["MessageGroupId"] = json!("7770001");
+    let lane = first["attributes"]["MessageGroupId"]
+        .as_str()
+        .and_then(|group| group.split_once('-'))
+        .map(|(_, lane)| lane.to_owned())
+        .expect("a group of the form <repository id>-<lane>");
+    other["attributes"]["MessageGroupId"] = json!(format!("7770001-{lane}"));
     set_job(&mut other, |job| {
         job["repository"] = json!("astrolift-demo/other");
         job["repository_id"] = json!(7_770_001);
@@ -112,6 +118,19 @@ async fn other_repositories_run_while_one_group_is_held() {
     assert_eq!(runs[0].conclusion.as_deref(), Some("failure"));
     assert_eq!(runs[1].status, "completed");
     assert_ne!(runs[1].conclusion.as_deref(), Some("failure"), "{runs:#?}");
+}
+
+/// Another delivery of a push to the same branch: the same FIFO group as `push`.
+fn next_push_in_its_lane(push: &Value) -> Value {
+    let mut next = push.clone();
+    next["messageId"] = json!("0f6c2b1a-5d3e-4c7b-9a8f-0000000000a2");
+    next["attributes"]["MessageDeduplicationId"] = json!("next-push-delivery");
+    set_job(&mut next, |job| {
+        job["delivery_id"] = json!("next-push-delivery");
+        job["before"] = job["head_sha"].clone();
+        job["head_sha"] = json!(PR_SHA);
+    });
+    next
 }
 
 fn records(batch: &mut Value) -> &mut Vec<Value> {
