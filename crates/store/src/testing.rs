@@ -386,6 +386,23 @@ impl StateStore for FaultyStateStore {
             })
         })
     }
+    fn list_event_trigger_bindings<'a>(
+        &'a self,
+        repository: &'a str,
+        event: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<TriggerBinding>>> {
+        forward!(self, "list_event_trigger_bindings", false, async {
+            let bindings = self
+                .inner
+                .list_event_trigger_bindings(repository, event)
+                .await?;
+            Ok(if self.hide_trigger_bindings {
+                Vec::new()
+            } else {
+                bindings
+            })
+        })
+    }
     fn record_dispatch<'a>(
         &'a self,
         dispatch: &'a Dispatch,

@@ -192,10 +192,11 @@ impl TriggerService {
         delivery_id: &str,
         body: &[u8],
     ) -> Vec<FanOutResult> {
-        // A keyed read of this repository's bindings: no other repository's binding is read.
+        // A keyed read of this repository's bindings of this event: no binding of another
+        // repository or another event is read.
         let bindings = match self
             .state
-            .list_repository_trigger_bindings(repository)
+            .list_event_trigger_bindings(repository, event_name)
             .await
         {
             Ok(bindings) => bindings,

@@ -17,6 +17,17 @@ const PREVIOUS_SECRET: &str = "SENTINEL-previous-8a41d7e3c5";
 const TRIGGER_SECRET: &str = "SENTINEL-trigger-5b93f0aa71";
 const MAIN_SHA: &str = "5555555555555555555555555555555555555555";
 const BRANCH_SHA: &str = "6666666666666666666666666666666666666666";
+/// The agents' own secrets (examples/monorepo: `secret://agents/anthropic`, `secret://agents/jira`).
+const ANTHROPIC_SECRET: &str = "SENTINEL-anthropic-3c7d91e04b";
+const JIRA_SECRET: &str = "SENTINEL-jira-e25a6f8d10";
+/// Every secret serve is given besides `GITHUB_WEBHOOK_SECRET`, as the variables that carry
+/// it: the test looks for exactly these values, so it never looks for one it did not set.
+const CONFIGURED: &[(&str, &str)] = &[
+    ("GITHUB_WEBHOOK_SECRET_PREVIOUS", PREVIOUS_SECRET),
+    ("ASTROLIFT_SECRET_AGENTS_JIRA_HOOK", TRIGGER_SECRET),
+    ("ASTROLIFT_SECRET_AGENTS_ANTHROPIC", ANTHROPIC_SECRET),
+    ("ASTROLIFT_SECRET_AGENTS_JIRA", JIRA_SECRET),
+];
 /// The fake issues installation tokens as `ghs_fake<serial>`.
 const TOKEN_PREFIX: &str = "ghs_fake";
 
@@ -37,17 +48,11 @@ fn pull_request(sha: &str) -> Vec<u8> {
     serde_json::to_vec(&body).expect("json")
 }
 
-/// Every value that must never leave serve: the sentinels, the token prefix,
-/// and each base64 line of the App private key.
+/// Every value that must never leave serve: the webhook secret and the configured
+/// sentinels, the token prefix, and each base64 line of the App private key.
 fn secrets(github: &FakeGitHub) -> Vec<String> {
-    let mut secrets: Vec<String> = [
-        WEBHOOK_SECRET,
-        PREVIOUS_SECRET,
-        TRIGGER_SECRET,
-        TOKEN_PREFIX,
-    ]
-    .map(str::to_owned)
-    .to_vec();
+    let mut secrets: Vec<String> = [WEBHOOK_SECRET, TOKEN_PREFIX].map(str::to_owned).to_vec();
+    secrets.extend(CONFIGURED.iter().map(|(_, value)| (*value).to_owned()));
     secrets.extend(
         github
             .private_key_pem()
@@ -75,12 +80,14 @@ async fn no_secret_reaches_logs_github_answers_or_stored_state() {
         &github,
         ServeSetup {
             secret: WEBHOOK_SECRET,
-            env: vec![
-                ("GITHUB_WEBHOOK_SECRET_PREVIOUS", PREVIOUS_SECRET),
-                ("ASTROLIFT_SECRET_AGENTS_JIRA_HOOK", TRIGGER_SECRET),
-                ("ASTROLIFT_LOG_LEVEL", "debug"),
-                ("ASTROLIFT_LOG_FORMAT", "json"),
-            ],
+            env: CONFIGURED
+                .iter()
+                .copied()
+                .chain([
+                    ("ASTROLIFT_LOG_LEVEL", "debug"),
+                    ("ASTROLIFT_LOG_FORMAT", "json"),
+                ])
+                .collect(),
             register: true,
         },
     );

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use astrolift_fake_github::{FakeCheckRun, FakeGitHub};
 use astrolift_forge::webhook::sign;
+use astrolift_store::state::DeliveryOutcome;
 use serde_json::{Value, json};
 
 use crate::support::{astrolift, fixture, json as parse_json, read_serve_url};
@@ -415,6 +416,23 @@ async fn refusals_store_nothing() {
     .await;
     assert_eq!(status, 200);
 
+    let installation = |id: u64| {
+        json!({
+            "action": "created",
+            "installation": { "id": id, "account": { "login": "octo" } },
+            "repositories": [{ "id": 4001, "full_name": "octo/agents" }],
+        })
+    };
+    let (status, _) = deliver(
+        &server,
+        "installation",
+        "d-bad-installation",
+        &installation(4242),
+        "wrong-secret",
+    )
+    .await;
+    assert_eq!(status, 401);
+
     let health = reqwest::get(format!("{}/healthz", server.url))
         .await
         .expect("healthz");
@@ -425,6 +443,53 @@ async fn refusals_store_nothing() {
         "no run for refused or ignored deliveries"
     );
     assert!(agents(&server).is_empty());
+    let state = astrolift_store::state_store_from_url(&server.state)
+        .await
+        .expect("serve's state opens");
+    assert_eq!(
+        state.get_installation(4242).await.expect("reads"),
+        None,
+        "a refused installation event records no installation"
+    );
+    // Recording an id again answers `Duplicate` when it was stored: none of these was.
+    let unrecorded = |id: &'static str| {
+        let state = state.clone();
+        async move {
+            let ttl = Duration::from_secs(3600);
+            state
+                .record_delivery(id, 1_767_225_600, ttl)
+                .await
+                .expect("records")
+        }
+    };
+    for id in [
+        "d-bad",
+        "d-ping",
+        "d-deleted",
+        "d-star",
+        "d-bad-installation",
+    ] {
+        assert_eq!(
+            unrecorded(id).await,
+            DeliveryOutcome::New,
+            "{id} was stored"
+        );
+    }
+
+    // The same reads see what an accepted delivery stores, so the checks above can fail.
+    let (status, _) = deliver(
+        &server,
+        "installation",
+        "d-installation",
+        &installation(4243),
+        SECRET,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(state.get_installation(4243).await.expect("reads").is_some());
+    let (status, _) = deliver(&server, "push", "d-queued", &push("main", MAIN_SHA), SECRET).await;
+    assert_eq!(status, 202);
+    assert_eq!(unrecorded("d-queued").await, DeliveryOutcome::Duplicate);
 }
 
 /// POSTs a generic trigger request signed like `verify.kind = "hmac-sha256"`.

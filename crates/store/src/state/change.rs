@@ -112,7 +112,8 @@ impl AgentChange {
         }
     }
 
-    /// Items this change writes.
+    /// Items this change writes, before the per-event copies of `github` bindings that
+    /// DynamoDB adds (see [`Extra`]).
     pub fn item_count(&self) -> usize {
         2 + ITEMS_PER_BINDING * (self.put_bindings.len() + self.delete_bindings.len())
     }
@@ -187,8 +188,19 @@ impl AgentChange {
 }
 
 /// Length of a record's JSON form (0 if it cannot be serialized, which our records can).
-fn json_len<T: serde::Serialize>(value: &T) -> usize {
+pub(crate) fn json_len<T: serde::Serialize>(value: &T) -> usize {
     serde_json::to_vec(value).map_or(0, |v| v.len())
+}
+
+/// Items and record bytes a backend writes for one agent change beyond what the change
+/// lists (DynamoDB: a copy of each `github` binding per event it lists, and the deletion
+/// of copies under events a binding no longer lists).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Extra {
+    /// Items.
+    pub items: usize,
+    /// Bytes of the records they hold.
+    pub bytes: usize,
 }
 
 /// One atomic batch of a split change set.
@@ -258,12 +270,22 @@ impl ChangeSet {
     }
 
     /// Splits the set into atomic chunks under `max_items` and `max_bytes` (see the
-    /// atomicity rule above).
-    pub(crate) fn chunks(&self, max_items: usize, max_bytes: usize) -> Vec<Chunk> {
+    /// atomicity rule above). `extra(index)` is what the backend writes for the change at
+    /// `index` beyond [`AgentChange::item_count`] (DynamoDB's per-event binding copies).
+    pub(crate) fn chunks(
+        &self,
+        max_items: usize,
+        max_bytes: usize,
+        extra: impl Fn(usize) -> Extra,
+    ) -> Vec<Chunk> {
         let mut chunks = Vec::new();
         let (mut start, mut items, mut bytes) = (0, 0, 0);
         for (index, change) in self.agents.iter().enumerate() {
-            let (change_items, change_bytes) = (change.item_count(), change.estimated_bytes());
+            let more = extra(index);
+            let (change_items, change_bytes) = (
+                change.item_count() + more.items,
+                change.estimated_bytes() + more.bytes + more.items * ITEM_OVERHEAD_BYTES,
+            );
             if index > start
                 && (items + change_items > max_items || bytes + change_bytes > max_bytes)
             {
@@ -341,8 +363,11 @@ mod tests {
 
     #[test]
     fn small_sets_are_one_chunk() {
-        let chunks =
-            set((0..10).map(|n| change(n, 0)).collect(), true).chunks(100, TRANSACTION_MAX_BYTES);
+        let chunks = set((0..10).map(|n| change(n, 0)).collect(), true).chunks(
+            100,
+            TRANSACTION_MAX_BYTES,
+            |_| Extra::default(),
+        );
         assert_eq!(
             chunks,
             vec![Chunk {
@@ -355,7 +380,7 @@ mod tests {
     #[test]
     fn big_sets_split_between_agents_and_synced_goes_last() {
         let changes = set((0..120).map(|n| change(n, 0)).collect(), true);
-        let chunks = changes.chunks(100, TRANSACTION_MAX_BYTES);
+        let chunks = changes.chunks(100, TRANSACTION_MAX_BYTES, |_| Extra::default());
         assert_eq!(
             chunks,
             vec![
@@ -373,8 +398,11 @@ mod tests {
                 },
             ]
         );
-        let full =
-            set((0..50).map(|n| change(n, 0)).collect(), true).chunks(100, TRANSACTION_MAX_BYTES);
+        let full = set((0..50).map(|n| change(n, 0)).collect(), true).chunks(
+            100,
+            TRANSACTION_MAX_BYTES,
+            |_| Extra::default(),
+        );
         assert_eq!(
             full,
             vec![
@@ -394,7 +422,7 @@ mod tests {
     fn byte_budget_splits_too() {
         let changes = set((0..6).map(|n| change(n, 3)).collect(), false);
         let per_change = changes.agents[0].estimated_bytes();
-        let chunks = changes.chunks(100, per_change * 2);
+        let chunks = changes.chunks(100, per_change * 2, |_| Extra::default());
         assert_eq!(chunks.len(), 3);
         assert!(chunks.iter().all(|c| c.agents.len() == 2));
     }
@@ -403,7 +431,7 @@ mod tests {
     fn empty_set_has_no_chunks_and_validation_catches_mistakes() {
         assert!(
             set(vec![], false)
-                .chunks(100, TRANSACTION_MAX_BYTES)
+                .chunks(100, TRANSACTION_MAX_BYTES, |_| Extra::default())
                 .is_empty()
         );
         let mut bad = change(1, 0);

@@ -18,7 +18,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Number, Value};
 
-use super::change::{ApplyReport, ChangeSet, Chunk, TRANSACTION_MAX_BYTES, TRANSACTION_MAX_ITEMS};
+use super::change::{
+    ApplyReport, ChangeSet, Chunk, Extra, TRANSACTION_MAX_BYTES, TRANSACTION_MAX_ITEMS, json_len,
+};
 use super::model::*;
 use super::table::{GSI_NAME, GSI_PK, GSI_SK, PK, SK, TTL_ATTRIBUTE, table_definition};
 use super::{StateCounters, StateStats, StateStore};
@@ -36,6 +38,9 @@ pub struct DynamoStateStore {
     /// Set once the table is known to hold a repository copy of every binding
     /// (see [`DynamoStateStore::ensure_repository_trigger_copies`]).
     trigger_copies_ready: std::sync::atomic::AtomicBool,
+    /// Set once the table is known to hold the per-event copies of every `github` binding
+    /// (see [`DynamoStateStore::ensure_event_trigger_copies`]).
+    event_copies_ready: std::sync::atomic::AtomicBool,
 }
 
 // Key layout: see `table_definition`.
@@ -61,9 +66,28 @@ fn repo_trigger_sk(trigger_id: &str) -> String {
     format!("{REPO_TRIGGER_PREFIX}{trigger_id}")
 }
 const REPO_TRIGGER_PREFIX: &str = "TRIGGER#";
-/// The marker item written once every binding has its repository copy.
+/// The sort keys of a `github` binding's copies in its repository's partition, one per event
+/// it lists (`EVENT#issues#TRIGGER#<id>`): a delivery of `issues` queries
+/// `EVENT#issues#TRIGGER#`. Event names are `[a-z0-9_]` ([`is_event_name`]), so the key
+/// needs no escaping.
+const EVENT_PREFIX: &str = "EVENT#";
+const EVENT_TRIGGER_SEPARATOR: &str = "#TRIGGER#";
+fn event_trigger_prefix(event: &str) -> String {
+    format!("{EVENT_PREFIX}{event}{EVENT_TRIGGER_SEPARATOR}")
+}
+fn event_trigger_sk(event: &str, trigger_id: &str) -> String {
+    format!("{}{trigger_id}", event_trigger_prefix(event))
+}
+/// `(event, trigger_id)` of an event copy's sort key.
+fn parse_event_trigger_sk(sk: &str) -> Option<(&str, &str)> {
+    sk.strip_prefix(EVENT_PREFIX)?
+        .split_once(EVENT_TRIGGER_SEPARATOR)
+}
+/// The marker items written once every binding has its repository copy, and once every
+/// `github` binding has its event copies.
 const MIGRATIONS: &str = "MIGRATIONS";
 const TRIGGER_INDEX_MIGRATION: &str = "REPO_TRIGGER_COPIES";
+const EVENT_INDEX_MIGRATION: &str = "REPO_TRIGGER_EVENT_COPIES";
 fn delivery_pk(id: &str) -> String {
     format!("DELIVERY#{id}")
 }
@@ -188,6 +212,7 @@ impl DynamoStateStore {
             table: table.to_owned(),
             counters: StateCounters::default(),
             trigger_copies_ready: std::sync::atomic::AtomicBool::new(false),
+            event_copies_ready: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -369,10 +394,14 @@ impl DynamoStateStore {
         &self,
         changes: &ChangeSet,
         chunk: &Chunk,
+        events: &[EventWrites<'_>],
     ) -> StoreResult<(Vec<TransactWriteItem>, Vec<String>)> {
         let mut writes = Vec::new();
         let mut names = Vec::new();
-        for change in &changes.agents[chunk.agents.clone()] {
+        for (change, events) in changes.agents[chunk.agents.clone()]
+            .iter()
+            .zip(&events[chunk.agents.clone()])
+        {
             let agent = &change.agent;
             let mut put = Put::builder()
                 .table_name(&self.table)
@@ -417,32 +446,31 @@ impl DynamoStateStore {
             );
             names.push(format!("audit event {} of {}", audit.version, agent.key()));
 
-            // Each binding is two items written together: by id (`TRIGGERS`), and its copy in
-            // its repository's partition, which deliveries query.
+            // Each binding's items are written together: by id (`TRIGGERS`), its copy in its
+            // repository's partition (the repository's listing)
+            // and, for a `github` binding, a copy per event it lists.
+            let repository = repo_pk(&changes.repository);
             for binding in &change.put_bindings {
                 for keys in binding_keys(&changes.repository, &binding.trigger_id) {
-                    let item = record_item(binding, keys)?;
-                    let put = Put::builder().table_name(&self.table).set_item(Some(item));
-                    writes.push(
-                        TransactWriteItem::builder()
-                            .put(build(put.build())?)
-                            .build(),
-                    );
+                    writes.push(self.put_item(record_item(binding, keys)?)?);
                     names.push(format!("trigger binding {}", binding.trigger_id));
                 }
             }
             for trigger_id in &change.delete_bindings {
                 for keys in binding_keys(&changes.repository, trigger_id) {
-                    let delete = Delete::builder()
-                        .table_name(&self.table)
-                        .set_key(Some(keys));
-                    writes.push(
-                        TransactWriteItem::builder()
-                            .delete(build(delete.build())?)
-                            .build(),
-                    );
+                    writes.push(self.delete_item(keys)?);
                     names.push(format!("trigger binding {trigger_id} (delete)"));
                 }
+            }
+            for (event, binding) in &events.puts {
+                let keys = key(&repository, event_trigger_sk(event, &binding.trigger_id));
+                writes.push(self.put_item(record_item(*binding, keys)?)?);
+                names.push(format!("trigger binding {} ({event})", binding.trigger_id));
+            }
+            for (event, trigger_id) in &events.deletes {
+                let keys = key(&repository, event_trigger_sk(event, trigger_id));
+                writes.push(self.delete_item(keys)?);
+                names.push(format!("trigger binding {trigger_id} ({event}, delete)"));
             }
         }
         if let (true, Some(update)) = (chunk.synced, &changes.synced) {
@@ -552,6 +580,71 @@ impl DynamoStateStore {
     }
 }
 
+/// The event copies one agent change puts and deletes (see [`plan_event_writes`]).
+#[derive(Debug, Default)]
+struct EventWrites<'c> {
+    /// `(event, binding)`: a copy of `binding` under `event`.
+    puts: Vec<(String, &'c TriggerBinding)>,
+    /// `(event, trigger id)`: a copy to delete.
+    deletes: Vec<(String, String)>,
+}
+
+impl EventWrites<'_> {
+    fn extra(&self) -> Extra {
+        Extra {
+            items: self.puts.len() + self.deletes.len(),
+            bytes: self
+                .puts
+                .iter()
+                .map(|(_, binding)| json_len(*binding))
+                .sum(),
+        }
+    }
+}
+
+/// The event copies each change of `changes` writes, given the events under which each
+/// binding of the repository is stored now (`stored`, by trigger id): a put binding gets a
+/// copy per event it lists and loses its copies under events it no longer lists; a deleted
+/// binding loses all of its copies. Derived from what is stored, not from what the plan
+/// read, so a stale copy (a crash between two chunks cannot leave one, but an older
+/// version's write can) is removed by the next change of its binding.
+fn plan_event_writes<'c>(
+    changes: &'c ChangeSet,
+    stored: &HashMap<String, Vec<String>>,
+) -> Vec<EventWrites<'c>> {
+    let stored_events = |trigger_id: &str| stored.get(trigger_id).into_iter().flatten();
+    changes
+        .agents
+        .iter()
+        .map(|change| {
+            let mut writes = EventWrites::default();
+            for binding in &change.put_bindings {
+                let events = binding.event_names();
+                for old in stored_events(&binding.trigger_id).filter(|old| !events.contains(old)) {
+                    writes
+                        .deletes
+                        .push((old.clone(), binding.trigger_id.clone()));
+                }
+                writes
+                    .puts
+                    .extend(events.into_iter().map(|event| (event, binding)));
+            }
+            for trigger_id in &change.delete_bindings {
+                for old in stored_events(trigger_id) {
+                    writes.deletes.push((old.clone(), trigger_id.clone()));
+                }
+            }
+            writes
+        })
+        .collect()
+}
+
+/// An item's sort key alone (for keys-only queries).
+#[derive(serde::Deserialize)]
+struct SortKey {
+    sk: String,
+}
+
 /// The two keys of a binding: by id, and its copy under its repository.
 fn binding_keys(repository: &str, trigger_id: &str) -> [Item; 2] {
     [
@@ -586,28 +679,142 @@ impl DynamoStateStore {
         Ok(())
     }
 
-    async fn copy_binding_to_repository(&self, binding: &TriggerBinding) -> StoreResult<()> {
-        let [by_id, in_repository] = binding_keys(&binding.repository, &binding.trigger_id);
+    /// The events under which each binding of `repository` has a copy, by trigger id: one
+    /// keys-only query of the repository's event copies.
+    async fn stored_event_copies(
+        &self,
+        repository: &str,
+    ) -> StoreResult<HashMap<String, Vec<String>>> {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+            .projection_expression("#sk")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_values(":pk", s(repo_pk(repository)))
+            .expression_attribute_values(":prefix", s(EVENT_PREFIX));
+        let keys: Vec<SortKey> = self.query_all(query).await?;
+        let mut stored: HashMap<String, Vec<String>> = HashMap::new();
+        for key in &keys {
+            if let Some((event, trigger_id)) = parse_event_trigger_sk(&key.sk) {
+                stored
+                    .entry(trigger_id.to_owned())
+                    .or_default()
+                    .push(event.to_owned());
+            }
+        }
+        Ok(stored)
+    }
+
+    /// Backfill on first read by event, once per table: `github` bindings written before
+    /// bindings had per-event copies get them, then a marker item records that the table is
+    /// migrated. As for [`Self::ensure_repository_trigger_copies`], each binding's copies are
+    /// written conditional on the binding being unchanged and on no copy existing, so a
+    /// binding replaced or deleted meanwhile is not resurrected. Deleting the marker item
+    /// runs the backfill again (idempotent), e.g. after an older version wrote bindings
+    /// during a rolling update.
+    async fn ensure_event_trigger_copies(&self) -> StoreResult<()> {
+        use std::sync::atomic::Ordering;
+        if self.event_copies_ready.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let marker: Option<Value> = self.get(key(MIGRATIONS, EVENT_INDEX_MIGRATION)).await?;
+        if marker.is_none() {
+            let bindings: Vec<TriggerBinding> = self.query_partition(TRIGGERS, None).await?;
+            let mut copied = 0usize;
+            for binding in &bindings {
+                copied += self.copy_binding_to_events(binding).await?;
+            }
+            let mut item = key(MIGRATIONS, EVENT_INDEX_MIGRATION);
+            item.insert("copied".into(), n(copied));
+            self.put(item).await?;
+        }
+        self.event_copies_ready.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Writes the event copies of one binding (in transactions of at most 100 items, each
+    /// with the check that the binding is unchanged); returns the copies written.
+    async fn copy_binding_to_events(&self, binding: &TriggerBinding) -> StoreResult<usize> {
+        let events = binding.event_names();
+        let mut copied = 0;
+        for group in events.chunks(TRANSACTION_MAX_ITEMS - 1) {
+            let mut writes = vec![self.unchanged_binding_check(binding)?];
+            let mut names = vec![format!(
+                "trigger binding {} (unchanged)",
+                binding.trigger_id
+            )];
+            for event in group {
+                let keys = key(
+                    repo_pk(&binding.repository),
+                    event_trigger_sk(event, &binding.trigger_id),
+                );
+                writes.push(self.put_if_absent(record_item(binding, keys)?)?);
+                names.push(format!("trigger binding {} ({event})", binding.trigger_id));
+            }
+            match self.transact(writes, &names).await {
+                Ok(()) => copied += group.len(),
+                // Changed or deleted since the scan: its writer wrote (or deleted) the copies.
+                Err(StoreError::Conflict(_)) => return Ok(copied),
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(copied)
+    }
+
+    /// A transaction's check that `binding` is stored by id with its snapshot.
+    fn unchanged_binding_check(&self, binding: &TriggerBinding) -> StoreResult<TransactWriteItem> {
         let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
             .table_name(&self.table)
-            .set_key(Some(by_id))
+            .set_key(Some(key(TRIGGERS, &binding.trigger_id)))
             .condition_expression("#h = :h")
             .expression_attribute_names("#h", "snapshot_hash")
             .expression_attribute_values(":h", s(&binding.snapshot_hash));
-        // Only where no copy exists: a writer that replaced the binding since the scan wrote
-        // the current copy, which this stale record must not overwrite.
+        Ok(TransactWriteItem::builder()
+            .condition_check(build(check.build())?)
+            .build())
+    }
+
+    /// A transaction's unconditional put of `item`.
+    fn put_item(&self, item: Item) -> StoreResult<TransactWriteItem> {
+        let put = Put::builder().table_name(&self.table).set_item(Some(item));
+        Ok(TransactWriteItem::builder()
+            .put(build(put.build())?)
+            .build())
+    }
+
+    /// A transaction's delete of the item at `keys`.
+    fn delete_item(&self, keys: Item) -> StoreResult<TransactWriteItem> {
+        let delete = Delete::builder()
+            .table_name(&self.table)
+            .set_key(Some(keys));
+        Ok(TransactWriteItem::builder()
+            .delete(build(delete.build())?)
+            .build())
+    }
+
+    /// A transaction's put of `item` where no item with its key exists.
+    fn put_if_absent(&self, item: Item) -> StoreResult<TransactWriteItem> {
         let put = Put::builder()
             .table_name(&self.table)
-            .set_item(Some(record_item(binding, in_repository)?))
+            .set_item(Some(item))
             .condition_expression("attribute_not_exists(#pk)")
             .expression_attribute_names("#pk", PK);
+        Ok(TransactWriteItem::builder()
+            .put(build(put.build())?)
+            .build())
+    }
+
+    async fn copy_binding_to_repository(&self, binding: &TriggerBinding) -> StoreResult<()> {
+        let [_, in_repository] = binding_keys(&binding.repository, &binding.trigger_id);
+        // Only where no copy exists: a writer that replaced the binding since the scan wrote
+        // the current copy, which this stale record must not overwrite.
         let writes = vec![
-            TransactWriteItem::builder()
-                .condition_check(build(check.build())?)
-                .build(),
-            TransactWriteItem::builder()
-                .put(build(put.build())?)
-                .build(),
+            self.unchanged_binding_check(binding)?,
+            self.put_if_absent(record_item(binding, in_repository)?)?,
         ];
         let names = [
             format!("trigger binding {} (unchanged)", binding.trigger_id),
@@ -732,9 +939,33 @@ impl StateStore for DynamoStateStore {
     fn apply(&self, changes: ChangeSet) -> BoxFuture<'_, StoreResult<ApplyReport>> {
         Box::pin(async move {
             changes.validate()?;
+            let stored = if changes
+                .agents
+                .iter()
+                .any(|c| !c.put_bindings.is_empty() || !c.delete_bindings.is_empty())
+            {
+                self.stored_event_copies(&changes.repository).await?
+            } else {
+                HashMap::new()
+            };
+            let events = plan_event_writes(&changes, &stored);
+            if let Some((change, writes)) =
+                changes.agents.iter().zip(&events).find(|(change, writes)| {
+                    change.item_count() + writes.extra().items > TRANSACTION_MAX_ITEMS - 1
+                })
+            {
+                return Err(StoreError::Invalid(format!(
+                    "change of agent {}: {} items (its trigger bindings with a copy per GitHub \
+                     event) exceed one transaction",
+                    change.agent.key(),
+                    change.item_count() + writes.extra().items
+                )));
+            }
             let mut report = ApplyReport::default();
-            for chunk in changes.chunks(TRANSACTION_MAX_ITEMS, TRANSACTION_MAX_BYTES) {
-                let (writes, names) = self.chunk_items(&changes, &chunk)?;
+            for chunk in changes.chunks(TRANSACTION_MAX_ITEMS, TRANSACTION_MAX_BYTES, |index| {
+                events[index].extra()
+            }) {
+                let (writes, names) = self.chunk_items(&changes, &chunk, &events)?;
                 let items = writes.len() as u64;
                 self.transact(writes, &names)
                     .await
@@ -841,6 +1072,26 @@ impl StateStore for DynamoStateStore {
             self.ensure_repository_trigger_copies().await?;
             self.query_partition(&repo_pk(repository), Some(REPO_TRIGGER_PREFIX))
                 .await
+        })
+    }
+
+    fn list_event_trigger_bindings<'a>(
+        &'a self,
+        repository: &'a str,
+        event: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<TriggerBinding>>> {
+        Box::pin(async move {
+            // A name that is never indexed has no copies: no read at all.
+            if !is_event_name(event) {
+                return Ok(Vec::new());
+            }
+            self.ensure_event_trigger_copies().await?;
+            let mut bindings: Vec<TriggerBinding> = self
+                .query_partition(&repo_pk(repository), Some(&event_trigger_prefix(event)))
+                .await?;
+            // Defensive: a copy whose record no longer lists the event is not a match.
+            bindings.retain(|binding| binding.lists_event(event));
+            Ok(bindings)
         })
     }
 

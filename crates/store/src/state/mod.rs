@@ -176,6 +176,25 @@ pub trait StateStore: Send + Sync + fmt::Debug {
         &'a self,
         repository: &'a str,
     ) -> BoxFuture<'a, StoreResult<Vec<TriggerBinding>>>;
+    /// The `github`-sourced bindings of `repository` that list the GitHub event `event`
+    /// (`issues`, whatever the action), ordered by id: what a delivery of that event reads.
+    /// A keyed read of that repository's bindings of that event: no binding of another
+    /// repository or another event is read (each backend keys bindings by repository and
+    /// event, see [`TriggerBinding::event_names`], and migrates bindings written before).
+    ///
+    /// The default filters [`StateStore::list_repository_trigger_bindings`]; the SQLite and
+    /// DynamoDB stores override it with a keyed read.
+    fn list_event_trigger_bindings<'a>(
+        &'a self,
+        repository: &'a str,
+        event: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<TriggerBinding>>> {
+        Box::pin(async move {
+            let mut bindings = self.list_repository_trigger_bindings(repository).await?;
+            bindings.retain(|binding| binding.lists_event(event));
+            Ok(bindings)
+        })
+    }
 
     /// Stores a dispatch unless one with its idempotency key exists.
     fn record_dispatch<'a>(

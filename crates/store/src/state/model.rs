@@ -266,7 +266,49 @@ impl TriggerBinding {
     pub fn url_path(&self) -> String {
         format!("/triggers/{}", self.trigger_id)
     }
+
+    /// The GitHub event names (`issues` for `issues.opened`) under which the stores index a
+    /// `github`-sourced binding, sorted and without repeats; empty for any other source.
+    /// Entries that are not a GitHub event name (lowercase letters, digits and `_`, as
+    /// validation requires) are not indexed: such a binding cannot match a delivery.
+    pub fn event_names(&self) -> Vec<String> {
+        if self.source != "github" {
+            return Vec::new();
+        }
+        let mut names: Vec<String> = self
+            .definition
+            .get("events")
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(serde_json::Value::as_str)
+            .map(|event| event.split_once('.').map_or(event, |(name, _)| name))
+            .filter(|name| is_event_name(name))
+            .map(str::to_owned)
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    /// Whether it is indexed under the GitHub event `event` ([`Self::event_names`]).
+    pub fn lists_event(&self, event: &str) -> bool {
+        self.event_names().iter().any(|name| name == event)
+    }
 }
+
+/// Whether `name` can be a GitHub event name (`issue_comment`): the only form the stores put
+/// into a key, so that a key never needs escaping.
+pub fn is_event_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_EVENT_NAME_BYTES
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// The longest event name indexed (GitHub's longest is under 40 bytes).
+pub const MAX_EVENT_NAME_BYTES: usize = 64;
 
 /// Status of a dispatch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -37,6 +37,10 @@ CREATE INDEX IF NOT EXISTS deliveries_by_expiry ON deliveries (expires_at);
 CREATE TABLE IF NOT EXISTS env_specs (name TEXT PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS trigger_bindings (
     trigger_id TEXT PRIMARY KEY, repository TEXT NOT NULL, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS trigger_binding_events (
+    repository TEXT NOT NULL, event TEXT NOT NULL, trigger_id TEXT NOT NULL,
+    PRIMARY KEY (repository, event, trigger_id));
+CREATE INDEX IF NOT EXISTS trigger_binding_events_by_id ON trigger_binding_events (trigger_id);
 CREATE TABLE IF NOT EXISTS dispatches (idempotency_key TEXT PRIMARY KEY, id TEXT NOT NULL, body TEXT NOT NULL);
 ";
 
@@ -48,8 +52,11 @@ UPDATE trigger_bindings SET repository = json_extract(body, '$.repository');
 ";
 const INDEXES: &str = "
 CREATE INDEX IF NOT EXISTS trigger_bindings_by_repository ON trigger_bindings (repository, trigger_id);
-PRAGMA user_version = 2;
 ";
+/// Version 3 indexes `github` bindings by repository and event (`trigger_binding_events`): a
+/// delivery reads only the bindings of its repository that list its event. Files of an older
+/// version get the rows of their bindings when they are opened ([`index_binding_events`]).
+const SCHEMA_VERSION: i64 = 3;
 
 /// The embedded state store. One connection, used from a blocking thread per call.
 #[derive(Debug, Clone)]
@@ -215,13 +222,55 @@ fn migrate(connection: &Connection) -> StoreResult<()> {
             |row| row.get(0),
         )
         .map_err(sql_error)?;
-    let mut batch = String::from("BEGIN IMMEDIATE;");
+    let tx = rusqlite::Transaction::new_unchecked(connection, TransactionBehavior::Immediate)
+        .map_err(sql_error)?;
+    let version: i64 = tx
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(sql_error)?;
     if !has_repository {
-        batch.push_str(MIGRATE_TRIGGER_REPOSITORY);
+        tx.execute_batch(MIGRATE_TRIGGER_REPOSITORY)
+            .map_err(sql_error)?;
     }
-    batch.push_str(INDEXES);
-    batch.push_str("COMMIT;");
-    connection.execute_batch(&batch).map_err(sql_error)
+    tx.execute_batch(INDEXES).map_err(sql_error)?;
+    if version < SCHEMA_VERSION {
+        let bindings: Vec<TriggerBinding> =
+            query_bodies(&tx, "SELECT body FROM trigger_bindings", [])?;
+        for binding in &bindings {
+            index_binding_events(&tx, binding)?;
+        }
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(sql_error)?;
+    }
+    tx.commit().map_err(sql_error)
+}
+
+/// Replaces the event rows of `binding` (one per [`TriggerBinding::event_names`]); returns
+/// the rows inserted.
+fn index_binding_events(connection: &Connection, binding: &TriggerBinding) -> StoreResult<u64> {
+    unindex_binding_events(connection, &binding.trigger_id)?;
+    let mut insert = connection
+        .prepare_cached(
+            "INSERT OR REPLACE INTO trigger_binding_events (repository, event, trigger_id) VALUES (?1, ?2, ?3)",
+        )
+        .map_err(sql_error)?;
+    let mut inserted = 0;
+    for event in binding.event_names() {
+        inserted += insert
+            .execute(params![binding.repository, event, binding.trigger_id])
+            .map_err(sql_error)? as u64;
+    }
+    Ok(inserted)
+}
+
+/// Deletes the event rows of a binding.
+fn unindex_binding_events(connection: &Connection, trigger_id: &str) -> StoreResult<()> {
+    connection
+        .execute(
+            "DELETE FROM trigger_binding_events WHERE trigger_id = ?1",
+            params![trigger_id],
+        )
+        .map_err(sql_error)?;
+    Ok(())
 }
 
 fn text(value: impl Into<String>) -> rusqlite::types::Value {
@@ -289,6 +338,7 @@ fn apply_in_transaction(connection: &mut Connection, changes: &ChangeSet) -> Sto
                     params![binding.trigger_id, binding.repository, to_json(binding)?],
                 )
                 .map_err(sql_error)? as u64;
+            index_binding_events(&tx, binding)?;
         }
         for trigger_id in &change.delete_bindings {
             written += tx
@@ -297,6 +347,7 @@ fn apply_in_transaction(connection: &mut Connection, changes: &ChangeSet) -> Sto
                     params![trigger_id],
                 )
                 .map_err(sql_error)? as u64;
+            unindex_binding_events(&tx, trigger_id)?;
         }
     }
     if let Some(update) = &changes.synced {
@@ -587,6 +638,23 @@ impl StateStore for SqliteStateStore {
                 c,
                 "SELECT body FROM trigger_bindings WHERE repository = ?1 ORDER BY trigger_id",
                 [repository],
+            )
+        }))
+    }
+
+    fn list_event_trigger_bindings<'a>(
+        &'a self,
+        repository: &'a str,
+        event: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<TriggerBinding>>> {
+        let (repository, event) = (repository.to_owned(), event.to_owned());
+        Box::pin(self.read(move |c| {
+            query_bodies(
+                c,
+                "SELECT b.body FROM trigger_binding_events e
+                 JOIN trigger_bindings b ON b.trigger_id = e.trigger_id
+                 WHERE e.repository = ?1 AND e.event = ?2 ORDER BY e.trigger_id",
+                [repository, event],
             )
         }))
     }

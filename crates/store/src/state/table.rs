@@ -75,9 +75,11 @@ fn key(attribute: &str, key_type: &str) -> KeyShape {
 /// - registration: `REGISTRATIONS` | `<owner/name>`
 /// - installation: `INSTALLATIONS` | `<id>`
 /// - env spec: `ENV_SPECS` | `<name>`
-/// - trigger binding: `TRIGGERS` | `<trigger_id>`, and a copy at `REPO#<owner/name>` |
-///   `TRIGGER#<trigger_id>` written in the same transaction (a delivery queries its
-///   repository's copies; migration marker `MIGRATIONS` | `REPO_TRIGGER_COPIES`)
+/// - trigger binding: `TRIGGERS` | `<trigger_id>`, a copy at `REPO#<owner/name>` |
+///   `TRIGGER#<trigger_id>` (the repository's listing), and for a `github` binding one copy
+///   per GitHub event it lists at `REPO#<owner/name>` | `EVENT#<event>#TRIGGER#<trigger_id>`
+///   (a delivery of `<event>` queries that prefix), all written in the same transaction;
+///   migration markers `MIGRATIONS` | `REPO_TRIGGER_COPIES` and `REPO_TRIGGER_EVENT_COPIES`
 /// - synced commit: `REPO#<owner/name>` | `REF#<ref>`
 /// - agent: `REPO#<owner/name>` | `AGENT#<manifest path>`, indexed `PROJECT#<project>` | `AGENT#<name>`
 /// - audit event: `AUDIT#<owner/name>#<manifest path>` | `V#<version, 20 digits>`
@@ -86,8 +88,8 @@ fn key(attribute: &str, key_type: &str) -> KeyShape {
 ///
 /// The small catalogues (registrations, installations, env specs, trigger bindings) share one
 /// partition each so they can be listed with a Query; they are written rarely and read by key.
-/// No hot path lists a catalogue: deliveries read only their repository's bindings, through
-/// a sort-key prefix query on the existing keys (no index needed).
+/// No hot path lists a catalogue: a delivery reads only its repository's bindings of its
+/// event, through a sort-key prefix query on the existing keys (no index needed).
 pub fn table_definition() -> TableShape {
     let string = |name: &str| AttributeShape {
         name: name.into(),

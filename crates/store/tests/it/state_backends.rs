@@ -132,7 +132,7 @@ async fn sqlite_migrates_bindings_written_before_the_repository_key() {
             .list_repository_trigger_bindings("octo/old")
             .await
             .unwrap(),
-        vec![binding]
+        vec![binding.clone()]
     );
     assert!(
         store
@@ -141,8 +141,162 @@ async fn sqlite_migrates_bindings_written_before_the_repository_key() {
             .unwrap()
             .is_empty()
     );
+    assert_eq!(
+        store
+            .list_event_trigger_bindings("octo/old", "issues")
+            .await
+            .unwrap(),
+        vec![binding.clone()]
+    );
     drop(store);
     // Opening a migrated file again changes nothing.
     let again = SqliteStateStore::open(&path).await.unwrap();
     assert_eq!(again.list_trigger_bindings().await.unwrap().len(), 1);
+    assert_eq!(
+        again
+            .list_event_trigger_bindings("octo/old", "issues")
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+/// A version-2 state file (bindings keyed by repository, not by event): opening it indexes
+/// each `github` binding under the events it lists, and only those.
+#[tokio::test]
+async fn sqlite_migrates_bindings_written_before_the_event_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let github = |id: &str, events: serde_json::Value| TriggerBinding {
+        trigger_id: id.into(),
+        repository: "octo/old".into(),
+        manifest_path: "astrolift.toml".into(),
+        agent_name: "old".into(),
+        name: id.into(),
+        source: "github".into(),
+        definition: serde_json::json!({ "events": events }),
+        snapshot_hash: "snap-old".into(),
+    };
+    let issues = github(
+        "trg-issues",
+        serde_json::json!(["issues.opened", "issues.closed"]),
+    );
+    let push = github("trg-push", serde_json::json!(["push"]));
+    let mut generic = github("trg-generic", serde_json::json!([]));
+    generic.source = "generic".into();
+    {
+        let old = rusqlite::Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE trigger_bindings (
+                 trigger_id TEXT PRIMARY KEY, repository TEXT NOT NULL, body TEXT NOT NULL);
+             CREATE INDEX trigger_bindings_by_repository ON trigger_bindings (repository, trigger_id);
+             PRAGMA user_version = 2;",
+        )
+        .unwrap();
+        for binding in [&issues, &push, &generic] {
+            old.execute(
+                "INSERT INTO trigger_bindings (trigger_id, repository, body) VALUES (?1, ?2, ?3)",
+                (
+                    &binding.trigger_id,
+                    &binding.repository,
+                    serde_json::to_string(binding).unwrap(),
+                ),
+            )
+            .unwrap();
+        }
+    }
+    let store = SqliteStateStore::open(&path).await.unwrap();
+    let by_event = |event: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .list_event_trigger_bindings("octo/old", event)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(by_event("issues").await, vec![issues]);
+    assert_eq!(by_event("push").await, vec![push]);
+    assert_eq!(by_event("pull_request").await, vec![]);
+    assert_eq!(
+        store
+            .list_repository_trigger_bindings("octo/old")
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
+}
+
+/// DynamoDB: a `github` binding stored without its event copy (written by an older version)
+/// is found by event once a store backfills the copies; the backfill runs once per table
+/// (a marker item) and again when the marker is deleted.
+#[tokio::test]
+async fn dynamodb_backfills_event_copies_of_older_bindings() {
+    use astrolift_store::state::ChangeSet;
+    let test = "dynamodb_backfills_event_copies_of_older_bindings";
+    let Some(store) = crate::state_contract::dynamo_store(test).await else {
+        return;
+    };
+    let repository = crate::support::unique_name("octo/older");
+    let mut change = crate::state_contract::added("astrolift.toml", "older");
+    change.agent.repository = repository.clone();
+    change.audit.repository = repository.clone();
+    let binding = TriggerBinding {
+        trigger_id: crate::support::unique_name("trg-older"),
+        repository: repository.clone(),
+        manifest_path: "astrolift.toml".into(),
+        agent_name: "older".into(),
+        name: "issues".into(),
+        source: "github".into(),
+        definition: serde_json::json!({"events": ["issues.opened"]}),
+        snapshot_hash: change.agent.snapshot_hash.clone(),
+    };
+    change.put_bindings = vec![binding.clone()];
+    let mut changes = ChangeSet::new(&repository);
+    changes.agents.push(change);
+    store.apply(changes).await.unwrap();
+    // What an older version wrote: no event copy, no migration marker.
+    let client = store.client();
+    for (pk, sk) in [
+        (
+            format!("REPO#{repository}"),
+            format!("EVENT#issues#TRIGGER#{}", binding.trigger_id),
+        ),
+        (
+            "MIGRATIONS".to_owned(),
+            "REPO_TRIGGER_EVENT_COPIES".to_owned(),
+        ),
+    ] {
+        client
+            .delete_item()
+            .table_name(store.table())
+            .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(pk))
+            .key("sk", aws_sdk_dynamodb::types::AttributeValue::S(sk))
+            .send()
+            .await
+            .unwrap();
+    }
+    // A store that has not migrated yet (a new process) backfills on its first read by event.
+    let fresh = astrolift_store::state::DynamoStateStore::from_env(store.table())
+        .await
+        .unwrap();
+    assert_eq!(
+        fresh
+            .list_event_trigger_bindings(&repository, "issues")
+            .await
+            .unwrap(),
+        vec![binding.clone()]
+    );
+    let before = fresh.stats();
+    assert_eq!(
+        fresh
+            .list_event_trigger_bindings(&repository, "issues")
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(fresh.stats().reads - before.reads, 1, "migrated once");
 }

@@ -367,6 +367,65 @@ async fn sqlite_github_fan_out() {
     fans_out(&sqlite().await).await;
 }
 
+/// A delivery reads only the bindings of its repository that list its event, and loads an
+/// agent only for a binding that matches: with 1,000 bindings of a busy repository stored,
+/// a delivery for another repository, or of another event, reads none of them (records
+/// counted by the store).
+#[tokio::test]
+async fn deliveries_read_only_their_repository_and_event() {
+    let fx = sqlite().await;
+    let busy = "busy/repo";
+    let mut changes = ChangeSet::new(busy);
+    // 40 agents of 25: a change of one agent is one transaction of at most 100 items.
+    for agent_index in 0..40 {
+        let manifest = format!("agents/a{agent_index}/astrolift.toml");
+        let mut owner = agent(&manifest, &format!("a{agent_index}"), AgentStatus::Active);
+        owner.repository = busy.to_owned();
+        let mut change = AgentChange::new(owner, None, AuditAction::Added, "c0ffee", "test", 1);
+        change.audit.repository = busy.to_owned();
+        change.put_bindings = (0..25)
+            .map(|i| {
+                let mut binding = binding(
+                    &format!("trg_busy_{agent_index}_{i:03}"),
+                    &manifest,
+                    &format!("a{agent_index}"),
+                    &github_spec(),
+                );
+                binding.repository = busy.to_owned();
+                binding
+            })
+            .collect();
+        changes.agents.push(change);
+    }
+    fx.state
+        .apply(changes)
+        .await
+        .expect("registers 1,000 bindings");
+    let opened = fixture("github/octokit_issues_opened.json");
+
+    let read = |repository: &'static str, event: &'static str, action: Option<&'static str>| {
+        let fx = &fx;
+        let opened = opened.clone();
+        async move {
+            let before = fx.state.stats();
+            let results = fx
+                .service
+                .fan_out_github(repository, event, action, "delivery-count", &opened)
+                .await;
+            let after = fx.state.stats();
+            (results.len(), after.records_read - before.records_read)
+        }
+    };
+    // Another repository's delivery: none of the busy repository's bindings is read.
+    assert_eq!(read(REPO, "pull_request", Some("opened")).await, (0, 0));
+    assert_eq!(read("someone/else", "issues", Some("opened")).await, (0, 0));
+    // The busy repository's delivery of another event reads none of them either.
+    assert_eq!(read(busy, "push", None).await, (0, 0));
+    // A binding listed for the event whose action does not match: the binding is read,
+    // its agent is not.
+    assert_eq!(read(REPO, "issues", Some("closed")).await, (0, 1));
+}
+
 #[tokio::test]
 async fn dynamodb_dispatches_once_refuses_and_fans_out() {
     for scenario in 0..3 {

@@ -247,19 +247,32 @@ async fn env_resolver_child() {
     assert_eq!(value.expose_secret(), HOOK_SECRET);
 }
 
+/// Runs the ignored test `name` of this binary alone in a child process with `HOOK_SECRET`
+/// in the mapped variable. The child's summary must count one passed test: a filter that
+/// matches no test (a renamed child) exits 0 too, and must fail here.
+fn run_env_child(name: &str) -> Result<(), String> {
+    let exe = std::env::current_exe().expect("test binary");
+    let output = std::process::Command::new(exe)
+        .args(["--exact", name, "--ignored", "--test-threads=1"])
+        .env("ASTROLIFT_SECRET_AGENTS_JIRA_HOOK", HOOK_SECRET)
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if output.status.success() && stdout.contains("test result: ok. 1 passed") {
+        Ok(())
+    } else {
+        Err(format!(
+            "{stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
 #[test]
 fn env_resolver_reads_the_mapped_variable() {
-    let exe = std::env::current_exe().expect("test binary");
-    let status = std::process::Command::new(exe)
-        .args([
-            "--exact",
-            "verify::env_resolver_child",
-            "--ignored",
-            "--quiet",
-        ])
-        .env("ASTROLIFT_SECRET_AGENTS_JIRA_HOOK", HOOK_SECRET)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .expect("runs");
-    assert!(status.success());
+    if let Err(output) = run_env_child("verify::env_resolver_child") {
+        panic!("the child did not pass exactly one test: {output}");
+    }
+    // The check itself fails on a filter that matches nothing.
+    assert!(run_env_child("verify::no_such_child").is_err());
 }

@@ -13,10 +13,7 @@ use crate::support::request;
 
 #[tokio::test]
 async fn a_signed_push_reaches_the_stacks_fifo_queue() {
-    let Ok(queue_url) = std::env::var("SMOKE_SYNC_QUEUE_URL") else {
-        eprintln!(
-            "note: skipping: SMOKE_SYNC_QUEUE_URL is not set (scripts/smoke-webhook.sh sets it)"
-        );
+    let Some(queue_url) = smoke_queue_url() else {
         return;
     };
     let function = WebhookFunction::from_env(&Environment::new())
@@ -50,4 +47,24 @@ async fn a_signed_push_reaches_the_stacks_fifo_queue() {
         .and_then(|a| a.get(&aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId))
         .cloned();
     assert_eq!(group, Some(job.message_group_id()));
+}
+
+/// The stack's sync queue, which scripts/smoke-webhook.sh exports. Without it the test
+/// skips with a note, or fails when `ASTROLIFT_REQUIRE_AWS=1` (as every AWS test does:
+/// scripts/test.sh runs the workspace with `--skip stack::` and this test from the deploy
+/// smoke test, so a smoke run that lost the variable fails instead of passing empty).
+fn smoke_queue_url() -> Option<String> {
+    match std::env::var("SMOKE_SYNC_QUEUE_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("ASTROLIFT_REQUIRE_AWS").as_deref() == Ok("1") => panic!(
+            "ASTROLIFT_REQUIRE_AWS=1 but SMOKE_SYNC_QUEUE_URL is not set: run this test \
+             through scripts/deploy-smoke.sh (scripts/smoke-webhook.sh sets it)"
+        ),
+        _ => {
+            eprintln!(
+                "note: skipping: SMOKE_SYNC_QUEUE_URL is not set (scripts/smoke-webhook.sh sets it)"
+            );
+            None
+        }
+    }
 }
