@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use astrolift_forge::webhook::WebhookSecrets;
 use astrolift_manifest::Limits;
-use astrolift_store::{BoxFuture, StateStore};
+use astrolift_store::{BlobStore, BoxFuture, StateStore};
+use astrolift_trigger::content::{BlobContent, UrlOptions};
 use astrolift_trigger::dispatch::{DispatchQueue, MemoryDispatchQueue, SqsDispatchQueue};
 use astrolift_trigger::secrets::{AwsSecretResolver, EnvSecretResolver, resolver_from_env};
 use astrolift_trigger::{SecretError, SecretResolver, TriggerResponse, TriggerService};
@@ -15,7 +16,10 @@ use crate::config::{ConfigError, Environment};
 use crate::ingress::{EventFanOut, FanOutDelivery};
 use crate::telemetry::{self, Metric};
 
-/// The trigger service on `state`, with the secret resolver of
+/// The trigger service on `state` and `blobs` (each dispatch's snapshot,
+/// prompts and presigned package URL, expiring after
+/// `ASTROLIFT_PACKAGE_URL_EXPIRY_SECONDS`; callback route under
+/// `ASTROLIFT_CALLBACK_BASE_URL`), with the secret resolver of
 /// `ASTROLIFT_SECRETS` and the dispatch queue of `ASTROLIFT_DISPATCH_QUEUE_URL`
 /// (in memory, with a warning, when unset: local runs only).
 ///
@@ -28,15 +32,16 @@ use crate::telemetry::{self, Metric};
 pub async fn service_from_env(
     environment: &Environment,
     state: Arc<dyn StateStore>,
-) -> Result<TriggerService, SecretError> {
+    blobs: Arc<dyn BlobStore>,
+) -> Result<TriggerService, TriggerSetupError> {
     let github = match environment.webhook_secrets().await {
         Ok(secrets) => Some(secrets),
         Err(ConfigError::Missing(_)) => None,
         Err(error) => {
-            return Err(SecretError::Aws {
+            return Err(TriggerSetupError::Secrets(SecretError::Aws {
                 reference: "GITHUB_WEBHOOK_SECRET_ID".to_owned(),
                 reason: error.to_string(),
-            });
+            }));
         }
     };
     let secrets: Arc<dyn SecretResolver> = match github {
@@ -55,7 +60,32 @@ pub async fn service_from_env(
             Arc::new(MemoryDispatchQueue::new())
         }
     };
-    Ok(TriggerService::new(state, secrets, queue, Limits::DEFAULT))
+    let urls = UrlOptions::from_env().map_err(TriggerSetupError::Config)?;
+    let content = BlobContent {
+        blobs,
+        urls,
+        limits: Limits::DEFAULT,
+    };
+    Ok(TriggerService::new(state, secrets, queue, Limits::DEFAULT)
+        .with_content(Arc::new(content))
+        .with_callback_base(callback_base_from_env()))
+}
+
+/// `ASTROLIFT_CALLBACK_BASE_URL`: the public URL of `serve` or of the
+/// trigger function; unset or empty, dispatches have no callback route.
+pub fn callback_base_from_env() -> Option<String> {
+    std::env::var("ASTROLIFT_CALLBACK_BASE_URL")
+        .ok()
+        .filter(|base| !base.trim().is_empty())
+}
+
+/// Why the trigger service cannot be built from the environment.
+#[derive(Debug, thiserror::Error)]
+pub enum TriggerSetupError {
+    #[error("cannot set up trigger secrets: {0}")]
+    Secrets(#[from] SecretError),
+    #[error("{0}")]
+    Config(String),
 }
 
 /// The resolver `ASTROLIFT_SECRETS` selects, holding the App's webhook

@@ -75,10 +75,12 @@
 //! `astrolift-cli`.
 #![forbid(unsafe_code)]
 
+pub mod content;
 pub mod dispatch;
 pub mod env;
 mod error;
 mod evaluate;
+pub mod message;
 pub mod sandbox;
 pub mod secrets;
 pub mod service;

@@ -7,6 +7,7 @@ mod env;
 mod env_spec;
 mod evaluate;
 mod github;
+mod message;
 mod runaway;
 mod service;
 mod support;
