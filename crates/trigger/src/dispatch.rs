@@ -122,6 +122,9 @@ pub enum DispatchError {
     /// What the dispatch carries could not be read (snapshot, package, URL).
     #[error("cannot assemble the dispatch: {0}")]
     Content(#[from] crate::content::ContentError),
+    /// The local outbox holds its maximum of undrained messages.
+    #[error("the dispatch outbox is full ({max} undrained messages)")]
+    Full { max: u64 },
 }
 
 /// Who caused a dispatch, and whether it passed the trust policy.
@@ -306,9 +309,16 @@ pub trait DispatchQueue: Send + Sync + std::fmt::Debug {
         &'a self,
         message: &'a DispatchMessage,
     ) -> BoxFuture<'a, Result<(), DispatchError>>;
+
+    /// Whether a new dispatch may be made now: [`DispatchError::Full`] when
+    /// a bounded queue (the local outbox) is full. Checked before recording.
+    fn has_room(&self) -> BoxFuture<'_, Result<(), DispatchError>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
-/// An in-memory queue, for `serve` without AWS and for tests.
+/// An in-memory queue, for unit tests only (`serve` and the CLI use the
+/// durable [`crate::outbox::SqliteOutbox`] when no queue is configured).
 #[derive(Debug, Default)]
 pub struct MemoryDispatchQueue {
     messages: Mutex<Vec<DispatchMessage>>,

@@ -15,7 +15,7 @@
 //! | 400 | body not JSON; `Idempotency-Key` or `X-GitHub-Delivery` over `Limits::idempotency_key` bytes or not visible ASCII | `{"error","trigger_id"}` |
 //! | 422 | the filter or mapping failed | `{"error","trigger_id","stage"}` (the jq error in `error`) |
 //! | 500 | the secret does not exist or may not be read, the binding does not compile, the agent's package or prompts cannot be read (nothing recorded), or the dispatch was recorded but not queued | `{"error","trigger_id"}` |
-//! | 503 | every jq evaluation slot is taken, or the state store or Secrets Manager is unreachable; [`TriggerResponse::retry_after`] gives the `Retry-After` | `{"error","trigger_id"}` |
+//! | 503 | every jq evaluation slot is taken, the local dispatch outbox is full, or the state store, blob store or Secrets Manager is unreachable; [`TriggerResponse::retry_after`] gives the `Retry-After` | `{"error","trigger_id"}` |
 //!
 //! Error bodies never carry a secret value, and never name a `secret://`
 //! reference, an environment variable or an expected header: they carry
@@ -145,6 +145,12 @@ impl TriggerService {
     /// the agent record alone (see [`RecordOnlyContent`]).
     pub fn with_content(mut self, content: Arc<dyn ContentSource>) -> Self {
         self.content = content;
+        self
+    }
+
+    /// Sends dispatch messages to `queue` instead.
+    pub fn with_queue(mut self, queue: Arc<dyn DispatchQueue>) -> Self {
+        self.queue = queue;
         self
     }
 
@@ -380,6 +386,9 @@ impl TriggerService {
             Ok(env_spec) => env_spec,
             Err(refused) => return refused,
         };
+        if let Err(error) = self.queue.has_room().await {
+            return dispatch_error_response(trigger_id, &error, None);
+        }
         let now = now_seconds();
         let content = match self.content.content(&ready.agent, now).await {
             Ok(content) => content,
@@ -524,6 +533,12 @@ fn dispatch_error_response(
 ) -> TriggerResponse {
     let mut response = match error {
         DispatchError::Store(store) => store_error_response(trigger_id, store),
+        DispatchError::Full { .. } => error_response(
+            503,
+            trigger_id,
+            "too many dispatches are waiting to be delivered; retry later",
+            &error.to_string(),
+        ),
         DispatchError::Content(content) if content.is_transient() => error_response(
             503,
             trigger_id,

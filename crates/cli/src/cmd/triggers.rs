@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use astrolift_bot::triggers::callback_base_from_env;
+use astrolift_bot::triggers::{callback_base_from_env, dispatch_queue_from_env};
 use astrolift_manifest::model::AgentManifest;
 use astrolift_manifest::triggers::Verify;
 use astrolift_manifest::{DirTree, Limits, ValidateOptions, validate_repository};
@@ -22,9 +22,7 @@ use astrolift_sync::check_run::shell_command;
 use astrolift_trigger::content::{
     BlobContent, ContentSource, UrlOptions, prompt_texts_of_manifest,
 };
-use astrolift_trigger::dispatch::{
-    DispatchMessage, DispatchQueue, DispatchRequest, Origin, SqsDispatchQueue, manual_key, record,
-};
+use astrolift_trigger::dispatch::{DispatchMessage, DispatchRequest, Origin, manual_key, record};
 use astrolift_trigger::env::{
     DispatchContext, RenderedEnv, RuntimeOptions, SnapshotView, non_empty_payload,
     render_runtime_env,
@@ -161,6 +159,8 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
                 }
             },
         };
+        let queue = dispatch_queue_from_env(&args.stores.state, None).await?;
+        queue.has_room().await?;
         let now = now();
         let content = BlobContent {
             blobs: args.stores.blobs().await?,
@@ -187,7 +187,7 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
         };
         let recorded = record(state.as_ref(), &request).await?;
         if recorded.created {
-            publish(&DispatchMessage::of(&recorded.dispatch)?).await?;
+            queue.publish(&DispatchMessage::of(&recorded.dispatch)?).await?;
         }
         let mut out = json!({
             "dispatch_id": recorded.id,
@@ -202,20 +202,6 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
         println!("{out}");
         Ok(ExitCode::SUCCESS)
     })
-}
-
-/// Publishes to `ASTROLIFT_DISPATCH_QUEUE_URL` when it is set; locally the
-/// record in state is the dispatch.
-async fn publish(message: &DispatchMessage) -> anyhow::Result<()> {
-    if let Ok(url) = std::env::var("ASTROLIFT_DISPATCH_QUEUE_URL")
-        && !url.is_empty()
-    {
-        SqsDispatchQueue::from_env(url)
-            .await
-            .publish(message)
-            .await?;
-    }
-    Ok(())
 }
 
 /// Placeholders for the parts of the environment only a real dispatch has.

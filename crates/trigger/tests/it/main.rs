@@ -8,6 +8,7 @@ mod env_spec;
 mod evaluate;
 mod github;
 mod message;
+mod outbox;
 mod runaway;
 mod service;
 mod support;

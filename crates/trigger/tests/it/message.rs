@@ -432,7 +432,7 @@ async fn a_package_that_cannot_be_delivered_is_refused() {
 
 /// A service over SQLite with the example agent and a generic and a
 /// GitHub-sourced binding, reading content from `blobs`.
-async fn service_with_example(
+pub async fn service_with_example(
     registered: &Registered,
     state: Arc<dyn StateStore>,
 ) -> (TriggerService, Arc<MemoryDispatchQueue>) {
