@@ -5,8 +5,10 @@ use std::sync::Arc;
 
 use astrolift_forge::webhook::WebhookSecrets;
 use astrolift_manifest::Limits;
-use astrolift_store::{BoxFuture, StateStore};
-use astrolift_trigger::dispatch::{DispatchQueue, MemoryDispatchQueue, SqsDispatchQueue};
+use astrolift_store::{BlobStore, BoxFuture, StateStore};
+use astrolift_trigger::content::{BlobContent, UrlOptions};
+use astrolift_trigger::dispatch::{DispatchQueue, SqsDispatchQueue};
+use astrolift_trigger::outbox::{SqliteOutbox, outbox_max_from_env, outbox_path};
 use astrolift_trigger::secrets::{AwsSecretResolver, EnvSecretResolver, resolver_from_env};
 use astrolift_trigger::{SecretError, SecretResolver, TriggerResponse, TriggerService};
 use http::HeaderMap;
@@ -15,9 +17,11 @@ use crate::config::{ConfigError, Environment};
 use crate::ingress::{EventFanOut, FanOutDelivery};
 use crate::telemetry::{self, Metric};
 
-/// The trigger service on `state`, with the secret resolver of
-/// `ASTROLIFT_SECRETS` and the dispatch queue of `ASTROLIFT_DISPATCH_QUEUE_URL`
-/// (in memory, with a warning, when unset: local runs only).
+/// The trigger service on `state` and `blobs` (each dispatch's snapshot,
+/// prompts and presigned package URL, expiring after
+/// `ASTROLIFT_PACKAGE_URL_EXPIRY_SECONDS`; callback route under
+/// `ASTROLIFT_CALLBACK_BASE_URL`), with the secret resolver of
+/// `ASTROLIFT_SECRETS` and the dispatch queue of [`dispatch_queue_from_env`].
 ///
 /// `verify = { kind = "github" }` checks against the App's webhook secret,
 /// read the way the webhook ingress reads it ([`Environment::webhook_secrets`]:
@@ -28,34 +32,104 @@ use crate::telemetry::{self, Metric};
 pub async fn service_from_env(
     environment: &Environment,
     state: Arc<dyn StateStore>,
-) -> Result<TriggerService, SecretError> {
+    blobs: Arc<dyn BlobStore>,
+) -> Result<TriggerService, TriggerSetupError> {
     let github = match environment.webhook_secrets().await {
         Ok(secrets) => Some(secrets),
         Err(ConfigError::Missing(_)) => None,
         Err(error) => {
-            return Err(SecretError::Aws {
+            return Err(TriggerSetupError::Secrets(SecretError::Aws {
                 reference: "GITHUB_WEBHOOK_SECRET_ID".to_owned(),
                 reason: error.to_string(),
-            });
+            }));
         }
     };
     let secrets: Arc<dyn SecretResolver> = match github {
         Some(github) => Arc::from(resolver_with_github(github).await?),
         None => Arc::from(resolver_from_env().await?),
     };
-    let queue: Arc<dyn DispatchQueue> = match std::env::var("ASTROLIFT_DISPATCH_QUEUE_URL") {
+    let queue =
+        dispatch_queue_from_env(&state.location(), Some(environment.aws_config().await)).await?;
+    let urls = UrlOptions::from_env().map_err(TriggerSetupError::Config)?;
+    let content = BlobContent {
+        blobs,
+        urls,
+        limits: Limits::DEFAULT,
+    };
+    Ok(TriggerService::new(state, secrets, queue, Limits::DEFAULT)
+        .with_content(Arc::new(content))
+        .with_callback_base(callback_base_from_env()))
+}
+
+/// `ASTROLIFT_CALLBACK_BASE_URL`: the public URL of `serve` or of the
+/// trigger function; unset or empty, dispatches have no callback route.
+pub fn callback_base_from_env() -> Option<String> {
+    std::env::var("ASTROLIFT_CALLBACK_BASE_URL")
+        .ok()
+        .filter(|base| !base.trim().is_empty())
+}
+
+/// Where dispatch messages go: the SQS queue of `ASTROLIFT_DISPATCH_QUEUE_URL`
+/// (first draining what a local outbox beside `state_url` still holds, if
+/// one exists), else the durable local outbox
+/// ([`astrolift_trigger::outbox`], bounded by `ASTROLIFT_OUTBOX_MAX`).
+/// `aws`: the SDK configuration to reuse (loaded from the environment when
+/// `None`). The one choice `serve`, the functions and `astrolift dispatch` share.
+pub async fn dispatch_queue_from_env(
+    state_url: &str,
+    aws: Option<&aws_config::SdkConfig>,
+) -> Result<Arc<dyn DispatchQueue>, TriggerSetupError> {
+    let path = outbox_path(state_url);
+    match std::env::var("ASTROLIFT_DISPATCH_QUEUE_URL") {
         Ok(url) if !url.trim().is_empty() => {
-            let client = aws_sdk_sqs::Client::new(environment.aws_config().await);
-            Arc::new(SqsDispatchQueue::new(client, url))
+            let client = match aws {
+                Some(config) => aws_sdk_sqs::Client::new(config),
+                None => aws_sdk_sqs::Client::new(&aws_config::load_from_env().await),
+            };
+            let queue = SqsDispatchQueue::new(client, url);
+            if path.exists() {
+                drain_outbox(&path, &queue).await;
+            }
+            Ok(Arc::new(queue))
         }
         _ => {
-            tracing::warn!(
-                "ASTROLIFT_DISPATCH_QUEUE_URL is not set: dispatches are recorded, and queued in memory only"
+            let max = outbox_max_from_env().map_err(TriggerSetupError::Config)?;
+            let outbox = SqliteOutbox::open(&path, max)
+                .await
+                .map_err(|e| TriggerSetupError::Config(e.to_string()))?;
+            tracing::info!(
+                outbox = %path.display(),
+                max,
+                "ASTROLIFT_DISPATCH_QUEUE_URL is not set: dispatches go to the local outbox"
             );
-            Arc::new(MemoryDispatchQueue::new())
+            Ok(Arc::new(outbox))
         }
+    }
+}
+
+/// Sends what an earlier run left in the local outbox to `queue`; a failure
+/// is logged and leaves the rest for the next start.
+async fn drain_outbox(path: &std::path::Path, queue: &SqsDispatchQueue) {
+    let drained = match SqliteOutbox::open(path, u64::MAX).await {
+        Ok(outbox) => outbox.drain_to(queue).await,
+        Err(error) => Err(error),
     };
-    Ok(TriggerService::new(state, secrets, queue, Limits::DEFAULT))
+    match drained {
+        Ok(0) => {}
+        Ok(sent) => tracing::info!(sent, outbox = %path.display(), "drained the local outbox"),
+        Err(error) => {
+            tracing::warn!(%error, outbox = %path.display(), "cannot drain the local outbox")
+        }
+    }
+}
+
+/// Why the trigger service cannot be built from the environment.
+#[derive(Debug, thiserror::Error)]
+pub enum TriggerSetupError {
+    #[error("cannot set up trigger secrets: {0}")]
+    Secrets(#[from] SecretError),
+    #[error("{0}")]
+    Config(String),
 }
 
 /// The resolver `ASTROLIFT_SECRETS` selects, holding the App's webhook

@@ -11,31 +11,23 @@
 //! An `Idempotency-Key` or `X-GitHub-Delivery` over `Limits::idempotency_key`
 //! bytes (256), or not visible ASCII, is a 400, whichever key is used.
 //!
-//! # Queue message (SQS standard queue, body = one JSON object)
-//! ```json
-//! {"dispatch_id":"d-…","trigger_id":"…","repository":"owner/repo",
-//!  "manifest_path":"agents/triage/astrolift.toml","snapshot_hash":"<hex>",
-//!  "created_at":1767225600,"payload":{"mode":"triage"},
-//!  "sender":"octocat","trusted":true}
-//! ```
-//! `payload` is absent for the empty payload (never `null`); `sender` is
-//! absent when there is no GitHub sender (generic and manual dispatches);
-//! `trusted` is `false` only for a GitHub event that a binding's
-//! `allow_untrusted = true` let through. Consumers must
-//! tolerate redelivery (SQS is at-least-once): `dispatch_id` is the key.
+//! # Queue message
+//! The body of each queue message is one [`DispatchMessage`] v1 (see
+//! [`crate::message`] and `schemas/dispatch.schema.json`), the same message
+//! the record keeps. Consumers must tolerate redelivery (SQS is
+//! at-least-once): `dispatch_id` is the key.
 
 use std::sync::Mutex;
 
-use astrolift_store::state::{
-    Agent, Dispatch, DispatchOutcome, DispatchStatus, TriggerBinding, UnixSeconds,
-};
+use astrolift_store::state::{Agent, Dispatch, DispatchOutcome, DispatchStatus, UnixSeconds};
 use astrolift_store::{BoxFuture, StateStore, StoreError};
 use http::HeaderMap;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::error::TriggerError;
+pub use crate::message::DispatchMessage;
+use crate::message::{DispatchContent, EnvSpecRef, MessageParts, Source, build_message};
 
 /// The idempotency key of a verified request (see the module docs):
 /// `replay_key` is [`crate::verify::Verified::replay_key`], `limit` is
@@ -127,6 +119,12 @@ pub enum DispatchError {
     /// sandbox accepted: its nesting and size are bounded for this).
     #[error("the recorded payload does not parse back: {0}")]
     Payload(String),
+    /// What the dispatch carries could not be read (snapshot, package, URL).
+    #[error("cannot assemble the dispatch: {0}")]
+    Content(#[from] crate::content::ContentError),
+    /// The local outbox holds its maximum of undrained messages.
+    #[error("the dispatch outbox is full ({max} undrained messages)")]
+    Full { max: u64 },
 }
 
 /// Who caused a dispatch, and whether it passed the trust policy.
@@ -145,73 +143,122 @@ impl Origin {
     };
 }
 
-/// Records a dispatch of `binding` with a conditional write. A key seen before
+/// A new random task id: a GUID (UUID version 4 from the OS CSPRNG).
+pub fn new_task_id() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)?;
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex = hex::encode(bytes);
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    ))
+}
+
+/// One dispatch to create: what caused it, of which agent version, with
+/// what payload and content. Every path that creates a dispatch fills one
+/// and calls [`record`] (through [`new_dispatch`]).
+#[derive(Debug, Clone)]
+pub struct DispatchRequest<'a> {
+    pub source: Source,
+    pub repository: &'a str,
+    pub manifest_path: &'a str,
+    pub snapshot_hash: &'a str,
+    /// The full idempotency key; `None`: this dispatch is never a duplicate
+    /// (the key becomes `{source}:{repository}:{manifest}:id:{dispatch_id}`).
+    pub idempotency_key: Option<String>,
+    /// Already reduced by [`crate::env::non_empty_payload`].
+    pub payload: Option<&'a Value>,
+    pub origin: &'a Origin,
+    pub env_spec: Option<EnvSpecRef>,
+    pub content: &'a DispatchContent,
+    /// `ASTROLIFT_CALLBACK_BASE_URL`, when a callback route is configured.
+    pub callback_base: Option<&'a str>,
+    pub now: UnixSeconds,
+}
+
+/// The record of a new dispatch, with its message v1: fresh ids, and the
+/// message built by [`build_message`]. Nothing is written.
+pub fn new_dispatch(request: &DispatchRequest<'_>) -> Result<Dispatch, DispatchError> {
+    let id = new_dispatch_id().map_err(|e| DispatchError::Random(e.to_string()))?;
+    let task_id = new_task_id().map_err(|e| DispatchError::Random(e.to_string()))?;
+    let trigger_id = request.source.record_id();
+    let idempotency_key = match &request.idempotency_key {
+        Some(key) => key.clone(),
+        None => format!(
+            "{trigger_id}:{}:{}:id:{id}",
+            request.repository, request.manifest_path
+        ),
+    };
+    let mut message = build_message(&MessageParts {
+        dispatch_id: &id,
+        task_id: &task_id,
+        idempotency_key: &idempotency_key,
+        created_at: request.now,
+        source: &request.source,
+        repository: request.repository,
+        manifest_path: request.manifest_path,
+        snapshot_hash: request.snapshot_hash,
+        env_spec: request.env_spec.as_ref(),
+        payload: request.payload,
+        content: request.content,
+        callback_base: request.callback_base,
+        sender: request.origin.sender.as_deref(),
+        trusted: request.origin.trusted,
+    });
+    let payload = message.payload.take().map(|p| p.to_string());
+    let message =
+        serde_json::to_string(&message).map_err(|e| DispatchError::Payload(e.to_string()))?;
+    Ok(Dispatch {
+        id,
+        idempotency_key,
+        trigger_id,
+        repository: request.repository.to_owned(),
+        manifest_path: request.manifest_path.to_owned(),
+        snapshot_hash: request.snapshot_hash.to_owned(),
+        payload,
+        created_at: request.now,
+        status: DispatchStatus::Pending,
+        sender: request.origin.sender.clone(),
+        trusted: request.origin.trusted,
+        task_id,
+        env_spec: request.env_spec.as_ref().map(|spec| spec.name.clone()),
+        message: Some(message),
+    })
+}
+
+/// Records a new dispatch with a conditional write. A key seen before
 /// creates nothing and returns the first dispatch's id.
 pub async fn record(
     state: &dyn StateStore,
-    binding: &TriggerBinding,
-    snapshot_hash: &str,
-    payload: Option<&Value>,
-    idempotency_key: &str,
-    origin: &Origin,
-    now: UnixSeconds,
+    request: &DispatchRequest<'_>,
 ) -> Result<DispatchResult, DispatchError> {
-    let id = new_dispatch_id().map_err(|e| DispatchError::Random(e.to_string()))?;
-    let dispatch = Dispatch {
-        id,
-        idempotency_key: idempotency_key.to_owned(),
-        trigger_id: binding.trigger_id.clone(),
-        repository: binding.repository.clone(),
-        manifest_path: binding.manifest_path.clone(),
-        snapshot_hash: snapshot_hash.to_owned(),
-        payload: payload.map(Value::to_string),
-        created_at: now,
-        status: DispatchStatus::Pending,
-        sender: origin.sender.clone(),
-        trusted: origin.trusted,
-    };
-    record_new(state, dispatch).await
+    record_new(state, new_dispatch(request)?).await
 }
 
 /// The `trigger_id` of a dispatch asked for by hand (`astrolift dispatch`).
 pub const MANUAL_TRIGGER: &str = "manual";
 
-/// Records a manual dispatch of `agent` at its current snapshot (`astrolift
-/// dispatch AGENT --input JSON`, like the seed's `astro agent dispatch
-/// --input`). The key is `manual:{repository}:{manifest}:key:{key}`, so
-/// repeating a command with the same `--idempotency-key` is one dispatch;
-/// without a key every call is a new dispatch. `payload` should already be
-/// reduced by [`crate::env::non_empty_payload`].
-pub async fn record_manual(
-    state: &dyn StateStore,
-    agent: &Agent,
-    payload: Option<&Value>,
-    key: Option<&str>,
-    now: UnixSeconds,
-) -> Result<DispatchResult, DispatchError> {
-    let id = new_dispatch_id().map_err(|e| DispatchError::Random(e.to_string()))?;
-    let scope = format!("manual:{}:{}", agent.repository, agent.manifest_path);
-    let idempotency_key = match key {
-        Some(key) => format!("{scope}:key:{key}"),
-        None => format!("{scope}:id:{id}"),
-    };
-    let dispatch = Dispatch {
-        id,
-        idempotency_key,
-        trigger_id: MANUAL_TRIGGER.to_owned(),
-        repository: agent.repository.clone(),
-        manifest_path: agent.manifest_path.clone(),
-        snapshot_hash: agent.snapshot_hash.clone(),
-        payload: payload.map(Value::to_string),
-        created_at: now,
-        status: DispatchStatus::Pending,
-        sender: None,
-        trusted: true,
-    };
-    record_new(state, dispatch).await
+/// The idempotency key of a manual dispatch of `agent` (`astrolift dispatch
+/// AGENT --input JSON`, like the seed's `astro agent dispatch --input`):
+/// `manual:{repository}:{manifest}:key:{key}`, so repeating a command with
+/// the same `--idempotency-key` is one dispatch; without a key (`None`)
+/// every call is a new dispatch.
+pub fn manual_key(agent: &Agent, key: Option<&str>) -> Option<String> {
+    key.map(|key| {
+        format!(
+            "{MANUAL_TRIGGER}:{}:{}:key:{key}",
+            agent.repository, agent.manifest_path
+        )
+    })
 }
 
-/// The conditional write shared by [`record`] and [`record_manual`].
+/// The conditional write of [`record`].
 async fn record_new(
     state: &dyn StateStore,
     dispatch: Dispatch,
@@ -231,46 +278,28 @@ async fn record_new(
     })
 }
 
-/// The message published for the control plane (see the module docs).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DispatchMessage {
-    pub dispatch_id: String,
-    pub trigger_id: String,
-    pub repository: String,
-    pub manifest_path: String,
-    pub snapshot_hash: String,
-    pub created_at: UnixSeconds,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub payload: Option<Value>,
-    /// The GitHub sender's login (GitHub events only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sender: Option<String>,
-    /// `false` for a GitHub event let through by `allow_untrusted = true`.
-    #[serde(default)]
-    pub trusted: bool,
+/// The message kept in a dispatch record, with its payload put back. A
+/// record without a message (written before messages were kept) or whose
+/// payload does not parse back is an error, never a message without them.
+pub fn message_of(dispatch: &Dispatch) -> Result<DispatchMessage, DispatchError> {
+    let text = dispatch.message.as_deref().ok_or_else(|| {
+        DispatchError::Payload(format!("dispatch {} has no message", dispatch.id))
+    })?;
+    let mut message: DispatchMessage =
+        serde_json::from_str(text).map_err(|e| DispatchError::Payload(e.to_string()))?;
+    message.payload = dispatch
+        .payload
+        .as_deref()
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| DispatchError::Payload(e.to_string()))?;
+    Ok(message)
 }
 
 impl DispatchMessage {
-    /// The message for a recorded dispatch (its payload parsed back to
-    /// JSON). A payload that does not parse is an error, never dropped.
+    /// [`message_of`].
     pub fn of(dispatch: &Dispatch) -> Result<Self, DispatchError> {
-        let payload = dispatch
-            .payload
-            .as_deref()
-            .map(serde_json::from_str)
-            .transpose()
-            .map_err(|e| DispatchError::Payload(e.to_string()))?;
-        Ok(Self {
-            dispatch_id: dispatch.id.clone(),
-            trigger_id: dispatch.trigger_id.clone(),
-            repository: dispatch.repository.clone(),
-            manifest_path: dispatch.manifest_path.clone(),
-            snapshot_hash: dispatch.snapshot_hash.clone(),
-            created_at: dispatch.created_at,
-            payload,
-            sender: dispatch.sender.clone(),
-            trusted: dispatch.trusted,
-        })
+        message_of(dispatch)
     }
 }
 
@@ -280,9 +309,16 @@ pub trait DispatchQueue: Send + Sync + std::fmt::Debug {
         &'a self,
         message: &'a DispatchMessage,
     ) -> BoxFuture<'a, Result<(), DispatchError>>;
+
+    /// Whether a new dispatch may be made now: [`DispatchError::Full`] when
+    /// a bounded queue (the local outbox) is full. Checked before recording.
+    fn has_room(&self) -> BoxFuture<'_, Result<(), DispatchError>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
-/// An in-memory queue, for `serve` without AWS and for tests.
+/// An in-memory queue, for unit tests only (`serve` and the CLI use the
+/// durable [`crate::outbox::SqliteOutbox`] when no queue is configured).
 #[derive(Debug, Default)]
 pub struct MemoryDispatchQueue {
     messages: Mutex<Vec<DispatchMessage>>,

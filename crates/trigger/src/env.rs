@@ -31,6 +31,12 @@ pub struct SnapshotView {
     pub brief: Option<BriefView>,
     #[serde(default)]
     pub environment: BTreeMap<String, String>,
+    /// Secret name to `secret://` reference.
+    #[serde(default)]
+    pub secrets: BTreeMap<String, String>,
+    /// The skill references, in resolved order, as the snapshot has them.
+    #[serde(default)]
+    pub skills: Vec<Value>,
     pub payload: PayloadView,
 }
 
@@ -44,6 +50,12 @@ pub struct BriefView {
 pub struct PayloadView {
     /// `sha256:<hex>` of the package archive.
     pub digest: String,
+    /// Archive bytes.
+    #[serde(default)]
+    pub size: u64,
+    /// `true` when the package ships inline (an agent without `[package]`).
+    #[serde(default)]
+    pub inline: bool,
 }
 
 impl SnapshotView {
@@ -168,11 +180,13 @@ pub fn render_runtime_env(
         set("ASTROLIFT_PAYLOAD_HASH", snapshot.payload.digest.clone());
     }
     if !runtime.listener_mode {
-        set("AGENT_SYSTEM", system_prompt(&runtime.prompts));
-        set(
-            "AGENT_PROMPT",
-            kickoff_prompt(&snapshot.name, payload.as_deref()),
+        let prompts = crate::message::compose_prompts(
+            &runtime.prompts,
+            &snapshot.name,
+            dispatch.payload.as_ref(),
         );
+        set("AGENT_SYSTEM", prompts.system);
+        set("AGENT_PROMPT", prompts.kickoff);
     }
     if let Some(vnc) = &runtime.vnc {
         set("ASTROLIFT_TMUX_SESSION", vnc.tmux_session.clone());

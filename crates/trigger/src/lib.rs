@@ -25,7 +25,12 @@
 //!   requests, `author_association`).
 //! - [`dispatch`]: idempotency keys, the conditional dispatch record through
 //!   `StateStore::record_dispatch`, the queue message (format in its docs),
-//!   an SQS and an in-memory [`dispatch::DispatchQueue`].
+//!   an SQS and an in-memory (tests only) [`dispatch::DispatchQueue`].
+//! - [`message`]: the dispatch message v1 and the one function that builds
+//!   it and composes the prompts; [`content`]: what a dispatch carries, read
+//!   from the blob store (snapshot, prompt texts, presigned package URL).
+//! - [`outbox`]: the durable, bounded local outbox used when no dispatch
+//!   queue is configured, drained to SQS when one is.
 //! - [`env`]: `render_runtime_env`, seed 000's runtime environment table.
 //! - [`service`]: [`TriggerService`], stored bindings to HTTP-shaped answers:
 //!   `handle` for `POST /triggers/{trigger_id}` (every status of docs/reference.md
@@ -75,10 +80,13 @@
 //! `astrolift-cli`.
 #![forbid(unsafe_code)]
 
+pub mod content;
 pub mod dispatch;
 pub mod env;
 mod error;
 mod evaluate;
+pub mod message;
+pub mod outbox;
 pub mod sandbox;
 pub mod secrets;
 pub mod service;

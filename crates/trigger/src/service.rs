@@ -14,8 +14,8 @@
 //! | 413 | body over `Limits::trigger_body` | `{"error","trigger_id"}` |
 //! | 400 | body not JSON; `Idempotency-Key` or `X-GitHub-Delivery` over `Limits::idempotency_key` bytes or not visible ASCII | `{"error","trigger_id"}` |
 //! | 422 | the filter or mapping failed | `{"error","trigger_id","stage"}` (the jq error in `error`) |
-//! | 500 | the secret does not exist or may not be read, the binding does not compile, or the dispatch was recorded but not queued | `{"error","trigger_id"}` |
-//! | 503 | every jq evaluation slot is taken, or the state store or Secrets Manager is unreachable; [`TriggerResponse::retry_after`] gives the `Retry-After` | `{"error","trigger_id"}` |
+//! | 500 | the secret does not exist or may not be read, the binding does not compile, the agent's package or prompts cannot be read (nothing recorded), or the dispatch was recorded but not queued | `{"error","trigger_id"}` |
+//! | 503 | every jq evaluation slot is taken, the local dispatch outbox is full, or the state store, blob store or Secrets Manager is unreachable; [`TriggerResponse::retry_after`] gives the `Retry-After` | `{"error","trigger_id"}` |
 //!
 //! Error bodies never carry a secret value, and never name a `secret://`
 //! reference, an environment variable or an expected header: they carry
@@ -29,7 +29,12 @@
 //! (a `403` fan-out result) unless the binding sets `allow_untrusted`.
 //!
 //! # Dispatch and the queue
-//! The record is written first (conditional on the idempotency key), then the
+//! The dispatch's content is read first (the snapshot, the prompt texts in
+//! the package, a presigned package URL: [`ContentSource`]); when it cannot
+//! be read (the package cannot be delivered) the answer is 500 (503 when the
+//! blob store may come back) and nothing is recorded. The record, holding the
+//! message v1 ([`crate::message`]), is written next (conditional on the
+//! idempotency key), then the same [`DispatchMessage`] is published. The record (conditional on the idempotency key), then the
 //! [`DispatchMessage`] is published. A duplicate creates nothing: no record and
 //! no message. If publishing fails after the record was written, the answer
 //! is 500 with the `dispatch_id`, and the `pending` record stays in state for
@@ -50,12 +55,15 @@ use astrolift_store::{StateStore, StoreError};
 use http::HeaderMap;
 use serde_json::{Value, json};
 
+use crate::content::{ContentSource, RecordOnlyContent};
 use crate::dispatch::Origin;
 use crate::dispatch::{
-    DispatchError, DispatchMessage, DispatchQueue, delivery_key, idempotency_key, record,
+    DispatchError, DispatchMessage, DispatchQueue, DispatchRequest, delivery_key, idempotency_key,
+    record,
 };
 use crate::error::TriggerError;
 use crate::evaluate::{CompiledBinding, Outcome, evaluate_verified};
+use crate::message::{EnvSpecRef, Source};
 use crate::secrets::SecretResolver;
 use crate::trust::{Trust, assess};
 use crate::verify::{now_seconds, verify_request};
@@ -98,6 +106,8 @@ pub struct TriggerService {
     state: Arc<dyn StateStore>,
     secrets: Arc<dyn SecretResolver>,
     queue: Arc<dyn DispatchQueue>,
+    content: Arc<dyn ContentSource>,
+    callback_base: Option<String>,
     limits: Limits,
     compiled: Mutex<HashMap<String, CacheEntry>>,
     compilations: AtomicU64,
@@ -121,10 +131,34 @@ impl TriggerService {
             state,
             secrets,
             queue,
+            content: Arc::new(RecordOnlyContent { lenient: true }),
+            callback_base: None,
             limits,
             compiled: Mutex::new(HashMap::new()),
             compilations: AtomicU64::new(0),
         }
+    }
+
+    /// Reads each dispatch's content (snapshot, prompts, package URL) from
+    /// `content`; every binary passes a [`crate::content::BlobContent`]. The
+    /// default, for library tests of evaluation, describes the package from
+    /// the agent record alone (see [`RecordOnlyContent`]).
+    pub fn with_content(mut self, content: Arc<dyn ContentSource>) -> Self {
+        self.content = content;
+        self
+    }
+
+    /// Sends dispatch messages to `queue` instead.
+    pub fn with_queue(mut self, queue: Arc<dyn DispatchQueue>) -> Self {
+        self.queue = queue;
+        self
+    }
+
+    /// `ASTROLIFT_CALLBACK_BASE_URL`: each dispatch's callback URL is
+    /// `<base>/callbacks/<task_id>`; `None`, no callback route.
+    pub fn with_callback_base(mut self, base: Option<String>) -> Self {
+        self.callback_base = base.filter(|b| !b.trim().is_empty());
+        self
     }
 
     /// How many times a binding's programs were compiled since `new`.
@@ -349,21 +383,36 @@ impl TriggerService {
             }
             Ok(Outcome::Dispatch { payload }) => payload,
         };
-        if let Some(refused) = self.env_spec_refusal(ready).await {
-            return refused;
+        let env_spec = match self.env_spec(ready).await {
+            Ok(env_spec) => env_spec,
+            Err(refused) => return refused,
+        };
+        if let Err(error) = self.queue.has_room().await {
+            return dispatch_error_response(trigger_id, &error, None);
         }
         let now = now_seconds();
-        let recorded = match record(
-            self.state.as_ref(),
-            &ready.binding,
-            &ready.agent.snapshot_hash,
-            payload.as_ref(),
-            key,
+        let content = match self.content.content(&ready.agent, now).await {
+            Ok(content) => content,
+            Err(error) => {
+                return dispatch_error_response(trigger_id, &DispatchError::Content(error), None);
+            }
+        };
+        let request = DispatchRequest {
+            source: Source::Trigger {
+                trigger_id: trigger_id.to_owned(),
+            },
+            repository: &ready.binding.repository,
+            manifest_path: &ready.binding.manifest_path,
+            snapshot_hash: &ready.agent.snapshot_hash,
+            idempotency_key: Some(key.to_owned()),
+            payload: payload.as_ref(),
             origin,
+            env_spec,
+            content: &content,
+            callback_base: self.callback_base.as_deref(),
             now,
-        )
-        .await
-        {
+        };
+        let recorded = match record(self.state.as_ref(), &request).await {
             Ok(recorded) => recorded,
             Err(error) => return dispatch_error_response(trigger_id, &error, None),
         };
@@ -397,25 +446,32 @@ impl TriggerService {
 }
 
 impl TriggerService {
-    /// 409 when the binding names an env spec its agent's project cannot use
-    /// (deleted or moved since the sync that registered the binding). The
-    /// body names no env spec; the log line says which and why.
-    async fn env_spec_refusal(&self, ready: &Ready) -> Option<TriggerResponse> {
-        let name = ready.binding.definition.get("env_spec")?.as_str()?;
+    /// The binding's env spec, if it names one; 409 when its agent's project
+    /// cannot use it (deleted or moved since the sync that registered the
+    /// binding). The body names no env spec; the log line says which and why.
+    async fn env_spec(&self, ready: &Ready) -> Result<Option<EnvSpecRef>, TriggerResponse> {
+        let Some(name) = ready
+            .binding
+            .definition
+            .get("env_spec")
+            .and_then(Value::as_str)
+        else {
+            return Ok(None);
+        };
         let trigger_id = ready.binding.trigger_id.as_str();
         let project_id = ready.agent.project_id.as_str();
         match env_spec_for_project(self.state.as_ref(), name, project_id).await {
-            Ok(Ok(_)) => None,
+            Ok(Ok(spec)) => Ok(Some(EnvSpecRef::of(&spec))),
             Ok(Err(refusal)) => {
                 tracing::warn!(trigger_id, env_spec = name, project_id, reason = %refusal, "env spec refused");
-                Some(error_response(
+                Err(error_response(
                     409,
                     trigger_id,
                     ENV_SPEC_REFUSED,
                     ENV_SPEC_REFUSED,
                 ))
             }
-            Err(error) => Some(store_error_response(trigger_id, &error)),
+            Err(error) => Err(store_error_response(trigger_id, &error)),
         }
     }
 }
@@ -478,6 +534,24 @@ fn dispatch_error_response(
 ) -> TriggerResponse {
     let mut response = match error {
         DispatchError::Store(store) => store_error_response(trigger_id, store),
+        DispatchError::Full { .. } => error_response(
+            503,
+            trigger_id,
+            "too many dispatches are waiting to be delivered; retry later",
+            &error.to_string(),
+        ),
+        DispatchError::Content(content) if content.is_transient() => error_response(
+            503,
+            trigger_id,
+            "the blob store is unavailable; retry later",
+            &error.to_string(),
+        ),
+        DispatchError::Content(_) => error_response(
+            500,
+            trigger_id,
+            "the dispatch's package or prompts could not be read",
+            &error.to_string(),
+        ),
         DispatchError::Queue(_) if recorded.is_some() => error_response(
             500,
             trigger_id,

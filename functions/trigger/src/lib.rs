@@ -17,7 +17,7 @@
 #![forbid(unsafe_code)]
 
 use astrolift_bot::config::Environment;
-use astrolift_trigger::{SecretError, TriggerResponse, TriggerService};
+use astrolift_trigger::{TriggerResponse, TriggerService};
 use lambda_http::http::{Method, StatusCode, header};
 use lambda_http::{Body, Request, Response};
 use serde_json::json;
@@ -35,16 +35,16 @@ const MAX_TRIGGER_ID: usize = 128;
 pub enum StartupError {
     #[error(transparent)]
     Config(#[from] astrolift_bot::config::ConfigError),
-    #[error("cannot set up secrets: {0}")]
-    Secrets(#[from] SecretError),
+    #[error("cannot set up triggers: {0}")]
+    Secrets(#[from] astrolift_bot::triggers::TriggerSetupError),
 }
 
 /// The service with its clients, from the environment (see the crate docs):
 /// the same construction as `astrolift serve` and the webhook function.
 pub async fn service_from_env() -> Result<TriggerService, StartupError> {
     let environment = Environment::new();
-    let state = environment.stores().await?.state;
-    Ok(astrolift_bot::triggers::service_from_env(&environment, state).await?)
+    let stores = environment.stores().await?;
+    Ok(astrolift_bot::triggers::service_from_env(&environment, stores.state, stores.blobs).await?)
 }
 
 /// JSON logs on Lambda (see `astrolift_bot::telemetry`).

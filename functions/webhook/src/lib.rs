@@ -40,8 +40,8 @@ pub enum ColdStartError {
          SQS FIFO sync queue (the stack sets it to the SyncQueue's URL)"
     )]
     NoSyncQueue,
-    #[error("cannot set up trigger secrets: {0}")]
-    TriggerSecrets(#[from] astrolift_trigger::SecretError),
+    #[error("cannot set up triggers: {0}")]
+    TriggerSecrets(#[from] astrolift_bot::triggers::TriggerSetupError),
 }
 
 /// The webhook function, built once per container.
@@ -61,7 +61,8 @@ impl WebhookFunction {
     /// The cold start: state store, webhook secrets and the SQS FIFO sync
     /// queue from the environment (docs/reference.md §13, docs/deploy.md).
     pub async fn from_env(environment: &Environment) -> Result<Self, ColdStartError> {
-        let state = environment.stores().await?.state;
+        let stores = environment.stores().await?;
+        let state = stores.state;
         let secrets = environment.webhook_secrets().await?;
         let jobs = environment
             .sync_queue()
@@ -69,7 +70,8 @@ impl WebhookFunction {
             .ok_or(ColdStartError::NoSyncQueue)?;
         // GitHub-sourced trigger bindings see every verified delivery.
         let triggers =
-            astrolift_bot::triggers::service_from_env(environment, state.clone()).await?;
+            astrolift_bot::triggers::service_from_env(environment, state.clone(), stores.blobs)
+                .await?;
         Ok(Self::new(Ingress {
             state,
             secrets,

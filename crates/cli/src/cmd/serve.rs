@@ -207,7 +207,7 @@ async fn build(args: &Args) -> anyhow::Result<App> {
     let syncs = Arc::new(tokio::sync::Semaphore::new(args.capacity.syncs));
     let jobs: Arc<dyn JobQueue> = Arc::new(LocalJobQueue::new(job_handler(runner, syncs)));
     let triggers = Arc::new(
-        service_from_env(&environment, stores.state.clone())
+        service_from_env(&environment, stores.state.clone(), stores.blobs.clone())
             .await
             .context("cannot set up trigger secrets")?,
     );

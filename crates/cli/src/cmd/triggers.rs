@@ -13,18 +13,21 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use astrolift_bot::triggers::{callback_base_from_env, dispatch_queue_from_env};
 use astrolift_manifest::model::AgentManifest;
 use astrolift_manifest::triggers::Verify;
-use astrolift_manifest::{DirTree, Limits, SourceTree, ValidateOptions, validate_repository};
+use astrolift_manifest::{DirTree, Limits, ValidateOptions, validate_repository};
 use astrolift_store::state::{AgentStatus, env_spec_for_project};
 use astrolift_sync::check_run::shell_command;
-use astrolift_trigger::dispatch::{
-    DispatchMessage, DispatchQueue, SqsDispatchQueue, record_manual,
+use astrolift_trigger::content::{
+    BlobContent, ContentSource, UrlOptions, prompt_texts_of_manifest,
 };
+use astrolift_trigger::dispatch::{DispatchMessage, DispatchRequest, Origin, manual_key, record};
 use astrolift_trigger::env::{
-    DispatchContext, PromptTexts, RenderedEnv, RuntimeOptions, SnapshotView, non_empty_payload,
+    DispatchContext, RenderedEnv, RuntimeOptions, SnapshotView, non_empty_payload,
     render_runtime_env,
 };
+use astrolift_trigger::message::{EnvSpecRef, Source};
 use astrolift_trigger::secrets::{EnvSecretResolver, github_webhook_from_env};
 use astrolift_trigger::verify::verify_request;
 use astrolift_trigger::{CompiledBinding, Outcome, SecretResolver, evaluate_verified};
@@ -133,35 +136,58 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
                 agent.status.as_str()
             );
         }
-        if let Some(name) = &args.env_spec
-            && let Err(refusal) =
-                env_spec_for_project(state.as_ref(), name, &agent.project_id).await?
-        {
-            let upsert = shell_command(&[
-                "astrolift",
-                "env-spec",
-                "upsert",
-                name,
-                "--project-id",
-                &agent.project_id,
-            ]);
-            bail!(
-                "env spec {name} is not an env spec of project {} ({refusal}); define it with \
-                 `{upsert} --config-repo … --manifest-path …`",
-                agent.project_id
-            );
+        let env_spec = match &args.env_spec {
+            None => None,
+            Some(name) => match env_spec_for_project(state.as_ref(), name, &agent.project_id)
+                .await?
+            {
+                Ok(spec) => Some(EnvSpecRef::of(&spec)),
+                Err(refusal) => {
+                    let upsert = shell_command(&[
+                        "astrolift",
+                        "env-spec",
+                        "upsert",
+                        name,
+                        "--project-id",
+                        &agent.project_id,
+                    ]);
+                    bail!(
+                        "env spec {name} is not an env spec of project {} ({refusal}); define it with \
+                         `{upsert} --config-repo … --manifest-path …`",
+                        agent.project_id
+                    );
+                }
+            },
+        };
+        let queue = dispatch_queue_from_env(&args.stores.state, None).await?;
+        queue.has_room().await?;
+        let now = now();
+        let content = BlobContent {
+            blobs: args.stores.blobs().await?,
+            urls: UrlOptions::from_env().map_err(anyhow::Error::msg)?,
+            limits: Limits::DEFAULT,
         }
-        let payload = non_empty_payload(Some(&input));
-        let recorded = record_manual(
-            state.as_ref(),
-            &agent,
-            payload,
-            args.idempotency_key.as_deref(),
-            now(),
-        )
-        .await?;
+        .content(&agent, now)
+        .await
+        .with_context(|| format!("cannot dispatch {}", agent.key()))?;
+        let origin = Origin::TRUSTED;
+        let callback_base = callback_base_from_env();
+        let request = DispatchRequest {
+            source: Source::Manual,
+            repository: &agent.repository,
+            manifest_path: &agent.manifest_path,
+            snapshot_hash: &agent.snapshot_hash,
+            idempotency_key: manual_key(&agent, args.idempotency_key.as_deref()),
+            payload: non_empty_payload(Some(&input)),
+            origin: &origin,
+            env_spec,
+            content: &content,
+            callback_base: callback_base.as_deref(),
+            now,
+        };
+        let recorded = record(state.as_ref(), &request).await?;
         if recorded.created {
-            publish(&DispatchMessage::of(&recorded.dispatch)?).await?;
+            queue.publish(&DispatchMessage::of(&recorded.dispatch)?).await?;
         }
         let mut out = json!({
             "dispatch_id": recorded.id,
@@ -176,20 +202,6 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
         println!("{out}");
         Ok(ExitCode::SUCCESS)
     })
-}
-
-/// Publishes to `ASTROLIFT_DISPATCH_QUEUE_URL` when it is set; locally the
-/// record in state is the dispatch.
-async fn publish(message: &DispatchMessage) -> anyhow::Result<()> {
-    if let Ok(url) = std::env::var("ASTROLIFT_DISPATCH_QUEUE_URL")
-        && !url.is_empty()
-    {
-        SqsDispatchQueue::from_env(url)
-            .await
-            .publish(message)
-            .await?;
-    }
-    Ok(())
 }
 
 /// Placeholders for the parts of the environment only a real dispatch has.
@@ -349,20 +361,11 @@ fn render(
     };
     let snapshot: Value = serde_json::from_slice(&packaged.snapshot.canonical_json())?;
     let snapshot = SnapshotView::from_json(&snapshot).context("the snapshot does not read back")?;
-    let brief = match &agent.brief {
-        Some(brief) => Some(
-            String::from_utf8_lossy(&tree.read(&brief.path, limits.manifest_file)?).into_owned(),
-        ),
-        None => None,
-    };
     let runtime = RuntimeOptions {
         controller_url: TEST_CONTROLLER_URL.to_owned(),
         workspace: TEST_WORKSPACE.to_owned(),
         callback_url: Some(TEST_CALLBACK_URL.to_owned()),
-        prompts: PromptTexts {
-            brief,
-            ..Default::default()
-        },
+        prompts: prompt_texts_of_manifest(agent, tree, limits),
         ..Default::default()
     };
     let dispatch = DispatchContext {

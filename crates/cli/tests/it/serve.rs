@@ -538,7 +538,7 @@ async fn registered_triggers_dispatch_through_serve() {
     let (status, body) = post_trigger(&server, &path, &high, "k-1").await;
     assert_eq!(
         (status, body["dispatch_id"].clone()),
-        (200, dispatch_id),
+        (200, dispatch_id.clone()),
         "a duplicate returns the first dispatch"
     );
     let low = json!({ "issue": { "key": "OPS-2", "fields": { "priority": { "name": "Low" } } } });
@@ -586,5 +586,30 @@ async fn registered_triggers_dispatch_through_serve() {
         (status, body["dispatched"].clone()),
         (200, json!(0)),
         "a redelivery dispatches nothing"
+    );
+
+    // No dispatch queue: both dispatches wait in the durable outbox beside
+    // the state, as valid v1 messages.
+    let outbox = astrolift_trigger::outbox::SqliteOutbox::open(
+        server.home.path().join("outbox.db"),
+        u64::MAX,
+    )
+    .await
+    .expect("the outbox exists");
+    let kept = outbox.list(0, 10).await.expect("lists");
+    let sources: Vec<_> = kept
+        .iter()
+        .map(|e| (e.message.schema.as_str(), e.message.trigger_id().is_some()))
+        .collect();
+    assert_eq!(
+        sources,
+        [
+            ("astrolift.dispatch/v1", true),
+            ("astrolift.dispatch/v1", true)
+        ]
+    );
+    assert_eq!(
+        kept[0].message.dispatch_id,
+        dispatch_id.as_str().unwrap_or_default()
     );
 }

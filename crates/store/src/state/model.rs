@@ -355,6 +355,18 @@ pub struct Dispatch {
     /// written before the field existed.
     #[serde(default)]
     pub trusted: bool,
+    /// The task's GUID (`ASTROLIFT_TASK_ID`); empty on records written
+    /// before dispatch messages had one.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub task_id: String,
+    /// The env spec it runs with, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env_spec: Option<String>,
+    /// The dispatch message (`astrolift.dispatch/v1`) as JSON text, without
+    /// its `payload` (kept once, in `payload`, so a record holds it once).
+    /// `None` on records written before messages were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// Whether `record_dispatch` stored a new dispatch.

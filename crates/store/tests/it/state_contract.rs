@@ -508,6 +508,9 @@ pub async fn dispatches_are_idempotent(subject: Subject) {
         status: DispatchStatus::Pending,
         sender: Some("octocat".into()),
         trusted: true,
+        task_id: "0b0e7e57-0000-4000-8000-000000000001".into(),
+        env_spec: Some("triage-prod".into()),
+        message: Some("{\"schema\":\"astrolift.dispatch/v1\"}".into()),
     };
     assert_eq!(
         store.record_dispatch(&dispatch).await.unwrap(),

@@ -86,17 +86,20 @@ async fn dispatch_messages_reach_the_sqs_queue() {
     )
     .await
     .expect("creates");
-    let message = DispatchMessage {
-        dispatch_id: "d-1".to_owned(),
-        trigger_id: "t-1".to_owned(),
-        repository: "acme/agents".to_owned(),
-        manifest_path: "agents/triage/astrolift.toml".to_owned(),
-        snapshot_hash: "snap-1".to_owned(),
-        created_at: 1,
-        payload: None,
-        sender: Some("octocat".to_owned()),
-        trusted: false,
-    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = astrolift_store::state::SqliteStateStore::open(dir.path().join("state.db"))
+        .await
+        .expect("opens");
+    let recorded = crate::dispatch::record_binding(
+        &state,
+        &crate::dispatch::stored_binding(),
+        "snap-1",
+        None,
+        "t-1:key:sqs",
+        1,
+    )
+    .await;
+    let message = DispatchMessage::of(&recorded.dispatch).expect("message");
     queue.publish(&message).await.expect("publishes");
     let bodies = queue.receive(1).await.expect("receives");
     assert_eq!(bodies, vec![message]);

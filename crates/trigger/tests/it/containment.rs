@@ -11,9 +11,7 @@
 
 use astrolift_manifest::limits::Limits;
 use astrolift_store::state::SqliteStateStore;
-use astrolift_trigger::dispatch::{
-    DispatchMessage, DispatchQueue, MemoryDispatchQueue, Origin, record,
-};
+use astrolift_trigger::dispatch::{DispatchMessage, DispatchQueue, MemoryDispatchQueue};
 use astrolift_trigger::sandbox::MAX_OUTPUT_DEPTH;
 use astrolift_trigger::{Outcome, TriggerError, evaluate};
 use serde_json::{Value, json};
@@ -201,17 +199,15 @@ async fn assert_stored_and_queued_intact(payload: &Value) {
     let state = SqliteStateStore::open(dir.path().join("state.db"))
         .await
         .expect("opens");
-    let recorded = record(
+    let recorded = crate::dispatch::record_binding(
         &state,
         &stored_binding(),
         "snap-1",
         Some(payload),
         "t-1:key:k",
-        &Origin::TRUSTED,
         1,
     )
-    .await
-    .expect("records");
+    .await;
     let stored = astrolift_store::StateStore::get_dispatch(&state, "t-1:key:k")
         .await
         .expect("reads")

@@ -1,10 +1,12 @@
 //! Idempotency keys, the conditional record, and the queue message.
 
-use astrolift_store::state::{SqliteStateStore, TriggerBinding};
+use astrolift_store::state::{SqliteStateStore, TriggerBinding, UnixSeconds};
 use astrolift_trigger::dispatch::{
-    DispatchMessage, DispatchQueue, MemoryDispatchQueue, Origin, record,
+    DispatchMessage, DispatchQueue, DispatchRequest, MemoryDispatchQueue, Origin, record,
 };
-use serde_json::json;
+use astrolift_trigger::env::{PayloadView, SnapshotView};
+use astrolift_trigger::message::{DispatchContent, PackageRef, Source};
+use serde_json::{Value, json};
 
 use crate::support::headers;
 
@@ -19,6 +21,50 @@ pub fn stored_binding() -> TriggerBinding {
         definition: json!({}),
         snapshot_hash: "snap-1".to_owned(),
     }
+}
+
+/// The content of an inline package of `triage` with no prompts.
+pub fn inline_content() -> DispatchContent {
+    DispatchContent {
+        snapshot: SnapshotView {
+            name: "triage".to_owned(),
+            payload: PayloadView {
+                inline: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        package: Some(PackageRef::inline("", 0)),
+        prompts: Default::default(),
+    }
+}
+
+/// Records a dispatch of `binding` at `snapshot` under `key`.
+pub async fn record_binding(
+    state: &SqliteStateStore,
+    binding: &TriggerBinding,
+    snapshot: &str,
+    payload: Option<&Value>,
+    key: &str,
+    now: UnixSeconds,
+) -> astrolift_trigger::dispatch::DispatchResult {
+    let content = inline_content();
+    let request = DispatchRequest {
+        source: Source::Trigger {
+            trigger_id: binding.trigger_id.clone(),
+        },
+        repository: &binding.repository,
+        manifest_path: &binding.manifest_path,
+        snapshot_hash: snapshot,
+        idempotency_key: Some(key.to_owned()),
+        payload,
+        origin: &Origin::TRUSTED,
+        env_spec: None,
+        content: &content,
+        callback_base: None,
+        now,
+    };
+    record(state, &request).await.expect("records")
 }
 
 /// The key with the default limit and no replay key.
@@ -68,29 +114,9 @@ async fn a_duplicate_delivery_gives_one_dispatch() {
         b"{}",
     );
     let payload = json!({"mode": "triage"});
-    let first = record(
-        &state,
-        &binding,
-        "snap-1",
-        Some(&payload),
-        &key,
-        &Origin::TRUSTED,
-        100,
-    )
-    .await
-    .expect("records");
+    let first = record_binding(&state, &binding, "snap-1", Some(&payload), &key, 100).await;
     assert!(first.created);
-    let again = record(
-        &state,
-        &binding,
-        "snap-1",
-        Some(&payload),
-        &key,
-        &Origin::TRUSTED,
-        200,
-    )
-    .await
-    .expect("records");
+    let again = record_binding(&state, &binding, "snap-1", Some(&payload), &key, 200).await;
     assert!(!again.created);
     assert_eq!(again.id, first.id);
     let stored = astrolift_store::StateStore::get_dispatch(&state, &key)
@@ -108,17 +134,7 @@ async fn the_empty_payload_is_absent_from_the_record_and_the_message() {
     let state = SqliteStateStore::open(dir.path().join("state.db"))
         .await
         .expect("opens");
-    let result = record(
-        &state,
-        &stored_binding(),
-        "snap-1",
-        None,
-        "t-1:key:x",
-        &Origin::TRUSTED,
-        5,
-    )
-    .await
-    .expect("records");
+    let result = record_binding(&state, &stored_binding(), "snap-1", None, "t-1:key:x", 5).await;
     assert_eq!(result.dispatch.payload, None);
     let message = DispatchMessage::of(&result.dispatch).expect("parses");
     let text = serde_json::to_string(&message).expect("json");
@@ -128,21 +144,32 @@ async fn the_empty_payload_is_absent_from_the_record_and_the_message() {
     assert_eq!(queue.messages(), vec![message]);
 }
 
-#[test]
-fn the_message_format_is_stable() {
-    let message = DispatchMessage {
-        dispatch_id: "d-1".to_owned(),
-        trigger_id: "t-1".to_owned(),
-        repository: "acme/agents".to_owned(),
-        manifest_path: "agents/triage/astrolift.toml".to_owned(),
-        snapshot_hash: "snap-1".to_owned(),
-        created_at: 1_767_225_600,
-        payload: Some(json!({"mode": "triage"})),
-        sender: Some("octocat".to_owned()),
-        trusted: true,
-    };
+#[tokio::test]
+async fn the_message_format_is_stable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = SqliteStateStore::open(dir.path().join("state.db"))
+        .await
+        .expect("opens");
+    let payload = json!({"mode": "triage"});
+    let result = record_binding(
+        &state,
+        &stored_binding(),
+        "snap-1",
+        Some(&payload),
+        "t-1:key:x",
+        1_767_225_600,
+    )
+    .await;
+    let mut message = serde_json::to_value(DispatchMessage::of(&result.dispatch).expect("message"))
+        .expect("json");
+    let object = message.as_object_mut().expect("an object");
+    assert_eq!(object.shift_remove("dispatch_id"), Some(json!(result.id)));
     assert_eq!(
-        serde_json::to_string(&message).expect("json"),
-        r#"{"dispatch_id":"d-1","trigger_id":"t-1","repository":"acme/agents","manifest_path":"agents/triage/astrolift.toml","snapshot_hash":"snap-1","created_at":1767225600,"payload":{"mode":"triage"},"sender":"octocat","trusted":true}"#
+        object.shift_remove("task_id"),
+        Some(json!(result.dispatch.task_id))
+    );
+    assert_eq!(
+        message.to_string(),
+        r#"{"schema":"astrolift.dispatch/v1","idempotency_key":"t-1:key:x","created_at":1767225600,"source":{"kind":"trigger","trigger_id":"t-1"},"agent":{"name":"triage","repository":"acme/agents","manifest":"agents/triage/astrolift.toml","snapshot":"snap-1"},"payload":{"mode":"triage"},"package":{"digest":"","size":0,"inline":true},"prompts":{"system":"","kickoff":"Run the agent `triage` once for this input.\n\nInput (JSON, also in ASTROLIFT_TRIGGER_PAYLOAD):\n```json\n{\"mode\":\"triage\"}\n```"},"skill_refs":[],"tools":[],"environment":{},"secrets":{},"trusted":true}"#
     );
 }

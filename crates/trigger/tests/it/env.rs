@@ -18,7 +18,9 @@ fn snapshot() -> SnapshotView {
         environment: BTreeMap::from([("LOG_LEVEL".to_owned(), "info".to_owned())]),
         payload: PayloadView {
             digest: "sha256:abc".to_owned(),
+            ..PayloadView::default()
         },
+        ..SnapshotView::default()
     }
 }
 

@@ -7,6 +7,8 @@ mod env;
 mod env_spec;
 mod evaluate;
 mod github;
+mod message;
+mod outbox;
 mod runaway;
 mod service;
 mod support;

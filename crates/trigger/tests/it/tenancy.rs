@@ -249,7 +249,7 @@ async fn untrusted_events_dispatch_only_where_allowed() {
     );
     let untrusted: Vec<_> = messages.iter().filter(|m| !m.trusted).collect();
     assert_eq!(untrusted.len(), 3);
-    assert!(untrusted.iter().all(|m| m.trigger_id == "trg_open"));
+    assert!(untrusted.iter().all(|m| m.trigger_id() == Some("trg_open")));
     assert!(
         untrusted
             .iter()
@@ -529,7 +529,7 @@ async fn a_project_cannot_read_another_projects_secret() {
     assert_eq!(
         messages
             .iter()
-            .map(|m| m.trigger_id.as_str())
+            .filter_map(|m| m.trigger_id())
             .collect::<Vec<_>>(),
         ["trg_b", "trg_a_own"]
     );

@@ -1,0 +1,396 @@
+//! What a dispatch carries, read from where it is kept: [`load_content`]
+//! reads a registered agent's snapshot and package from the blob store and
+//! presigns the package URL; [`prompt_texts_of_manifest`] reads the same
+//! texts from a working tree (`astrolift trigger test`). Both give a
+//! [`PromptTexts`] that [`crate::message::compose_prompts`] turns into the
+//! prompts, so a preview and a real dispatch compose alike.
+//!
+//! # Prompt texts from the package archive
+//! The snapshot names the brief (repo path and sha256) and the local skills
+//! (repo directories); the archive holds them at package-relative paths (the
+//! repo path less the `[package]` root). The archive is read once, keeping
+//! only Markdown files of at most `Limits::manifest_file` bytes (and at most
+//! [`PROMPT_TEXT_BUDGET`] bytes of them); the brief is the kept file whose
+//! path is a suffix of the brief's repo path and whose sha256 is the
+//! snapshot's, a skill's `SKILL.md` the one whose directory is the longest
+//! suffix of the skill's repo directory. Catalogue and organization skills
+//! carry no instructions here (the controller resolves them by reference,
+//! from `skill_refs`). Archives over [`MAX_ARCHIVE_BYTES`] are refused
+//! rather than read: the blob store reads objects whole.
+
+use std::io::Read;
+use std::sync::Arc;
+use std::time::Duration;
+
+use astrolift_manifest::model::{AgentManifest, SkillRef};
+use astrolift_manifest::{Limits, MemTree, SourceTree};
+use astrolift_store::blob::{BlobKey, BlobStore};
+use astrolift_store::state::{Agent, UnixSeconds};
+use astrolift_store::{BoxFuture, StoreError};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::env::{PromptTexts, SkillText, SnapshotView, ToolContract};
+use crate::message::{DispatchContent, PackageRef};
+
+/// Largest package archive (compressed bytes) whose prompt texts are read.
+pub const MAX_ARCHIVE_BYTES: u64 = 64 * 1024 * 1024;
+/// Total bytes of Markdown kept from one archive while looking for prompts.
+pub const PROMPT_TEXT_BUDGET: u64 = 16 * 1024 * 1024;
+/// Default lifetime of a presigned package URL (`ASTROLIFT_PACKAGE_URL_EXPIRY_SECONDS`).
+pub const DEFAULT_URL_EXPIRY: Duration = Duration::from_secs(3600);
+/// Longest lifetime S3 accepts for a presigned URL (7 days).
+pub const MAX_URL_EXPIRY: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Why a dispatch's content could not be read; the dispatch is not recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum ContentError {
+    #[error("the agent's snapshot {0} is not in the blob store")]
+    MissingSnapshot(String),
+    #[error("the agent's snapshot does not read: {0}")]
+    Snapshot(String),
+    #[error("the agent's package {0} is not in the blob store")]
+    MissingPackage(String),
+    #[error(
+        "the package archive ({size} bytes) is over the {MAX_ARCHIVE_BYTES}-byte limit for reading its prompts"
+    )]
+    ArchiveTooLarge { size: u64 },
+    #[error("the package archive does not read: {0}")]
+    Archive(String),
+    #[error("the agent has a package but no blob store can deliver it")]
+    NoBlobStore,
+    #[error("blob store: {0}")]
+    Store(#[from] StoreError),
+}
+
+impl ContentError {
+    /// Whether retrying may help (the store was unreachable).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, ContentError::Store(StoreError::Unavailable(_)))
+    }
+}
+
+/// How package URLs are issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UrlOptions {
+    /// Lifetime of a presigned URL.
+    pub expiry: Duration,
+}
+
+impl Default for UrlOptions {
+    fn default() -> Self {
+        UrlOptions {
+            expiry: DEFAULT_URL_EXPIRY,
+        }
+    }
+}
+
+impl UrlOptions {
+    /// `ASTROLIFT_PACKAGE_URL_EXPIRY_SECONDS` (1 to 604,800; default 3,600).
+    pub fn from_env() -> Result<Self, String> {
+        match std::env::var("ASTROLIFT_PACKAGE_URL_EXPIRY_SECONDS") {
+            Err(_) => Ok(Self::default()),
+            Ok(text) if text.trim().is_empty() => Ok(Self::default()),
+            Ok(text) => {
+                let seconds: u64 = text.trim().parse().map_err(|_| {
+                    format!(
+                        "ASTROLIFT_PACKAGE_URL_EXPIRY_SECONDS={text:?} is not a number of seconds"
+                    )
+                })?;
+                let expiry = Duration::from_secs(seconds);
+                if seconds == 0 || expiry > MAX_URL_EXPIRY {
+                    return Err(format!(
+                        "ASTROLIFT_PACKAGE_URL_EXPIRY_SECONDS={seconds} is outside 1..={}",
+                        MAX_URL_EXPIRY.as_secs()
+                    ));
+                }
+                Ok(UrlOptions { expiry })
+            }
+        }
+    }
+}
+
+/// The content of a dispatch of the registered snapshot `snapshot_hash`:
+/// its snapshot, the prompt texts from its package and a presigned package
+/// URL expiring `options.expiry` after `now` (or `inline` when the snapshot
+/// says the package ships inline).
+pub async fn load_content(
+    blobs: &dyn BlobStore,
+    snapshot_hash: &str,
+    options: UrlOptions,
+    limits: &Limits,
+    now: UnixSeconds,
+) -> Result<DispatchContent, ContentError> {
+    let snapshot_key = BlobKey::snapshot(snapshot_hash)?;
+    let bytes = blobs
+        .get(&snapshot_key)
+        .await
+        .map_err(|error| match error {
+            StoreError::NotFound(_) => ContentError::MissingSnapshot(snapshot_hash.to_owned()),
+            other => ContentError::Store(other),
+        })?;
+    let json: Value =
+        serde_json::from_slice(&bytes).map_err(|e| ContentError::Snapshot(e.to_string()))?;
+    let snapshot =
+        SnapshotView::from_json(&json).map_err(|e| ContentError::Snapshot(e.to_string()))?;
+    if snapshot.payload.inline {
+        return Ok(DispatchContent {
+            package: Some(PackageRef::inline(
+                snapshot.payload.digest.clone(),
+                snapshot.payload.size,
+            )),
+            snapshot,
+            prompts: PromptTexts::default(),
+        });
+    }
+    let package_key = BlobKey::package(&snapshot.payload.digest)?;
+    if snapshot.payload.size > MAX_ARCHIVE_BYTES {
+        return Err(ContentError::ArchiveTooLarge {
+            size: snapshot.payload.size,
+        });
+    }
+    let archive = blobs.get(&package_key).await.map_err(|error| match error {
+        StoreError::NotFound(_) => ContentError::MissingPackage(snapshot.payload.digest.clone()),
+        other => ContentError::Store(other),
+    })?;
+    let prompts = prompt_texts_from_archive(&archive, &snapshot, limits)?;
+    let url = blobs
+        .presigned_get_url(&package_key, options.expiry)
+        .await?;
+    let expires_at =
+        now.saturating_add(i64::try_from(options.expiry.as_secs()).unwrap_or(i64::MAX));
+    Ok(DispatchContent {
+        package: Some(PackageRef {
+            digest: snapshot.payload.digest.clone(),
+            size: snapshot.payload.size,
+            url: Some(url),
+            expires_at: Some(expires_at),
+            inline: false,
+        }),
+        snapshot,
+        prompts,
+    })
+}
+
+/// The brief and local skills of `snapshot`, read from its archive (see the
+/// module docs for how files are matched).
+pub fn prompt_texts_from_archive(
+    archive: &[u8],
+    snapshot: &SnapshotView,
+    limits: &Limits,
+) -> Result<PromptTexts, ContentError> {
+    let files = markdown_files(archive, limits.manifest_file)?;
+    let brief = snapshot.brief.as_ref().and_then(|brief| {
+        files
+            .iter()
+            .find(|(path, bytes)| {
+                is_path_suffix(&brief.path, path)
+                    && hex::encode(Sha256::digest(bytes)) == brief.sha256
+            })
+            .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
+    });
+    let mut tree = MemTree::new();
+    for (path, bytes) in &files {
+        tree.insert(path.clone(), bytes.clone(), false);
+    }
+    let mut texts = PromptTexts {
+        brief,
+        ..Default::default()
+    };
+    for skill in &snapshot.skills {
+        if skill.get("kind").and_then(Value::as_str) != Some("local") {
+            continue;
+        }
+        let Some(dir) = skill.get("dir").and_then(Value::as_str) else {
+            continue;
+        };
+        let Some(packaged_dir) = packaged_skill_dir(&files, dir) else {
+            continue;
+        };
+        let mut diagnostics = Vec::new();
+        if let Some(local) = astrolift_manifest::skill::read_local_skill(
+            &tree,
+            limits,
+            &packaged_dir,
+            &mut diagnostics,
+        ) {
+            push_skill(
+                &mut texts,
+                &local.name,
+                &local.instructions,
+                &local.allowed_tools,
+            );
+        }
+    }
+    Ok(texts)
+}
+
+/// The prompt texts of `agent` read from its working tree (`trigger test`).
+pub fn prompt_texts_of_manifest(
+    agent: &AgentManifest,
+    tree: &dyn SourceTree,
+    limits: &Limits,
+) -> PromptTexts {
+    let brief = agent.brief.as_ref().and_then(|brief| {
+        tree.read(&brief.path, limits.manifest_file)
+            .ok()
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+    });
+    let mut texts = PromptTexts {
+        brief,
+        ..Default::default()
+    };
+    for skill in &agent.skills {
+        if let SkillRef::Local {
+            skill: Some(local), ..
+        } = skill
+        {
+            push_skill(
+                &mut texts,
+                &local.name,
+                &local.instructions,
+                &local.allowed_tools,
+            );
+        }
+    }
+    texts
+}
+
+fn push_skill(texts: &mut PromptTexts, name: &str, instructions: &str, tools: &[String]) {
+    texts.skills.push(SkillText {
+        name: name.to_owned(),
+        instructions: instructions.to_owned(),
+    });
+    texts.tools.extend(tools.iter().map(|slug| ToolContract {
+        slug: slug.clone(),
+        description: None,
+    }));
+}
+
+/// `suffix` is `path` or a trailing run of its segments.
+fn is_path_suffix(path: &str, suffix: &str) -> bool {
+    path == suffix
+        || path
+            .strip_suffix(suffix)
+            .is_some_and(|head| head.ends_with('/'))
+}
+
+/// The packaged directory of the skill at repo directory `dir`: the longest
+/// suffix of `dir` (possibly empty) holding a kept `SKILL.md`.
+fn packaged_skill_dir(files: &[(String, Vec<u8>)], dir: &str) -> Option<String> {
+    files
+        .iter()
+        .filter_map(|(path, _)| {
+            let packaged = if path == "SKILL.md" {
+                ""
+            } else {
+                path.strip_suffix("/SKILL.md")?
+            };
+            (packaged.is_empty() || is_path_suffix(dir, packaged)).then(|| packaged.to_owned())
+        })
+        .max_by_key(String::len)
+}
+
+/// The archive's regular `.md` files of at most `max_file` bytes, within
+/// [`PROMPT_TEXT_BUDGET`]. Hand-rolled over `tar` rather than the package
+/// crate's tarball reader, which reads GitHub tarballs (a top directory,
+/// a spool file) and would keep far more than these few files.
+fn markdown_files(archive: &[u8], max_file: u64) -> Result<Vec<(String, Vec<u8>)>, ContentError> {
+    let bad = |e: std::io::Error| ContentError::Archive(e.to_string());
+    let mut reader = tar::Archive::new(flate2::read::GzDecoder::new(archive));
+    let mut files = Vec::new();
+    let mut budget = PROMPT_TEXT_BUDGET;
+    for entry in reader.entries().map_err(bad)? {
+        let entry = entry.map_err(bad)?;
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let size = entry.header().size().map_err(bad)?;
+        let path = match entry.path() {
+            Ok(path) => path.to_string_lossy().into_owned(),
+            Err(_) => continue,
+        };
+        if !path.ends_with(".md") || size > max_file || size > budget {
+            continue;
+        }
+        budget -= size;
+        let mut bytes = Vec::new();
+        entry.take(size).read_to_end(&mut bytes).map_err(bad)?;
+        files.push((path, bytes));
+    }
+    Ok(files)
+}
+
+/// Where a dispatch's content comes from.
+pub trait ContentSource: Send + Sync + std::fmt::Debug {
+    /// The content of a dispatch of `agent` at its registered snapshot.
+    fn content<'a>(
+        &'a self,
+        agent: &'a Agent,
+        now: UnixSeconds,
+    ) -> BoxFuture<'a, Result<DispatchContent, ContentError>>;
+}
+
+/// The production source: [`load_content`] on a blob store.
+#[derive(Debug, Clone)]
+pub struct BlobContent {
+    pub blobs: Arc<dyn BlobStore>,
+    pub urls: UrlOptions,
+    pub limits: Limits,
+}
+
+impl ContentSource for BlobContent {
+    fn content<'a>(
+        &'a self,
+        agent: &'a Agent,
+        now: UnixSeconds,
+    ) -> BoxFuture<'a, Result<DispatchContent, ContentError>> {
+        Box::pin(load_content(
+            self.blobs.as_ref(),
+            &agent.snapshot_hash,
+            self.urls,
+            &self.limits,
+            now,
+        ))
+    }
+}
+
+/// No blob store: the content is what the agent record says (its name and
+/// package digest), with no prompts; an agent with a package is refused
+/// ([`ContentError::NoBlobStore`]: its package cannot be delivered) and one
+/// without (an empty digest) ships inline. For library tests of evaluation
+/// and for stores without blobs; every binary wires [`BlobContent`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RecordOnlyContent {
+    /// Tests of evaluation: describe the package by digest, inline, rather
+    /// than refuse it.
+    pub lenient: bool,
+}
+
+impl ContentSource for RecordOnlyContent {
+    fn content<'a>(
+        &'a self,
+        agent: &'a Agent,
+        _now: UnixSeconds,
+    ) -> BoxFuture<'a, Result<DispatchContent, ContentError>> {
+        Box::pin(async move {
+            if !agent.payload_digest.is_empty() && !self.lenient {
+                return Err(ContentError::NoBlobStore);
+            }
+            let snapshot = SnapshotView {
+                name: agent.name.clone(),
+                payload: crate::env::PayloadView {
+                    digest: agent.payload_digest.clone(),
+                    size: 0,
+                    inline: true,
+                },
+                ..Default::default()
+            };
+            Ok(DispatchContent {
+                package: Some(PackageRef::inline(agent.payload_digest.clone(), 0)),
+                snapshot,
+                prompts: PromptTexts::default(),
+            })
+        })
+    }
+}

@@ -1,0 +1,238 @@
+//! The durable local dispatch outbox: where `serve` and the CLI put
+//! dispatch messages when no dispatch queue is configured.
+//!
+//! One SQLite file beside the state (`outbox.db` in the directory of a
+//! `sqlite:` state store; `.astrolift/outbox.db` otherwise; or
+//! `ASTROLIFT_OUTBOX=PATH`), one table `outbox (seq, dispatch_id, body,
+//! created_at)`, oldest first. It is bounded: past
+//! `ASTROLIFT_OUTBOX_MAX` undrained messages (default
+//! [`DEFAULT_OUTBOX_MAX`]) [`DispatchQueue::has_room`] is
+//! [`DispatchError::Full`], which the trigger service answers `503` with
+//! `Retry-After` before anything is recorded. When a dispatch queue is
+//! configured, [`SqliteOutbox::drain_to`] sends what is left, oldest first,
+//! deleting each message once the queue accepted it (a crash in between
+//! sends it again: consumers key on `dispatch_id`).
+//!
+//! The bound is checked before the dispatch is recorded, so concurrent
+//! dispatches may pass it by at most the number in flight; `publish` itself
+//! never refuses, so a recorded dispatch always reaches the outbox.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use astrolift_store::BoxFuture;
+use rusqlite::{Connection, params};
+
+use crate::dispatch::{DispatchError, DispatchMessage, DispatchQueue};
+
+/// Default bound on undrained messages.
+pub const DEFAULT_OUTBOX_MAX: u64 = 10_000;
+
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    dispatch_id TEXT NOT NULL UNIQUE,
+    body TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);";
+
+/// A message kept in the outbox.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboxEntry {
+    pub seq: i64,
+    pub message: DispatchMessage,
+}
+
+/// The outbox (see the module docs).
+#[derive(Debug, Clone)]
+pub struct SqliteOutbox {
+    connection: Arc<Mutex<Connection>>,
+    max: u64,
+    path: PathBuf,
+}
+
+fn queue_error(error: impl std::fmt::Display) -> DispatchError {
+    DispatchError::Queue(format!("outbox: {error}"))
+}
+
+impl SqliteOutbox {
+    /// Opens (creating) the outbox at `path`, bounded to `max` messages.
+    pub async fn open(path: impl AsRef<Path>, max: u64) -> Result<Self, DispatchError> {
+        let path = path.as_ref().to_path_buf();
+        let opened = path.clone();
+        let connection = tokio::task::spawn_blocking(move || -> Result<Connection, String> {
+            if let Some(parent) = opened.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+            }
+            let connection = Connection::open(&opened).map_err(|e| e.to_string())?;
+            connection
+                .busy_timeout(std::time::Duration::from_secs(5))
+                .map_err(|e| e.to_string())?;
+            connection
+                .pragma_update(None, "journal_mode", "WAL")
+                .map_err(|e| e.to_string())?;
+            connection
+                .execute_batch(SCHEMA)
+                .map_err(|e| e.to_string())?;
+            Ok(connection)
+        })
+        .await
+        .map_err(queue_error)?
+        .map_err(|e| queue_error(format!("cannot open {}: {e}", path.display())))?;
+        Ok(Self {
+            connection: Arc::new(Mutex::new(connection)),
+            max,
+            path,
+        })
+    }
+
+    /// Where it lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Its bound.
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    async fn with<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, DispatchError> {
+        let connection = self.connection.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut connection = connection
+                .lock()
+                .map_err(|_| queue_error("the connection is poisoned"))?;
+            work(&mut connection).map_err(queue_error)
+        })
+        .await
+        .map_err(queue_error)?
+    }
+
+    /// Undrained messages.
+    pub async fn len(&self) -> Result<u64, DispatchError> {
+        self.with(|c| {
+            c.query_row("SELECT COUNT(*) FROM outbox", [], |row| {
+                row.get::<_, i64>(0)
+            })
+        })
+        .await
+        .map(|n| u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Whether it holds no message.
+    pub async fn is_empty(&self) -> Result<bool, DispatchError> {
+        Ok(self.len().await? == 0)
+    }
+
+    /// Up to `limit` messages after `after_seq`, oldest first.
+    pub async fn list(
+        &self,
+        after_seq: i64,
+        limit: u32,
+    ) -> Result<Vec<OutboxEntry>, DispatchError> {
+        let rows: Vec<(i64, String)> = self
+            .with(move |c| {
+                let mut statement =
+                    c.prepare("SELECT seq, body FROM outbox WHERE seq > ?1 ORDER BY seq LIMIT ?2")?;
+                let rows = statement
+                    .query_map(params![after_seq, limit], |row| {
+                        Ok((row.get(0)?, row.get(1)?))
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                Ok(rows)
+            })
+            .await?;
+        rows.into_iter()
+            .map(|(seq, body)| {
+                let message = serde_json::from_str(&body)
+                    .map_err(|e| queue_error(format!("message {seq} does not parse: {e}")))?;
+                Ok(OutboxEntry { seq, message })
+            })
+            .collect()
+    }
+
+    /// Sends every message to `queue`, oldest first, deleting each once
+    /// sent; stops at the first failure. Returns how many were sent.
+    pub async fn drain_to(&self, queue: &dyn DispatchQueue) -> Result<u64, DispatchError> {
+        let mut sent = 0;
+        loop {
+            let batch = self.list(0, 100).await?;
+            if batch.is_empty() {
+                return Ok(sent);
+            }
+            for entry in batch {
+                queue.publish(&entry.message).await?;
+                let seq = entry.seq;
+                self.with(move |c| c.execute("DELETE FROM outbox WHERE seq = ?1", [seq]))
+                    .await?;
+                sent += 1;
+            }
+        }
+    }
+}
+
+impl DispatchQueue for SqliteOutbox {
+    fn publish<'a>(
+        &'a self,
+        message: &'a DispatchMessage,
+    ) -> BoxFuture<'a, Result<(), DispatchError>> {
+        Box::pin(async move {
+            let body = serde_json::to_string(message).map_err(queue_error)?;
+            let id = message.dispatch_id.clone();
+            let created_at = message.created_at;
+            self.with(move |c| {
+                c.execute(
+                    "INSERT INTO outbox (dispatch_id, body, created_at) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (dispatch_id) DO NOTHING",
+                    params![id, body, created_at],
+                )
+            })
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn has_room(&self) -> BoxFuture<'_, Result<(), DispatchError>> {
+        Box::pin(async move {
+            let len = self.len().await?;
+            if len >= self.max {
+                return Err(DispatchError::Full { max: self.max });
+            }
+            Ok(())
+        })
+    }
+}
+
+/// The outbox path for the state store URL `state`: `ASTROLIFT_OUTBOX`
+/// when set, else `outbox.db` beside a `sqlite:` state file, else
+/// `.astrolift/outbox.db`.
+pub fn outbox_path(state: &str) -> PathBuf {
+    if let Ok(path) = std::env::var("ASTROLIFT_OUTBOX")
+        && !path.trim().is_empty()
+    {
+        return PathBuf::from(path);
+    }
+    match state.strip_prefix("sqlite:") {
+        Some(file) => Path::new(file)
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("outbox.db"), |dir| dir.join("outbox.db")),
+        None => PathBuf::from(".astrolift/outbox.db"),
+    }
+}
+
+/// `ASTROLIFT_OUTBOX_MAX` (a positive integer; default [`DEFAULT_OUTBOX_MAX`]).
+pub fn outbox_max_from_env() -> Result<u64, String> {
+    match std::env::var("ASTROLIFT_OUTBOX_MAX") {
+        Err(_) => Ok(DEFAULT_OUTBOX_MAX),
+        Ok(text) if text.trim().is_empty() => Ok(DEFAULT_OUTBOX_MAX),
+        Ok(text) => text
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("ASTROLIFT_OUTBOX_MAX={text:?} is not a positive integer")),
+    }
+}

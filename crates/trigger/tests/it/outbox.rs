@@ -1,0 +1,145 @@
+//! The durable local outbox: kept across reopening, bounded (at the bound
+//! and one past it: the service answers 503 with `Retry-After` and records
+//! nothing), listed oldest first, drained to SQS on moto.
+
+use std::sync::Arc;
+
+use astrolift_store::StateStore;
+use astrolift_store::testing::{aws_endpoint, unique_name};
+use astrolift_trigger::TriggerService;
+use astrolift_trigger::dispatch::{
+    DispatchError, DispatchMessage, DispatchQueue, SqsDispatchQueue,
+};
+use astrolift_trigger::outbox::{SqliteOutbox, outbox_path};
+
+use crate::dispatch::{record_binding, stored_binding};
+use crate::support::signed;
+
+async fn messages(count: usize) -> Vec<DispatchMessage> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = astrolift_store::state::SqliteStateStore::open(dir.path().join("state.db"))
+        .await
+        .expect("opens");
+    let mut messages = Vec::new();
+    for n in 0..count {
+        let recorded = record_binding(
+            &state,
+            &stored_binding(),
+            "snap-1",
+            None,
+            &format!("t-1:key:{n}"),
+            1,
+        )
+        .await;
+        messages.push(DispatchMessage::of(&recorded.dispatch).expect("message"));
+    }
+    messages
+}
+
+#[tokio::test]
+async fn messages_survive_reopening_and_the_bound_holds_at_the_limit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("outbox.db");
+    let sent = messages(3).await;
+    let outbox = SqliteOutbox::open(&path, 3).await.expect("opens");
+    for message in &sent[..2] {
+        outbox.has_room().await.expect("room below the bound");
+        outbox.publish(message).await.expect("publishes");
+    }
+    // A redelivered message is kept once.
+    outbox.publish(&sent[1]).await.expect("publishes");
+    outbox.has_room().await.expect("room for the third");
+    outbox.publish(&sent[2]).await.expect("publishes the third");
+    drop(outbox);
+    let reopened = SqliteOutbox::open(&path, 3).await.expect("reopens");
+    assert_eq!(reopened.len().await.expect("counts"), 3);
+    let error = reopened.has_room().await.expect_err("full at the bound");
+    assert!(matches!(error, DispatchError::Full { max: 3 }), "{error}");
+    let listed: Vec<DispatchMessage> = reopened
+        .list(0, 10)
+        .await
+        .expect("lists")
+        .into_iter()
+        .map(|e| e.message)
+        .collect();
+    assert_eq!(listed, sent, "oldest first, each once");
+}
+
+#[test]
+fn the_outbox_lives_beside_a_sqlite_state() {
+    assert_eq!(
+        outbox_path("sqlite:/var/lib/astrolift/state.db"),
+        std::path::PathBuf::from("/var/lib/astrolift/outbox.db")
+    );
+    assert_eq!(
+        outbox_path("dynamodb:table"),
+        std::path::PathBuf::from(".astrolift/outbox.db")
+    );
+}
+
+#[tokio::test]
+async fn a_full_outbox_is_a_503_and_records_nothing() {
+    let registered = crate::message::register_example().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state: Arc<dyn StateStore> = Arc::new(
+        astrolift_store::state::SqliteStateStore::open(dir.path().join("state.db"))
+            .await
+            .expect("opens"),
+    );
+    let outbox = Arc::new(
+        SqliteOutbox::open(dir.path().join("outbox.db"), 1)
+            .await
+            .expect("opens"),
+    );
+    let (service, _) = crate::message::service_with_example(&registered, state.clone()).await;
+    let service: TriggerService = service.with_queue(outbox.clone());
+    let first = br#"{"issue":{"key":"ENG-1"}}"#;
+    let answer = service
+        .handle("trg_msg_generic", &signed(first), first)
+        .await;
+    assert_eq!(answer.status, 202, "{}", answer.body);
+    assert_eq!(outbox.len().await.expect("counts"), 1);
+    let second = br#"{"issue":{"key":"ENG-2"}}"#;
+    let answer = service
+        .handle("trg_msg_generic", &signed(second), second)
+        .await;
+    assert_eq!(answer.status, 503, "{}", answer.body);
+    assert_eq!(
+        answer.retry_after(),
+        Some(astrolift_trigger::RETRY_AFTER_SECONDS)
+    );
+    assert_eq!(outbox.len().await.expect("counts"), 1);
+}
+
+#[tokio::test]
+async fn the_outbox_drains_to_sqs_oldest_first() {
+    if aws_endpoint("the_outbox_drains_to_sqs_oldest_first").is_none() {
+        return;
+    }
+    let config = aws_config::load_from_env().await;
+    let queue = SqsDispatchQueue::create(aws_sdk_sqs::Client::new(&config), &unique_name("outbox"))
+        .await
+        .expect("creates");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let outbox = SqliteOutbox::open(dir.path().join("outbox.db"), 10)
+        .await
+        .expect("opens");
+    let sent = messages(3).await;
+    for message in &sent {
+        outbox.publish(message).await.expect("publishes");
+    }
+    assert_eq!(outbox.drain_to(&queue).await.expect("drains"), 3);
+    assert!(outbox.is_empty().await.expect("counts"));
+    let mut received = Vec::new();
+    for _ in 0..5 {
+        received.extend(queue.receive(1).await.expect("receives"));
+        if received.len() == 3 {
+            break;
+        }
+    }
+    let mut ids: Vec<_> = received.iter().map(|m| m.dispatch_id.clone()).collect();
+    let mut expected: Vec<_> = sent.iter().map(|m| m.dispatch_id.clone()).collect();
+    ids.sort();
+    expected.sort();
+    assert_eq!(ids, expected);
+}
