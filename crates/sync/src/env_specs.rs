@@ -94,10 +94,10 @@ fn not_in_project(
         name,
         "--project-id",
         project,
-        "--config-repo",
-        "OWNER/REPO",
-        "--manifest-path",
-        "PATH",
+        "--agent-type",
+        "TYPE",
+        "--runtime",
+        "RUNTIME",
     ]);
     Diagnostic::new(
         &NOT_IN_PROJECT,
