@@ -16,9 +16,9 @@ use astrolift_forge::github::{
 use astrolift_manifest::{Limits, ValidateOptions};
 use astrolift_package::{SourceTarball, TarballError, TarballTree};
 use astrolift_store::StoreError;
-use astrolift_store::state::RepoRegistration;
+use astrolift_store::state::{EnvSpec, RepoRegistration};
 use astrolift_sync::check_run::{CheckOnlyReason, RenderContext, register_command, render};
-use astrolift_sync::{Mode, Report, Stores, SyncError, SyncRequest, sync};
+use astrolift_sync::{Coverage, Mode, Report, Stores, SyncError, SyncRequest, sync};
 use tracing::Instrument as _;
 
 use crate::commit_order::{GitHubCommitOrder, is_retryable};
@@ -188,8 +188,12 @@ impl SyncRunner {
         repo: &RepoPath,
         job: &SyncJob,
     ) -> Result<(Report, RenderContext), JobError> {
-        let registration = self.stores.state.get_registration(&job.repository).await?;
-        let (mode, check_only) = decide_mode(job, registration.as_ref());
+        let registrations = self
+            .stores
+            .state
+            .list_repository_registrations(&job.repository)
+            .await?;
+        let (mode, check_only) = decide_mode(job, &registrations);
         let tree = self.fetch(installation, repo, &job.head_sha).await?;
         let request = SyncRequest {
             repository: job.repository.clone(),
@@ -262,9 +266,10 @@ impl SyncRunner {
     async fn config_paths(&self, repository: &str) -> Result<Vec<String>, JobError> {
         let specs = self.stores.state.list_env_specs().await?;
         Ok(specs
-            .into_iter()
-            .filter(|spec| spec.config_repo == repository)
-            .map(|spec| spec.manifest_path)
+            .iter()
+            .filter_map(EnvSpec::config_manifest)
+            .filter(|(repo, _)| *repo == repository)
+            .map(|(_, path)| path.to_owned())
             .collect())
     }
 
@@ -334,18 +339,20 @@ impl SyncRunner {
 }
 
 /// Check or apply, and why only check (docs/reference.md §1): a repository
-/// registers only explicitly; only a push to its registered ref, through the
-/// installation the registration records, applies; pull requests (forks
-/// above all) and re-requested checks only check.
+/// registers only explicitly; only a push to a registered ref, through the
+/// installation the registration records, applies, and it applies exactly the
+/// registrations (per manifest, or of every manifest) of that ref and
+/// installation; pull requests (forks above all) and re-requested checks only
+/// check.
 ///
 /// A registration without an installation id (registered for local use
 /// without `--installation-id`) accepts any installation: production
 /// registrations record it (docs/deploy.md), and SECURITY.md says so.
 pub fn decide_mode(
     job: &SyncJob,
-    registration: Option<&RepoRegistration>,
+    registrations: &[RepoRegistration],
 ) -> (Mode, Option<CheckOnlyReason>) {
-    let Some(registration) = registration else {
+    if registrations.is_empty() {
         let suggested = job
             .default_branch
             .as_deref()
@@ -356,24 +363,51 @@ pub fn decide_mode(
             Mode::Check,
             Some(CheckOnlyReason::NotRegistered { how_to_register }),
         );
-    };
-    if let Some(registered) = registration.installation_id
-        && registered != job.installation_id
-    {
+    }
+    let same_installation: Vec<&RepoRegistration> = registrations
+        .iter()
+        .filter(|r| r.installation_id.is_none_or(|id| id == job.installation_id))
+        .collect();
+    let Some(first) = same_installation.first() else {
+        let registered = registrations
+            .iter()
+            .find_map(|r| r.installation_id)
+            .unwrap_or_default();
         let reason = CheckOnlyReason::OtherInstallation {
             registered,
             job: job.installation_id,
         };
         return (Mode::Check, Some(reason));
-    }
+    };
     let reason = match job.trigger {
-        JobTrigger::Push if job.branch.as_deref() == Some(registration.registered_ref.as_str()) => {
-            let project_id = registration.project_id.clone();
-            return (Mode::Apply { project_id }, None);
+        JobTrigger::Push => {
+            let applying: Vec<Coverage> = same_installation
+                .iter()
+                .filter(|r| job.branch.as_deref() == Some(r.registered_ref.as_str()))
+                .map(|r| Coverage::from(*r))
+                .collect();
+            if !applying.is_empty() {
+                return (
+                    Mode::Apply {
+                        registrations: applying,
+                    },
+                    None,
+                );
+            }
+            let mut refs: Vec<&str> = same_installation
+                .iter()
+                .map(|r| r.registered_ref.as_str())
+                .collect();
+            refs.sort_unstable();
+            refs.dedup();
+            CheckOnlyReason::OtherRef {
+                registered_ref: if refs.len() == 1 {
+                    first.registered_ref.clone()
+                } else {
+                    refs.join(", ")
+                },
+            }
         }
-        JobTrigger::Push => CheckOnlyReason::OtherRef {
-            registered_ref: registration.registered_ref.clone(),
-        },
         JobTrigger::PullRequest if job.fork => CheckOnlyReason::ForkPullRequest,
         JobTrigger::PullRequest => CheckOnlyReason::PullRequest,
         JobTrigger::Rerequest => CheckOnlyReason::Rerequested,

@@ -34,8 +34,10 @@ enum Command {
     Package(cmd::package::Args),
     /// Discover, validate, package and plan on the configured stores; --apply registers.
     Check(cmd::check::Args),
-    /// Register a repository: pushes to its ref register agents.
+    /// Register a repository (every manifest, or one with --manifest-path): pushes to its ref register agents.
     RegisterRepo(cmd::registry::RegisterRepoArgs),
+    /// Remove a registration; its agents stay as they are.
+    UnregisterRepo(cmd::registry::UnregisterRepoArgs),
     /// Manage environment specs.
     #[command(subcommand)]
     EnvSpec(EnvSpecCommand),
@@ -64,6 +66,10 @@ enum Command {
 enum EnvSpecCommand {
     /// Create or replace an env spec.
     Upsert(cmd::registry::EnvSpecUpsertArgs),
+    /// List the env specs.
+    List(cmd::registry::EnvSpecListArgs),
+    /// Print one env spec.
+    Show(cmd::registry::EnvSpecShowArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -102,7 +108,10 @@ fn main() -> ExitCode {
         Command::Package(args) => cmd::package::run(args),
         Command::Check(args) => cmd::check::run(args),
         Command::RegisterRepo(args) => cmd::registry::register_repo(args),
+        Command::UnregisterRepo(args) => cmd::registry::unregister_repo(args),
         Command::EnvSpec(EnvSpecCommand::Upsert(args)) => cmd::registry::env_spec_upsert(args),
+        Command::EnvSpec(EnvSpecCommand::List(args)) => cmd::registry::env_spec_list(args),
+        Command::EnvSpec(EnvSpecCommand::Show(args)) => cmd::registry::env_spec_show(args),
         Command::Agents(AgentsCommand::List(args)) => cmd::registry::agents_list(args),
         Command::History(args) => cmd::registry::history(args),
         Command::Teardown(args) => cmd::registry::teardown(args),

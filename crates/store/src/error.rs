@@ -19,6 +19,10 @@ pub enum StoreError {
     /// that moved. Nothing of the failed write (or transaction) was stored.
     #[error("conflict: {0}")]
     Conflict(String),
+    /// A registration would cover a manifest that another registration of the repository
+    /// covers already (a manifest is covered by at most one). Nothing was written.
+    #[error("overlapping registration: {0}")]
+    Overlap(String),
     /// The backend could not be reached or asked us to slow down. Retrying may succeed.
     #[error("store unavailable (retryable): {0}")]
     Unavailable(String),

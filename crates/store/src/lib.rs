@@ -4,7 +4,8 @@
 //! - [`BlobStore`]: content-addressed objects at `packages/sha256/<hex>.tar.gz` and
 //!   `snapshots/sha256/<hex>.json` ([`BlobKey`]). Implementations: [`FsBlobStore`]
 //!   (`file:DIR`, the embedded default) and [`S3BlobStore`] (`s3://BUCKET[/prefix]`).
-//! - [`StateStore`]: the entities of docs/reference.md §7 (repository registrations and their synced
+//! - [`StateStore`]: the entities of docs/reference.md §7 (registrations per (repository,
+//!   manifest path), a manifest covered by at most one, and the synced
 //!   commits, installations, agents, audit events, webhook deliveries, env specs, trigger
 //!   bindings, dispatches). Implementations: [`state::SqliteStateStore`] (`sqlite:PATH`, the
 //!   embedded default) and [`state::DynamoStateStore`] (`dynamodb:TABLE`), whose single

@@ -240,6 +240,29 @@ impl StateStore for FaultyStateStore {
             self.inner.list_registrations()
         )
     }
+    fn list_repository_registrations<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<RepoRegistration>>> {
+        forward!(
+            self,
+            "list_repository_registrations",
+            false,
+            self.inner.list_repository_registrations(repository)
+        )
+    }
+    fn delete_registration<'a>(
+        &'a self,
+        repository: &'a str,
+        manifest_path: Option<&'a str>,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        forward!(
+            self,
+            "delete_registration",
+            true,
+            self.inner.delete_registration(repository, manifest_path)
+        )
+    }
     fn get_synced_commit<'a>(
         &'a self,
         repository: &'a str,

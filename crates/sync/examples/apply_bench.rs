@@ -33,9 +33,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         before: None,
         order: None,
         git_ref: Some("main".into()),
-        mode: Mode::Apply {
-            project_id: "bench".into(),
-        },
+        mode: Mode::apply_all("bench"),
         now: 1,
         validate: ValidateOptions::default(),
     };

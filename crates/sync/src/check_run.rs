@@ -36,7 +36,7 @@ use astrolift_manifest::{Counts, Diagnostic, Severity};
 
 use crate::drift::{DriftItem, DriftSeverity};
 use crate::plan::{PlanEntry, PlanStatus};
-use crate::report::{Mode, Report};
+use crate::report::{Mode, Report, Uncovered};
 
 /// Hex digits of a digest shown in the summary table.
 const SHORT_DIGEST: usize = 12;
@@ -44,13 +44,14 @@ const SHORT_DIGEST: usize = 12;
 const TABLE_NOTE_RESERVE: usize = 128;
 
 /// Plan statuses in the order the title lists them.
-const STATUS_ORDER: [PlanStatus; 6] = [
+const STATUS_ORDER: [PlanStatus; 7] = [
     PlanStatus::Added,
     PlanStatus::Changed,
     PlanStatus::Unchanged,
     PlanStatus::Orphaned,
     PlanStatus::Disabled,
     PlanStatus::Failed,
+    PlanStatus::Unregistered,
 ];
 
 /// Why a run only checked and registered nothing.
@@ -112,7 +113,17 @@ impl CheckOnlyReason {
 /// with a placeholder project id. Every argument is quoted: the repository
 /// and the ref come from a webhook.
 pub fn register_command(repository: &str, git_ref: &str) -> String {
-    shell_command(&[
+    register_words(repository, git_ref, None)
+}
+
+/// The command that registers the one manifest `manifest_path` of `repository` for
+/// `git_ref`, with a placeholder project id; every argument quoted.
+pub fn register_manifest_command(repository: &str, git_ref: &str, manifest_path: &str) -> String {
+    register_words(repository, git_ref, Some(manifest_path))
+}
+
+fn register_words(repository: &str, git_ref: &str, manifest_path: Option<&str>) -> String {
+    let mut words = vec![
         "astrolift",
         "register-repo",
         repository,
@@ -120,7 +131,41 @@ pub fn register_command(repository: &str, git_ref: &str) -> String {
         "ID",
         "--ref",
         git_ref,
-    ])
+    ];
+    if let Some(path) = manifest_path {
+        words.extend(["--manifest-path", path]);
+    }
+    shell_command(&words)
+}
+
+/// At most this many uncovered manifests are listed with their command.
+const UNCOVERED_SHOWN: usize = 20;
+
+/// The manifests no registration covers, each with the command that would cover it.
+fn uncovered_manifests(uncovered: &[Uncovered], out: &mut String) {
+    if uncovered.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "
+**Not registered:** {} covered by no registration of this repository, so checked only. To register one:",
+        match uncovered.len() {
+            1 => "1 manifest is".to_owned(),
+            n => format!("{n} manifests are"),
+        }
+    );
+    for item in uncovered.iter().take(UNCOVERED_SHOWN) {
+        let _ = writeln!(
+            out,
+            "- {}: {}",
+            code(&item.manifest),
+            code(&item.how_to_register)
+        );
+    }
+    if uncovered.len() > UNCOVERED_SHOWN {
+        let _ = writeln!(out, "- … and {} more", uncovered.len() - UNCOVERED_SHOWN);
+    }
 }
 
 /// A shell command line with every word quoted by [`shell_quote`].
@@ -214,6 +259,7 @@ fn summary(report: &Report, context: &RenderContext) -> String {
     let counts = Counts::of(&report.diagnostics);
     let mut tail = format!("\n**Diagnostics:** {}\n", diagnostic_counts(&counts));
     repository_diagnostics(&report.diagnostics, &mut tail);
+    uncovered_manifests(&report.uncovered, &mut tail);
     trigger_paths(&context.trigger_paths, &mut tail);
     let mut out = outcome(report, context);
     out.push_str("\n\n");
@@ -233,10 +279,21 @@ fn outcome(report: &Report, context: &RenderContext) -> String {
         .map(|r| format!(" on {}", code(r)))
         .unwrap_or_default();
     let mut line = match (&report.mode, &context.check_only) {
-        (Mode::Apply { project_id }, _) if report.applied => format!(
-            "**Applied** commit {commit} of {repository}{on_ref} to project {}.",
-            code(project_id)
-        ),
+        (Mode::Apply { registrations }, _) if report.applied => {
+            let mut projects: Vec<String> =
+                registrations.iter().map(|r| code(&r.project_id)).collect();
+            projects.sort();
+            projects.dedup();
+            let noun = if projects.len() == 1 {
+                "project"
+            } else {
+                "projects"
+            };
+            format!(
+                "**Applied** commit {commit} of {repository}{on_ref} to {noun} {}.",
+                projects.join(", ")
+            )
+        }
         (Mode::Apply { .. }, _) => {
             format!("**Not applied:** commit {commit} of {repository}{on_ref} was checked.")
         }
@@ -544,6 +601,7 @@ mod tests {
             applied,
             skipped: None,
             plan,
+            uncovered: Vec::new(),
             diagnostics,
             counts: ReportCounts::default(),
         }
@@ -564,9 +622,7 @@ mod tests {
     }
 
     fn apply() -> Mode {
-        Mode::Apply {
-            project_id: "proj-1".to_owned(),
-        }
+        Mode::apply_all("proj-1")
     }
 
     fn line(line: u32, column: u32, end_column: u32) -> Span {

@@ -1,5 +1,5 @@
 //! Env specs named by trigger bindings: each must exist in the project of
-//! the repository's registration (env specs belong to a project: docs/reference.md).
+//! the registration that covers the agent's manifest (env specs belong to a project: docs/reference.md).
 //!
 //! A trigger whose `env_spec` the project cannot use is an error on the
 //! `env_spec` line, which fails its agent: it is not registered, so no
@@ -10,7 +10,7 @@
 //! dispatch` check again at dispatch (the spec may change after the sync).
 //!
 //! Only manifests whose triggers name an env spec are read again (for the
-//! positions), and each distinct name is looked up once per sync.
+//! positions), and each distinct (name, project) is looked up once per sync.
 
 use std::collections::HashMap;
 
@@ -24,44 +24,40 @@ use crate::SyncError;
 use crate::check_run::shell_command;
 use crate::package_step::Prepared;
 use crate::pipeline::SyncRequest;
-use crate::report::Mode;
+use crate::scope::Scope;
 
-/// Checks the env specs every agent's triggers name against the project of
-/// the sync (apply) or of the repository's registration (check), and fails
-/// each agent that names one its project cannot use. Without a project (an
-/// unregistered repository, which registers nothing) there is nothing to
-/// check against.
+/// Checks the env specs every agent's triggers name against the project its
+/// manifest registers under (its covering registration's: the applied one in
+/// apply mode), and fails each agent that names one its project cannot use.
+/// A manifest no registration covers registers nothing, so there is nothing
+/// to check it against.
 pub(crate) async fn check_env_specs(
     prepared: &mut Prepared,
     tree: &dyn PayloadTree,
     state: &dyn StateStore,
     request: &SyncRequest,
+    scope: &Scope,
 ) -> Result<(), SyncError> {
-    let named: Vec<usize> = prepared
+    let named: Vec<(usize, String, String)> = prepared
         .manifests()
         .enumerate()
         .filter(|(_, m)| m.triggers.iter().any(|t| t.env_spec.is_some()))
-        .map(|(index, _)| index)
+        .filter_map(|(index, m)| {
+            let project = scope.project_of(&m.manifest)?;
+            Some((index, m.manifest.clone(), project))
+        })
         .collect();
-    if named.is_empty() {
-        return Ok(());
-    }
-    let Some(project) = project_of(request, state).await? else {
-        return Ok(());
-    };
-    let mut checked: HashMap<String, Result<(), EnvSpecRefusal>> = HashMap::new();
-    for index in named {
-        let Some(path) = prepared.manifests().nth(index).map(|m| m.manifest.clone()) else {
-            continue;
-        };
+    let mut checked: HashMap<(String, String), Result<(), EnvSpecRefusal>> = HashMap::new();
+    for (index, path, project) in named {
         let mut refused = Vec::new();
         for reference in manifest_refs(tree, &path, &request.validate.limits) {
             let name = reference.env_spec;
-            if !checked.contains_key(&name) {
+            let key = (name.clone(), project.clone());
+            if !checked.contains_key(&key) {
                 let verdict = env_spec_for_project(state, &name, &project).await?;
-                checked.insert(name.clone(), verdict.map(|_| ()));
+                checked.insert(key.clone(), verdict.map(|_| ()));
             }
-            if let Some(Err(_)) = checked.get(&name) {
+            if let Some(Err(_)) = checked.get(&key) {
                 refused.push(not_in_project(&path, reference.span, &name, &project));
             }
         }
@@ -70,20 +66,6 @@ pub(crate) async fn check_env_specs(
         }
     }
     Ok(())
-}
-
-/// The project whose env specs the sync may use.
-async fn project_of(
-    request: &SyncRequest,
-    state: &dyn StateStore,
-) -> Result<Option<String>, SyncError> {
-    Ok(match &request.mode {
-        Mode::Apply { project_id } => Some(project_id.clone()),
-        Mode::Check => state
-            .get_registration(&request.repository)
-            .await?
-            .map(|r| r.project_id),
-    })
 }
 
 fn manifest_refs(
@@ -112,10 +94,10 @@ fn not_in_project(
         name,
         "--project-id",
         project,
-        "--config-repo",
-        "OWNER/REPO",
-        "--manifest-path",
-        "PATH",
+        "--agent-type",
+        "TYPE",
+        "--runtime",
+        "RUNTIME",
     ]);
     Diagnostic::new(
         &NOT_IN_PROJECT,

@@ -27,6 +27,12 @@
 //! - **Env specs of the project.** A trigger may only name an env spec of
 //!   the project it registers under (`env_specs`); another one fails its
 //!   agent with an error on the `env_spec` line.
+//! - **Per-manifest registrations.** Registrations are keyed by (repository,
+//!   manifest path): an apply writes exactly the manifests the registrations it
+//!   applies cover ([`Mode::Apply`]), each under its registration's project; a
+//!   manifest none covers is `unregistered` (checked only, nothing written,
+//!   any earlier registration of it kept), and the report lists the manifests
+//!   no registration of the repository covers (`uncovered`).
 //! - **Nothing is deleted.** A removed manifest makes its agent `orphaned`;
 //!   only an explicit teardown (in `store`) retires it, and audit events stay.
 //!
@@ -45,12 +51,13 @@ mod package_step;
 mod pipeline;
 pub mod plan;
 pub mod report;
+mod scope;
 
 pub use drift::{DriftItem, DriftSeverity};
 pub use order::{CommitOrder, Order, OrderError, OrderFuture};
 pub use pipeline::{Stores, SyncRequest, sync};
 pub use plan::{PlanEntry, PlanStatus};
-pub use report::{Mode, Report, ReportCounts};
+pub use report::{Coverage, Mode, Report, ReportCounts};
 
 /// Why a sync failed as a whole. Agent problems are never errors: they are
 /// diagnostics and `failed` plan entries.

@@ -24,6 +24,7 @@ use crate::package_step::{
 };
 use crate::plan::{Plan, PlanContext, PlanStatus, plan};
 use crate::report::{Mode, Report, ReportCounts};
+use crate::scope::Scope;
 
 /// The stores a sync reads and writes.
 #[derive(Debug, Clone)]
@@ -66,9 +67,10 @@ pub async fn sync(
     stores: &Stores,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Report, SyncError> {
-    let applying = matches!(request.mode, Mode::Apply { .. });
+    let applying = request.mode.applies();
+    let scope = Scope::read(&request.mode, &request.repository, stores.state.as_ref()).await?;
     let mut prepared = validate_and_prepare(tree, &request.validate);
-    check_env_specs(&mut prepared, tree, stores.state.as_ref(), request).await?;
+    check_env_specs(&mut prepared, tree, stores.state.as_ref(), request, &scope).await?;
     let stored = stored_outputs(stores.blobs.as_ref(), &prepared).await;
     let packaging = package(prepared, stored, tree, applying, progress)?;
     let registered = stores.state.list_agents(&request.repository).await?;
@@ -76,13 +78,19 @@ pub async fn sync(
         .state
         .list_repository_trigger_bindings(&request.repository)
         .await?;
-    let project_id = match &request.mode {
-        Mode::Apply { project_id } => project_id.as_str(),
-        Mode::Check => registered.first().map_or("", |a| a.project_id.as_str()),
+    // A check of an unregistered repository plans as if it registered every manifest, under
+    // the project of its agents registered earlier (if any).
+    let fallback = registered
+        .first()
+        .map_or(String::new(), |a| a.project_id.clone());
+    let project_of = |manifest: &str| {
+        scope
+            .project_of(manifest)
+            .or_else(|| scope.is_unregistered_check().then(|| fallback.clone()))
     };
     let context = PlanContext {
         repository: &request.repository,
-        project_id,
+        project_of: &project_of,
         commit: &request.commit,
         now: request.now,
         bindings: &bindings,
@@ -90,6 +98,14 @@ pub async fn sync(
     let mut planned = plan(&packaging.candidates, &registered, &context);
     add_drift(&mut planned, &packaging, stores.blobs.as_ref()).await;
     let mut report = new_report(request, &planned, packaging.diagnostics.clone());
+    report.uncovered = scope.uncovered(
+        &request.repository,
+        request.git_ref.as_deref(),
+        packaging
+            .candidates
+            .iter()
+            .map(|c| c.manifest.manifest.as_str()),
+    );
     if applying {
         apply(request, stores, tree, &packaging, planned, &mut report).await?;
     }
@@ -111,6 +127,7 @@ fn new_report(
         applied: false,
         skipped: None,
         plan: planned.entries.clone(),
+        uncovered: Vec::new(),
         diagnostics,
         counts: ReportCounts::default(),
     }

@@ -29,6 +29,9 @@ pub enum PlanStatus {
     Disabled,
     /// Errors: not registered, and any previous registration is kept.
     Failed,
+    /// No registration this sync applies covers its manifest (per-manifest registrations):
+    /// validated and packaged, nothing written; a previous registration is kept as it is.
+    Unregistered,
 }
 
 impl PlanStatus {
@@ -40,6 +43,7 @@ impl PlanStatus {
             PlanStatus::Orphaned => "orphaned",
             PlanStatus::Disabled => "disabled",
             PlanStatus::Failed => "failed",
+            PlanStatus::Unregistered => "unregistered",
         }
     }
 }
@@ -82,14 +86,27 @@ pub struct Packaged {
 }
 
 /// Who and when, for the records a plan writes.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct PlanContext<'a> {
     pub repository: &'a str,
-    pub project_id: &'a str,
+    /// The project a manifest registers under: its covering registration's. `None`: no
+    /// registration this sync plans covers it (`unregistered`, nothing written; a
+    /// registered agent of that manifest is left as it is, never orphaned).
+    pub project_of: &'a (dyn Fn(&str) -> Option<String> + Sync),
     pub commit: &'a str,
     pub now: UnixSeconds,
     /// The repository's stored trigger bindings.
     pub bindings: &'a [TriggerBinding],
+}
+
+impl std::fmt::Debug for PlanContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlanContext")
+            .field("repository", &self.repository)
+            .field("commit", &self.commit)
+            .field("now", &self.now)
+            .finish_non_exhaustive()
+    }
 }
 
 impl PlanContext<'_> {
@@ -118,14 +135,26 @@ pub fn plan(candidates: &[Candidate], registered: &[Agent], context: &PlanContex
     let mut result = Plan::default();
     for candidate in candidates {
         let previous = stored.get(candidate.manifest.manifest.as_str()).copied();
-        plan_candidate(candidate, previous, context, &mut result);
+        match (context.project_of)(&candidate.manifest.manifest) {
+            Some(project_id) => {
+                plan_candidate(candidate, previous, &project_id, context, &mut result);
+            }
+            None => result.entries.push(entry(
+                &candidate.manifest,
+                PlanStatus::Unregistered,
+                candidate.packaged.as_ref(),
+                previous,
+            )),
+        }
     }
     let discovered: BTreeSet<&str> = candidates
         .iter()
         .map(|c| c.manifest.manifest.as_str())
         .collect();
     for agent in registered {
-        if !discovered.contains(agent.manifest_path.as_str()) {
+        if !discovered.contains(agent.manifest_path.as_str())
+            && (context.project_of)(&agent.manifest_path).is_some()
+        {
             plan_missing(agent, context, &mut result);
         }
     }
@@ -136,6 +165,7 @@ pub fn plan(candidates: &[Candidate], registered: &[Agent], context: &PlanContex
 fn plan_candidate(
     candidate: &Candidate,
     previous: Option<&Agent>,
+    project_id: &str,
     context: &PlanContext<'_>,
     plan: &mut Plan,
 ) {
@@ -180,7 +210,8 @@ fn plan_candidate(
         });
     let (puts, deletes) = bindings::diff(&stored, desired);
     let bindings_current = recorded_current.unwrap_or(puts.is_empty() && deletes.is_empty());
-    let (status, action, detail) = match classify(manifest, packaged, target, previous) {
+    let (status, action, detail) = match classify(manifest, packaged, target, previous, project_id)
+    {
         // Same snapshot, other triggers: the bindings change the agent.
         (PlanStatus::Unchanged, None) if !bindings_current => (
             PlanStatus::Changed,
@@ -192,7 +223,7 @@ fn plan_candidate(
     plan.entries
         .push(entry(manifest, status, Some(packaged), previous));
     if let Some(action) = action {
-        let mut record = agent_record(manifest, packaged, target, context);
+        let mut record = agent_record(manifest, packaged, target, project_id, context);
         record.bindings_digest = Some(bindings_digest);
         let mut change = AgentChange::new(
             record,
@@ -215,6 +246,7 @@ fn classify(
     packaged: &Packaged,
     target: AgentStatus,
     previous: Option<&Agent>,
+    project_id: &str,
 ) -> (PlanStatus, Option<AuditAction>) {
     let Some(previous) = previous else {
         return match target {
@@ -225,7 +257,9 @@ fn classify(
     };
     let same = previous.snapshot_hash == packaged.snapshot_hash
         && previous.alias == manifest.alias
-        && previous.name == manifest.name;
+        && previous.name == manifest.name
+        // Re-registered under another project: the record moves with it.
+        && previous.project_id == project_id;
     match (target, previous.status) {
         (AgentStatus::Disabled, AgentStatus::Disabled) if same => (PlanStatus::Disabled, None),
         (AgentStatus::Disabled, AgentStatus::Active | AgentStatus::Disabled) => {
@@ -301,12 +335,13 @@ fn agent_record(
     manifest: &AgentManifest,
     packaged: &Packaged,
     status: AgentStatus,
+    project_id: &str,
     context: &PlanContext<'_>,
 ) -> Agent {
     Agent {
         repository: context.repository.to_owned(),
         manifest_path: manifest.manifest.clone(),
-        project_id: context.project_id.to_owned(),
+        project_id: project_id.to_owned(),
         name: manifest.name.clone(),
         alias: manifest.alias.clone(),
         status,

@@ -14,8 +14,55 @@ use crate::plan::{PlanEntry, PlanStatus};
 pub enum Mode {
     /// Discover, validate, package and plan; write nothing.
     Check,
-    /// Also upload new blobs and write state, for agents of `project_id`.
-    Apply { project_id: String },
+    /// Also upload new blobs and write state, for the manifests `registrations` cover, each
+    /// under its registration's project. A manifest none of them covers is only checked
+    /// (plan status `unregistered`); a registered agent whose manifest is gone is orphaned
+    /// only when one of them covers its manifest.
+    Apply { registrations: Vec<Coverage> },
+}
+
+impl Mode {
+    /// Apply every manifest of the repository under `project_id` (one registration of
+    /// every manifest).
+    pub fn apply_all(project_id: impl Into<String>) -> Mode {
+        Mode::Apply {
+            registrations: vec![Coverage {
+                manifest_path: None,
+                project_id: project_id.into(),
+            }],
+        }
+    }
+
+    /// Whether the sync writes state.
+    pub fn applies(&self) -> bool {
+        matches!(self, Mode::Apply { .. })
+    }
+}
+
+/// What one registration applied by a sync covers, and under which project.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Coverage {
+    /// The one manifest it covers; `None`: every manifest.
+    pub manifest_path: Option<String>,
+    pub project_id: String,
+}
+
+impl Coverage {
+    /// Whether it covers the manifest at `manifest_path`.
+    pub fn covers(&self, manifest_path: &str) -> bool {
+        self.manifest_path
+            .as_deref()
+            .is_none_or(|covered| covered == manifest_path)
+    }
+}
+
+impl From<&astrolift_store::state::RepoRegistration> for Coverage {
+    fn from(registration: &astrolift_store::state::RepoRegistration) -> Self {
+        Coverage {
+            manifest_path: registration.manifest_path.clone(),
+            project_id: registration.project_id.clone(),
+        }
+    }
 }
 
 /// What one sync found and did.
@@ -31,8 +78,23 @@ pub struct Report {
     /// Why an apply was skipped (an older commit than the one registered).
     pub skipped: Option<String>,
     pub plan: Vec<PlanEntry>,
+    /// Manifests that no registration of the repository covers, when the repository has
+    /// registrations (per manifest): they are checked only, and the check run names the
+    /// `register-repo` command that would cover each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub uncovered: Vec<Uncovered>,
     pub diagnostics: Vec<Diagnostic>,
     pub counts: ReportCounts,
+}
+
+/// A manifest that no registration of its repository covers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Uncovered {
+    /// Repository-relative path of the manifest.
+    pub manifest: String,
+    /// The `astrolift register-repo … --manifest-path …` command that would cover it,
+    /// every argument shell-quoted, with a placeholder project id.
+    pub how_to_register: String,
 }
 
 /// Counts for titles and summaries.

@@ -5,5 +5,6 @@ mod ancestry;
 mod faults;
 mod ingress;
 mod queue;
+mod registrations;
 mod runner;
 mod support;

@@ -78,6 +78,8 @@ pub async fn register(stores: &Stores) {
     let spec = astrolift_store::state::EnvSpec {
         name: "triage-prod".into(),
         project_id: Some("proj-bot".into()),
+        agent_type: Some("claude".into()),
+        runtime: Some("claude-code".into()),
         config_repo: "octo/config".into(),
         manifest_path: "envs/triage.toml".into(),
         updated_at: 1,

@@ -10,7 +10,7 @@ use astrolift_cli::render;
 use astrolift_manifest::{DirTree, Limits, ValidateOptions};
 use astrolift_store::StateStore;
 use astrolift_store::state::RepoRegistration;
-use astrolift_sync::{Mode, Report, Stores, SyncRequest, sync};
+use astrolift_sync::{Coverage, Mode, Report, Stores, SyncRequest, sync};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::stores::{StoreArgs, now, runtime};
@@ -95,7 +95,8 @@ async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Re
     let repository = repository_name(args)?;
     let mode = if args.apply {
         Mode::Apply {
-            project_id: project_for_apply(stores.state.as_ref(), &repository, args).await?,
+            registrations: registrations_for_apply(stores.state.as_ref(), &repository, args)
+                .await?,
         }
     } else {
         Mode::Check
@@ -150,31 +151,49 @@ fn repository_name(args: &Args) -> anyhow::Result<String> {
     Ok(format!("local/{name}"))
 }
 
-/// The registered project of the repository. A local `--apply` on a
-/// repository that is not registered registers it first (project
-/// `--project-id`, ref `--ref`), so `agents list` and `history` find it.
-async fn project_for_apply(
+/// The registrations a local `--apply` applies: the repository's registrations
+/// that follow `--ref` (per manifest or of every manifest). A local `--apply` on
+/// a repository that is not registered at all registers every manifest first
+/// (project `--project-id`, ref `--ref`), so `agents list` and `history` find it.
+async fn registrations_for_apply(
     state: &dyn StateStore,
     repository: &str,
     args: &Args,
-) -> anyhow::Result<String> {
-    if let Some(registration) = state.get_registration(repository).await? {
-        return Ok(registration.project_id);
+) -> anyhow::Result<Vec<Coverage>> {
+    let registrations = state.list_repository_registrations(repository).await?;
+    if registrations.is_empty() {
+        let registration = RepoRegistration {
+            repository: repository.to_owned(),
+            installation_id: None,
+            project_id: args.project_id.clone(),
+            registered_ref: args.git_ref.clone(),
+            manifest_path: None,
+            updated_at: now(),
+        };
+        state.put_registration(&registration).await?;
+        eprintln!(
+            "registered every manifest of {repository} (project {}, ref {})",
+            args.project_id, args.git_ref
+        );
+        return Ok(vec![Coverage::from(&registration)]);
     }
-    let registration = RepoRegistration {
-        repository: repository.to_owned(),
-        installation_id: None,
-        project_id: args.project_id.clone(),
-        registered_ref: args.git_ref.clone(),
-        manifest_path: None,
-        updated_at: now(),
-    };
-    state.put_registration(&registration).await?;
-    eprintln!(
-        "registered {repository} (project {}, ref {})",
-        args.project_id, args.git_ref
-    );
-    Ok(registration.project_id)
+    let applying: Vec<Coverage> = registrations
+        .iter()
+        .filter(|r| r.registered_ref == args.git_ref)
+        .map(Coverage::from)
+        .collect();
+    if applying.is_empty() {
+        let refs: Vec<&str> = registrations
+            .iter()
+            .map(|r| r.registered_ref.as_str())
+            .collect();
+        anyhow::bail!(
+            "no registration of {repository} follows ref {}; its registrations follow {}: pass --ref",
+            args.git_ref,
+            refs.join(", ")
+        );
+    }
+    Ok(applying)
 }
 
 /// docs/reference.md §4: `{"plan":[{"agent","manifest","status","digest"}...],"diagnostics":[...]}`,
@@ -216,6 +235,13 @@ fn write_human(report: &Report, tree: &DirTree, out: &mut dyn Write) -> anyhow::
             entry.agent,
             digest,
             entry.manifest
+        )?;
+    }
+    for uncovered in &report.uncovered {
+        writeln!(
+            out,
+            "not covered by a registration (checked only): {}; to register it: {}",
+            uncovered.manifest, uncovered.how_to_register
         )?;
     }
     writeln!(out, "{}", summary_line(report))?;

@@ -1,4 +1,4 @@
-//! Registration state: `register-repo`, `env-spec upsert`, `agents list`,
+//! Registration state: `register-repo`, `unregister-repo`, `env-spec upsert|list|show`, `agents list`,
 //! `history AGENT`, `teardown AGENT`.
 
 use std::process::ExitCode;
@@ -20,12 +20,27 @@ pub struct RegisterRepoArgs {
     /// The ref whose pushes register agents; other refs are checked only.
     #[arg(long = "ref", default_value = "main")]
     git_ref: String,
-    /// Restrict discovery to one manifest.
+    /// Register only this manifest (repository-relative path of an `astrolift.toml`).
+    /// Without it, the registration covers every discovered manifest. A manifest is
+    /// covered by at most one registration: an overlapping one is refused.
     #[arg(long)]
     manifest_path: Option<String>,
     /// The GitHub App installation that can read the repository.
     #[arg(long)]
     installation_id: Option<u64>,
+    #[command(flatten)]
+    stores: StoreArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct UnregisterRepoArgs {
+    /// The repository, `owner/name`.
+    #[arg(value_name = "OWNER/REPO")]
+    repository: String,
+    /// The manifest of a per-manifest registration; without it, the registration of
+    /// every manifest.
+    #[arg(long)]
+    manifest_path: Option<String>,
     #[command(flatten)]
     stores: StoreArgs,
 }
@@ -38,12 +53,39 @@ pub struct EnvSpecUpsertArgs {
     /// may name it (in a trigger's `env_spec` or at dispatch).
     #[arg(long)]
     project_id: String,
-    /// The config repository, `owner/name`.
+    /// The agent type the runtime starts, e.g. `claude`.
     #[arg(long)]
-    config_repo: String,
-    /// The config manifest's path in that repository.
+    agent_type: String,
+    /// The runtime, e.g. `claude-code` or `claude-code-vnc` (`*-vnc` runtimes get the
+    /// VNC variables).
     #[arg(long)]
-    manifest_path: String,
+    runtime: String,
+    /// The config repository, `owner/name` (with `--manifest-path`).
+    #[arg(long, requires = "manifest_path")]
+    config_repo: Option<String>,
+    /// The config manifest's path in that repository (with `--config-repo`).
+    #[arg(long, requires = "config_repo")]
+    manifest_path: Option<String>,
+    #[command(flatten)]
+    stores: StoreArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EnvSpecListArgs {
+    /// `human` or `json` (one array of env spec records).
+    #[arg(long, value_enum, default_value_t = ListFormat::Human)]
+    format: ListFormat,
+    #[command(flatten)]
+    stores: StoreArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EnvSpecShowArgs {
+    /// The env spec's name.
+    name: String,
+    /// `human` or `json` (the env spec record).
+    #[arg(long, value_enum, default_value_t = ListFormat::Human)]
+    format: ListFormat,
     #[command(flatten)]
     stores: StoreArgs,
 }
@@ -81,43 +123,171 @@ pub enum ListFormat {
 }
 
 pub fn register_repo(args: RegisterRepoArgs) -> anyhow::Result<ExitCode> {
-    if !is_repository_name(&args.repository) {
-        bail!("{}: expected OWNER/REPO", args.repository);
-    }
+    let manifest_path = registration_key(&args.repository, args.manifest_path.as_deref())?;
     with_state(&args.stores, async |state| {
         let registration = RepoRegistration {
             repository: args.repository.clone(),
             installation_id: args.installation_id,
             project_id: args.project_id.clone(),
             registered_ref: args.git_ref.clone(),
-            manifest_path: args.manifest_path.clone(),
+            manifest_path: manifest_path.clone(),
             updated_at: now(),
         };
-        state.put_registration(&registration).await?;
+        state
+            .put_registration(&registration)
+            .await
+            .with_context(|| format!("cannot register {}", registration.scope()))?;
         println!(
-            "registered {} for project {}: pushes to {} register agents, other refs are checked only",
-            args.repository, args.project_id, args.git_ref
+            "registered {} for project {}: pushes to {} register its agents, other refs are checked only",
+            registration.scope(),
+            args.project_id,
+            args.git_ref
         );
         Ok(())
     })
 }
 
+pub fn unregister_repo(args: UnregisterRepoArgs) -> anyhow::Result<ExitCode> {
+    let manifest_path = registration_key(&args.repository, args.manifest_path.as_deref())?;
+    with_state(&args.stores, async |state| {
+        let scope = match &manifest_path {
+            Some(path) => format!("{}:{path}", args.repository),
+            None => format!("every manifest of {}", args.repository),
+        };
+        if !state
+            .delete_registration(&args.repository, manifest_path.as_deref())
+            .await?
+        {
+            bail!("no registration of {scope}");
+        }
+        println!("unregistered {scope}; its agents stay registered as they are");
+        Ok(())
+    })
+}
+
+/// Checks a registration's key: `OWNER/REPO` and the optional `--manifest-path`, which it
+/// returns normalized.
+fn registration_key(
+    repository: &str,
+    manifest_path: Option<&str>,
+) -> anyhow::Result<Option<String>> {
+    if !is_repository_name(repository) {
+        bail!("{repository}: expected OWNER/REPO");
+    }
+    manifest_path.map(manifest_path_arg).transpose()
+}
+
+/// `--manifest-path`: a repository-relative POSIX path of an `astrolift.toml`,
+/// normalized (no `./`, no empty components), as discovery names manifests.
+fn manifest_path_arg(path: &str) -> anyhow::Result<String> {
+    let normalized = astrolift_manifest::paths::normalize_relative(path)
+        .map_err(|problem| anyhow::anyhow!("--manifest-path {path:?}: {problem}"))?;
+    if astrolift_manifest::paths::file_name(&normalized)
+        != astrolift_manifest::discovery::MANIFEST_FILE
+    {
+        bail!(
+            "--manifest-path {path:?}: expected the path of an `{}` in the repository",
+            astrolift_manifest::discovery::MANIFEST_FILE
+        );
+    }
+    Ok(normalized)
+}
+
 pub fn env_spec_upsert(args: EnvSpecUpsertArgs) -> anyhow::Result<ExitCode> {
+    for (what, value) in [
+        ("--agent-type", &args.agent_type),
+        ("--runtime", &args.runtime),
+        ("the env spec name", &args.name),
+    ] {
+        if !is_env_spec_word(value) {
+            bail!("{what} {value:?}: expected 1-64 of a-z, 0-9, `-`, `_` and `.`");
+        }
+    }
+    if args.project_id.is_empty() {
+        bail!("--project-id must not be empty");
+    }
+    if let Some(repo) = &args.config_repo
+        && !is_repository_name(repo)
+    {
+        bail!("--config-repo {repo}: expected OWNER/REPO");
+    }
+    let manifest_path = args
+        .manifest_path
+        .as_deref()
+        .map(|path| {
+            astrolift_manifest::paths::normalize_relative(path)
+                .map_err(|problem| anyhow::anyhow!("--manifest-path {path:?}: {problem}"))
+        })
+        .transpose()?;
     with_state(&args.stores, async |state| {
         let spec = EnvSpec {
             name: args.name.clone(),
             project_id: Some(args.project_id.clone()),
-            config_repo: args.config_repo.clone(),
-            manifest_path: args.manifest_path.clone(),
+            agent_type: Some(args.agent_type.clone()),
+            runtime: Some(args.runtime.clone()),
+            config_repo: args.config_repo.clone().unwrap_or_default(),
+            manifest_path: manifest_path.clone().unwrap_or_default(),
             updated_at: now(),
         };
         state.put_env_spec(&spec).await?;
-        println!(
-            "env spec {} of project {} → {}:{}",
-            spec.name, args.project_id, spec.config_repo, spec.manifest_path
-        );
+        println!("env spec {}", describe_env_spec(&spec));
         Ok(())
     })
+}
+
+pub fn env_spec_list(args: EnvSpecListArgs) -> anyhow::Result<ExitCode> {
+    with_state(&args.stores, async |state| {
+        let specs = state.list_env_specs().await?;
+        match args.format {
+            ListFormat::Json => println!("{}", serde_json::to_string(&specs)?),
+            ListFormat::Human => {
+                for spec in &specs {
+                    println!("{}", describe_env_spec(spec));
+                }
+                println!("{} env specs", specs.len());
+            }
+        }
+        Ok(())
+    })
+}
+
+pub fn env_spec_show(args: EnvSpecShowArgs) -> anyhow::Result<ExitCode> {
+    with_state(&args.stores, async |state| {
+        let spec = state
+            .get_env_spec(&args.name)
+            .await?
+            .with_context(|| format!("no env spec is named {}", args.name))?;
+        match args.format {
+            ListFormat::Json => println!("{}", serde_json::to_string(&spec)?),
+            ListFormat::Human => println!("{}", describe_env_spec(&spec)),
+        }
+        Ok(())
+    })
+}
+
+/// `triage-prod: project p, agent type claude, runtime claude-code-vnc, config o/r:path`.
+fn describe_env_spec(spec: &EnvSpec) -> String {
+    let unset = "(unset)";
+    let config = spec.config_manifest().map_or_else(
+        || "none".to_owned(),
+        |(repo, path)| format!("{repo}:{path}"),
+    );
+    format!(
+        "{}: project {}, agent type {}, runtime {}, config {config}",
+        spec.name,
+        spec.project_id.as_deref().unwrap_or(unset),
+        spec.agent_type.as_deref().unwrap_or(unset),
+        spec.runtime.as_deref().unwrap_or(unset),
+    )
+}
+
+/// An env spec name, agent type or runtime: 1-64 characters of lowercase
+/// ASCII letters, digits, `-`, `_` and `.` (they appear in logs, keys and variables).
+fn is_env_spec_word(word: &str) -> bool {
+    (1..=64).contains(&word.len())
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b))
 }
 
 pub fn agents_list(args: AgentsListArgs) -> anyhow::Result<ExitCode> {
@@ -208,12 +378,17 @@ async fn all_agents(
 ) -> anyhow::Result<Vec<Agent>> {
     let repositories = match repository {
         Some(repository) => vec![repository.to_owned()],
-        None => state
-            .list_registrations()
-            .await?
-            .into_iter()
-            .map(|r| r.repository)
-            .collect(),
+        None => {
+            let mut repositories: Vec<String> = state
+                .list_registrations()
+                .await?
+                .into_iter()
+                .map(|r| r.repository)
+                .collect();
+            // A repository may hold several registrations (one per manifest).
+            repositories.dedup();
+            repositories
+        }
     };
     let mut agents = Vec::new();
     for repository in repositories {

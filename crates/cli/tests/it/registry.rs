@@ -67,6 +67,10 @@ fn check_apply_twice_registers_then_shows_unchanged() {
             "env-spec",
             "upsert",
             "triage-prod",
+            "--agent-type",
+            "claude",
+            "--runtime",
+            "claude-code",
             "--project-id",
             "local",
             "--config-repo",
@@ -161,6 +165,10 @@ fn register_repo_and_env_spec_upsert() {
             "env-spec",
             "upsert",
             "triage-prod",
+            "--agent-type",
+            "claude",
+            "--runtime",
+            "claude-code",
             "--config-repo",
             "acme/agents",
             "--manifest-path",
@@ -176,10 +184,149 @@ fn register_repo_and_env_spec_upsert() {
     let spec = upsert(&["--project-id", "p-1"]);
     assert_eq!(spec.code, 0, "{}", spec.stderr);
     assert!(
-        spec.stdout.contains("triage-prod of project p-1"),
+        spec.stdout.contains(
+            "triage-prod: project p-1, agent type claude, runtime claude-code, config acme/agents:config/triage/config.toml"
+        ),
         "{}",
         spec.stdout
     );
+    // A VNC spec without a config manifest; both listed and shown as JSON records.
+    let vnc = run(
+        &[
+            "env-spec",
+            "upsert",
+            "desk",
+            "--project-id",
+            "p-1",
+            "--agent-type",
+            "claude",
+            "--runtime",
+            "claude-code-vnc",
+        ],
+        dir.path(),
+    );
+    assert_eq!(vnc.code, 0, "{}", vnc.stderr);
+    let half = run(
+        &[
+            "env-spec",
+            "upsert",
+            "half",
+            "--project-id",
+            "p-1",
+            "--agent-type",
+            "claude",
+            "--runtime",
+            "claude-code",
+            "--config-repo",
+            "acme/agents",
+        ],
+        dir.path(),
+    );
+    assert_eq!(
+        half.code, 2,
+        "--config-repo needs --manifest-path: {}",
+        half.stderr
+    );
+    let listed = run(&["env-spec", "list", "--format", "json"], dir.path());
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let specs = json(&listed.stdout);
+    let names: Vec<_> = specs
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|s| s["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(names, ["desk", "triage-prod"]);
+    assert_eq!(specs[0]["runtime"], "claude-code-vnc");
+    assert_eq!(specs[0]["config_repo"], "");
+    let shown = run(
+        &["env-spec", "show", "triage-prod", "--format", "json"],
+        dir.path(),
+    );
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let shown = json(&shown.stdout);
+    assert_eq!(
+        (
+            &shown["project_id"],
+            &shown["agent_type"],
+            &shown["runtime"],
+            &shown["config_repo"],
+            &shown["manifest_path"]
+        ),
+        (
+            &serde_json::json!("p-1"),
+            &serde_json::json!("claude"),
+            &serde_json::json!("claude-code"),
+            &serde_json::json!("acme/agents"),
+            &serde_json::json!("config/triage/config.toml")
+        )
+    );
+    let missing = run(&["env-spec", "show", "nope"], dir.path());
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains("no env spec is named nope"),
+        "{}",
+        missing.stderr
+    );
+}
+
+/// One registration per manifest; an overlapping one is refused with both named;
+/// `unregister-repo` removes one.
+#[test]
+fn register_repo_per_manifest_refuses_overlaps() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let register = |extra: &[&str]| {
+        let mut args = vec!["register-repo", "acme/mono", "--project-id", "p-1"];
+        args.extend_from_slice(extra);
+        run(&args, dir.path())
+    };
+    let triage = register(&["--manifest-path", "agents/triage/astrolift.toml"]);
+    assert_eq!(triage.code, 0, "{}", triage.stderr);
+    assert!(
+        triage
+            .stdout
+            .contains("registered acme/mono:agents/triage/astrolift.toml"),
+        "{}",
+        triage.stdout
+    );
+    let reporter = register(&["--manifest-path", "./agents/reporter/astrolift.toml"]);
+    assert_eq!(reporter.code, 0, "{}", reporter.stderr);
+    let whole = register(&[]);
+    assert_eq!(whole.code, 2, "{}", whole.stdout);
+    assert!(
+        whole
+            .stderr
+            .contains("every manifest of acme/mono overlaps")
+            && whole.stderr.contains("acme/mono:agents/"),
+        "{}",
+        whole.stderr
+    );
+    let not_a_manifest = register(&["--manifest-path", "../x/astrolift.toml"]);
+    assert_eq!(not_a_manifest.code, 2, "{}", not_a_manifest.stderr);
+    let not_a_manifest = register(&["--manifest-path", "agents/triage/brief.md"]);
+    assert_eq!(not_a_manifest.code, 2, "{}", not_a_manifest.stderr);
+    for path in [
+        "agents/triage/astrolift.toml",
+        "agents/reporter/astrolift.toml",
+    ] {
+        let removed = run(
+            &["unregister-repo", "acme/mono", "--manifest-path", path],
+            dir.path(),
+        );
+        assert_eq!(removed.code, 0, "{}", removed.stderr);
+    }
+    let again = run(
+        &[
+            "unregister-repo",
+            "acme/mono",
+            "--manifest-path",
+            "agents/triage/astrolift.toml",
+        ],
+        dir.path(),
+    );
+    assert_eq!(again.code, 2, "{}", again.stderr);
+    let whole = register(&[]);
+    assert_eq!(whole.code, 0, "{}", whole.stderr);
 }
 
 #[test]

@@ -828,6 +828,137 @@ impl DynamoStateStore {
     }
 }
 
+/// The sort key of a registration in the `REGISTRATIONS` partition: `<owner/name>` for the
+/// registration of every manifest (the key a repository's single registration always had),
+/// `<owner/name>#<manifest path>` for one manifest. Repository names never hold `#`.
+fn registration_sk(repository: &str, manifest_path: Option<&str>) -> String {
+    match manifest_path {
+        Some(path) => format!("{repository}#{path}"),
+        None => repository.to_owned(),
+    }
+}
+/// The per-repository item whose `version` every registration write bumps, so the overlap
+/// check (a read of the repository's registrations) and the write are one atomic step.
+const REGISTRATIONS_GUARD_SK: &str = "REGISTRATIONS";
+const MAX_REGISTRATION_ATTEMPTS: usize = 3;
+
+/// A registration item with its sort key (which tells a migrated item from a legacy one).
+#[derive(serde::Deserialize)]
+struct StoredRegistration {
+    sk: String,
+    #[serde(flatten)]
+    registration: RepoRegistration,
+}
+
+impl DynamoStateStore {
+    /// The registration of every manifest of `repository`. Migration: a registration written
+    /// when a repository held one is already at this key, but may carry the `manifest_path`
+    /// it was registered with, which was never read (every manifest was applied). It is read
+    /// as covering every manifest, which keeps that behaviour, and rewritten without the
+    /// path (conditional on the item being unchanged, so a concurrent write wins).
+    async fn get_whole_registration(
+        &self,
+        repository: &str,
+    ) -> StoreResult<Option<RepoRegistration>> {
+        let key = key(REGISTRATIONS, registration_sk(repository, None));
+        let Some(mut registration) = self.get::<RepoRegistration>(key.clone()).await? else {
+            return Ok(None);
+        };
+        if let Some(legacy_path) = registration.manifest_path.take() {
+            tracing::warn!(
+                repository,
+                manifest_path = %legacy_path,
+                "migrating a registration written before per-manifest registrations: it covers every manifest, as it always did; re-register with --manifest-path to narrow it"
+            );
+            let rewritten = self
+                .client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(record_item(&registration, key)?))
+                .condition_expression("#m = :m")
+                .expression_attribute_names("#m", "manifest_path")
+                .expression_attribute_values(":m", s(legacy_path))
+                .send()
+                .await;
+            match rewritten {
+                Ok(_) => self.counters.wrote(1),
+                // Rewritten or replaced meanwhile: that writer's item stands.
+                Err(err)
+                    if err
+                        .as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
+                Err(err) => return Err(map_sdk_error("PutItem", err)),
+            }
+        }
+        Ok(Some(registration))
+    }
+
+    async fn registrations_of(&self, repository: &str) -> StoreResult<Vec<RepoRegistration>> {
+        let mut registrations: Vec<RepoRegistration> = self
+            .get_whole_registration(repository)
+            .await?
+            .into_iter()
+            .collect();
+        let prefix = format!("{repository}#");
+        registrations.extend(
+            self.query_partition::<RepoRegistration>(REGISTRATIONS, Some(&prefix))
+                .await?,
+        );
+        Ok(registrations)
+    }
+
+    /// One attempt of `put_registration`: read the guard and the registrations, check, then
+    /// write the registration and the bumped guard in one transaction conditional on the
+    /// guard being unchanged.
+    async fn try_put_registration(&self, registration: &RepoRegistration) -> StoreResult<()> {
+        let guard_key = key(repo_pk(&registration.repository), REGISTRATIONS_GUARD_SK);
+        let guard: Option<Value> = self.get(guard_key.clone()).await?;
+        let version = guard
+            .as_ref()
+            .and_then(|g| g.get("version"))
+            .and_then(Value::as_u64);
+        let existing = self.registrations_of(&registration.repository).await?;
+        refuse_overlap(&existing, registration)?;
+        let mut guard_item = guard_key;
+        guard_item.insert("version".into(), n(version.map_or(1, |v| v + 1)));
+        let guard_put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(guard_item));
+        let guard_put = match version {
+            Some(version) => guard_put
+                .condition_expression("#v = :v")
+                .expression_attribute_names("#v", "version")
+                .expression_attribute_values(":v", n(version)),
+            None => guard_put
+                .condition_expression("attribute_not_exists(#pk)")
+                .expression_attribute_names("#pk", PK),
+        };
+        let sk = registration_sk(
+            &registration.repository,
+            registration.manifest_path.as_deref(),
+        );
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(record_item(registration, key(REGISTRATIONS, sk))?));
+        let writes = vec![
+            TransactWriteItem::builder()
+                .put(build(guard_put.build())?)
+                .build(),
+            TransactWriteItem::builder()
+                .put(build(put.build())?)
+                .build(),
+        ];
+        let names = [
+            format!(
+                "registrations of {} (unchanged since read)",
+                registration.repository
+            ),
+            format!("registration of {}", registration.scope()),
+        ];
+        self.transact(writes, &names).await
+    }
+}
+
 /// Unwraps a builder result (only missing required fields, which we always set).
 fn build<T>(built: Result<T, aws_sdk_dynamodb::error::BuildError>) -> StoreResult<T> {
     built.map_err(|err| StoreError::Invalid(format!("building a DynamoDB request: {err}")))
@@ -838,7 +969,7 @@ impl StateStore for DynamoStateStore {
         &'a self,
         repository: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<RepoRegistration>>> {
-        Box::pin(self.get(key(REGISTRATIONS, repository)))
+        Box::pin(self.get_whole_registration(repository))
     }
 
     fn put_registration<'a>(
@@ -846,16 +977,71 @@ impl StateStore for DynamoStateStore {
         registration: &'a RepoRegistration,
     ) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(async move {
-            self.put(record_item(
-                registration,
-                key(REGISTRATIONS, &registration.repository),
-            )?)
-            .await
+            let mut attempt = 1;
+            loop {
+                match self.try_put_registration(registration).await {
+                    // Another writer changed the repository's registrations between the read
+                    // and the write: check again against what it wrote.
+                    Err(StoreError::Conflict(_)) if attempt < MAX_REGISTRATION_ATTEMPTS => {
+                        attempt += 1;
+                    }
+                    result => return result,
+                }
+            }
         })
     }
 
     fn list_registrations(&self) -> BoxFuture<'_, StoreResult<Vec<RepoRegistration>>> {
-        Box::pin(self.query_partition(REGISTRATIONS, None))
+        Box::pin(async move {
+            let items: Vec<StoredRegistration> = self.query_partition(REGISTRATIONS, None).await?;
+            let mut registrations = Vec::with_capacity(items.len());
+            for StoredRegistration { sk, registration } in items {
+                let legacy = sk == registration.repository && registration.manifest_path.is_some();
+                if !legacy {
+                    registrations.push(registration);
+                } else if let Some(migrated) = self
+                    .get_whole_registration(&registration.repository)
+                    .await?
+                {
+                    registrations.push(migrated);
+                }
+            }
+            registrations.sort_by(|a, b| {
+                (&a.repository, &a.manifest_path).cmp(&(&b.repository, &b.manifest_path))
+            });
+            Ok(registrations)
+        })
+    }
+
+    fn list_repository_registrations<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<RepoRegistration>>> {
+        Box::pin(self.registrations_of(repository))
+    }
+
+    fn delete_registration<'a>(
+        &'a self,
+        repository: &'a str,
+        manifest_path: Option<&'a str>,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let output = self
+                .client
+                .delete_item()
+                .table_name(&self.table)
+                .set_key(Some(key(
+                    REGISTRATIONS,
+                    registration_sk(repository, manifest_path),
+                )))
+                .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+                .send()
+                .await
+                .map_err(|err| map_sdk_error("DeleteItem", err))?;
+            let deleted = output.attributes().is_some_and(|a| !a.is_empty());
+            self.counters.wrote(u64::from(deleted));
+            Ok(deleted)
+        })
     }
 
     fn get_synced_commit<'a>(

@@ -93,18 +93,37 @@ impl StateCounters {
 /// - reads of the item just written see it, except `find_agents`, which on DynamoDB reads an
 ///   eventually consistent index.
 pub trait StateStore: Send + Sync + fmt::Debug {
-    /// The registration of a repository.
+    /// The registration of a repository that covers every manifest (`manifest_path` is
+    /// `None`), if there is one. A repository registered per manifest has none: use
+    /// [`StateStore::list_repository_registrations`].
     fn get_registration<'a>(
         &'a self,
         repository: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<RepoRegistration>>>;
-    /// Creates or replaces a registration.
+    /// Creates or replaces the registration with the same (repository, manifest path).
+    /// Refuses, writing nothing, one that overlaps another registration of the repository
+    /// ([`StoreError::Overlap`]); the check and the write are atomic against concurrent
+    /// writers (a lost race is a `Conflict`).
     fn put_registration<'a>(
         &'a self,
         registration: &'a RepoRegistration,
     ) -> BoxFuture<'a, StoreResult<()>>;
-    /// Every registration, ordered by repository.
+    /// Every registration, ordered by repository, then manifest path (the registration of
+    /// every manifest first).
     fn list_registrations(&self) -> BoxFuture<'_, StoreResult<Vec<RepoRegistration>>>;
+    /// The registrations of one repository, ordered by manifest path (the registration of
+    /// every manifest first): a keyed read.
+    fn list_repository_registrations<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<RepoRegistration>>>;
+    /// Deletes the registration (repository, manifest path); `Ok(false)` when there was none.
+    /// Its agents stay registered as they are: a sync no longer applies their manifests.
+    fn delete_registration<'a>(
+        &'a self,
+        repository: &'a str,
+        manifest_path: Option<&'a str>,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
     /// The last applied commit of a repository's ref.
     fn get_synced_commit<'a>(
         &'a self,

@@ -5,7 +5,11 @@ use serde::{Deserialize, Serialize};
 /// Seconds since the Unix epoch.
 pub type UnixSeconds = i64;
 
-/// A repository registered for syncing (`astrolift register-repo`).
+/// A registration (`astrolift register-repo`), keyed by (repository, manifest path): it
+/// covers one manifest of a repository, or every manifest (`manifest_path` is `None`).
+/// A repository may hold several registrations (different manifests, projects or refs);
+/// a manifest is covered by at most one, which the stores enforce on every write
+/// ([`StoreError::Overlap`](crate::StoreError::Overlap)).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RepoRegistration {
     /// `owner/name`.
@@ -16,10 +20,86 @@ pub struct RepoRegistration {
     pub project_id: String,
     /// The ref whose pushes register agents, e.g. `main`.
     pub registered_ref: String,
-    /// Restricts discovery to one manifest, when set.
+    /// The one manifest it covers (repository-relative path of an `astrolift.toml` or
+    /// `astrolift.agents.toml`); `None` covers every discovered manifest.
     pub manifest_path: Option<String>,
     /// When the registration was last written.
     pub updated_at: UnixSeconds,
+}
+
+impl RepoRegistration {
+    /// Whether this registration covers the manifest at `manifest_path`.
+    pub fn covers(&self, manifest_path: &str) -> bool {
+        self.manifest_path
+            .as_deref()
+            .is_none_or(|covered| covered == manifest_path)
+    }
+
+    /// Whether `self` and `other` share a key (a write of one replaces the other).
+    pub fn same_key(&self, other: &RepoRegistration) -> bool {
+        self.repository == other.repository && self.manifest_path == other.manifest_path
+    }
+
+    /// Whether some manifest would be covered by both: two registrations of one repository
+    /// with different keys where one covers every manifest.
+    pub fn overlaps(&self, other: &RepoRegistration) -> bool {
+        self.repository == other.repository
+            && !self.same_key(other)
+            && (self.manifest_path.is_none() || other.manifest_path.is_none())
+    }
+
+    /// What it covers, for messages: `every manifest of o/r` or `o/r:path`.
+    pub fn scope(&self) -> String {
+        match &self.manifest_path {
+            Some(path) => format!("{}:{path}", self.repository),
+            None => format!("every manifest of {}", self.repository),
+        }
+    }
+}
+
+/// The registration among `registrations` that covers `manifest_path` (at most one does:
+/// the stores refuse overlapping registrations).
+pub fn covering_registration<'a>(
+    registrations: &'a [RepoRegistration],
+    manifest_path: &str,
+) -> Option<&'a RepoRegistration> {
+    registrations.iter().find(|r| r.covers(manifest_path))
+}
+
+/// Refuses `new` when it overlaps one of `existing` (the repository's registrations):
+/// the one check both stores make, inside their write's condition.
+pub(crate) fn refuse_overlap(
+    existing: &[RepoRegistration],
+    new: &RepoRegistration,
+) -> crate::StoreResult<()> {
+    let Some(other) = existing.iter().find(|r| r.overlaps(new)) else {
+        return Ok(());
+    };
+    let (what, hint) = match new.manifest_path {
+        Some(_) => (
+            format!(
+                "{} is already covered by the registration of {} (project {}, ref {})",
+                new.scope(),
+                other.scope(),
+                other.project_id,
+                other.registered_ref
+            ),
+            "remove that registration first (`astrolift unregister-repo`)",
+        ),
+        None => (
+            format!(
+                "{} overlaps the registration of {} (project {}, ref {})",
+                new.scope(),
+                other.scope(),
+                other.project_id,
+                other.registered_ref
+            ),
+            "remove the per-manifest registrations first (`astrolift unregister-repo --manifest-path`), or register each manifest on its own",
+        ),
+    };
+    Err(crate::StoreError::Overlap(format!(
+        "{what}; a manifest is covered by at most one registration: {hint}"
+    )))
 }
 
 /// The commit whose state was last applied for one repository and ref.
@@ -207,15 +287,36 @@ pub struct EnvSpec {
     /// them until an operator upserts them again with `--project-id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project_id: Option<String>,
-    /// `owner/name` of the config repository.
+    /// The agent type the runtime starts, e.g. `claude`. `None` only on specs written
+    /// before env specs had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
+    /// The runtime, e.g. `claude-code` or `claude-code-vnc` (a `-vnc` runtime gets the VNC
+    /// variables). `None` only on specs written before env specs had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
+    /// `owner/name` of the config repository; empty when the spec names no config manifest.
+    #[serde(default)]
     pub config_repo: String,
-    /// Path of the config manifest in it.
+    /// Path of the config manifest in it; empty when the spec names no config manifest.
+    #[serde(default)]
     pub manifest_path: String,
     /// When it was last written.
     pub updated_at: UnixSeconds,
 }
 
 impl EnvSpec {
+    /// The config manifest it selects, `(repository, path)`, if any.
+    pub fn config_manifest(&self) -> Option<(&str, &str)> {
+        (!self.config_repo.is_empty() && !self.manifest_path.is_empty())
+            .then_some((self.config_repo.as_str(), self.manifest_path.as_str()))
+    }
+
+    /// Whether its runtime is a VNC runtime (`*-vnc`).
+    pub fn is_vnc(&self) -> bool {
+        self.runtime.as_deref().is_some_and(|r| r.ends_with("-vnc"))
+    }
+
     /// Whether an agent of `project_id` may use this spec.
     pub fn usable_by(&self, project_id: &str) -> Result<(), EnvSpecRefusal> {
         match self.project_id.as_deref() {

@@ -19,7 +19,9 @@ use super::{StateCounters, StateStats, StateStore};
 use crate::{BoxFuture, StoreError, StoreResult};
 
 const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS registrations (repository TEXT PRIMARY KEY, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS repository_registrations (
+    repository TEXT NOT NULL, manifest_path TEXT NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (repository, manifest_path));
 CREATE TABLE IF NOT EXISTS synced_commits (
     repository TEXT NOT NULL, ref_name TEXT NOT NULL, commit_sha TEXT NOT NULL, body TEXT NOT NULL,
     PRIMARY KEY (repository, ref_name));
@@ -57,6 +59,23 @@ CREATE INDEX IF NOT EXISTS trigger_bindings_by_repository ON trigger_bindings (r
 /// delivery reads only the bindings of its repository that list its event. Files of an older
 /// version get the rows of their bindings when they are opened ([`index_binding_events`]).
 const SCHEMA_VERSION: i64 = 3;
+
+/// Registrations are keyed by (repository, manifest path), `''` standing for "every
+/// manifest". A file written when a repository held one registration has a `registrations`
+/// table keyed by repository: each of its rows becomes the registration of every manifest of
+/// its repository (the `manifest_path` it recorded was never read, so every manifest was
+/// applied; the migration keeps that behaviour and clears the field), and the old table is
+/// dropped, in one transaction.
+const MIGRATE_SINGLE_REGISTRATIONS: &str = "
+INSERT OR IGNORE INTO repository_registrations (repository, manifest_path, body)
+    SELECT repository, '', json_set(body, '$.manifest_path', json('null')) FROM registrations;
+DROP TABLE registrations;
+";
+
+/// The key column of a registration's manifest path.
+fn registration_scope(manifest_path: Option<&str>) -> String {
+    manifest_path.unwrap_or_default().to_owned()
+}
 
 /// The embedded state store. One connection, used from a blocking thread per call.
 #[derive(Debug, Clone)]
@@ -210,6 +229,7 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
         .map_err(sql_error)?;
     connection.execute_batch(SCHEMA).map_err(sql_error)?;
     migrate(&connection)?;
+    migrate_registrations(&connection)?;
     Ok(connection)
 }
 
@@ -271,6 +291,50 @@ fn unindex_binding_events(connection: &Connection, trigger_id: &str) -> StoreRes
         )
         .map_err(sql_error)?;
     Ok(())
+}
+
+/// Moves the registrations of a file written before registrations were per manifest (see
+/// [`MIGRATE_SINGLE_REGISTRATIONS`]); a no-op once the old table is gone.
+fn migrate_registrations(connection: &Connection) -> StoreResult<()> {
+    let has_old_table: bool = connection
+        .query_row(
+            "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'registrations'",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(sql_error)?;
+    if !has_old_table {
+        return Ok(());
+    }
+    let batch = format!("BEGIN IMMEDIATE;{MIGRATE_SINGLE_REGISTRATIONS}COMMIT;");
+    connection.execute_batch(&batch).map_err(sql_error)
+}
+
+/// Writes a registration unless it overlaps another of its repository, in one transaction.
+fn put_registration_in_transaction(
+    connection: &mut Connection,
+    registration: &RepoRegistration,
+) -> StoreResult<()> {
+    let tx = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql_error)?;
+    let existing: Vec<RepoRegistration> = query_bodies(
+        &tx,
+        "SELECT body FROM repository_registrations WHERE repository = ?1",
+        [&registration.repository],
+    )?;
+    refuse_overlap(&existing, registration)?;
+    tx.execute(
+        "INSERT OR REPLACE INTO repository_registrations (repository, manifest_path, body)
+         VALUES (?1, ?2, ?3)",
+        params![
+            registration.repository,
+            registration_scope(registration.manifest_path.as_deref()),
+            to_json(registration)?
+        ],
+    )
+    .map_err(sql_error)?;
+    tx.commit().map_err(sql_error)
 }
 
 fn text(value: impl Into<String>) -> rusqlite::types::Value {
@@ -386,7 +450,7 @@ impl StateStore for SqliteStateStore {
         Box::pin(self.read(move |c| {
             query_body(
                 c,
-                "SELECT body FROM registrations WHERE repository = ?1",
+                "SELECT body FROM repository_registrations WHERE repository = ?1 AND manifest_path = ''",
                 [repository],
             )
         }))
@@ -396,22 +460,58 @@ impl StateStore for SqliteStateStore {
         &'a self,
         registration: &'a RepoRegistration,
     ) -> BoxFuture<'a, StoreResult<()>> {
+        let registration = registration.clone();
         Box::pin(async move {
-            let values = vec![text(&registration.repository), text(to_json(registration)?)];
-            self.write_row(
-                "INSERT OR REPLACE INTO registrations (repository, body) VALUES (?1, ?2)",
-                values,
-            )
-            .await
+            self.with_connection(move |c| put_registration_in_transaction(c, &registration))
+                .await?;
+            self.counters.wrote(1);
+            Ok(())
         })
     }
 
     fn list_registrations(&self) -> BoxFuture<'_, StoreResult<Vec<RepoRegistration>>> {
-        Box::pin(
-            self.read(|c| {
-                query_bodies(c, "SELECT body FROM registrations ORDER BY repository", [])
-            }),
-        )
+        Box::pin(self.read(|c| {
+            query_bodies(
+                c,
+                "SELECT body FROM repository_registrations ORDER BY repository, manifest_path",
+                [],
+            )
+        }))
+    }
+
+    fn list_repository_registrations<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<RepoRegistration>>> {
+        let repository = repository.to_owned();
+        Box::pin(self.read(move |c| {
+            query_bodies(
+                c,
+                "SELECT body FROM repository_registrations WHERE repository = ?1 ORDER BY manifest_path",
+                [repository],
+            )
+        }))
+    }
+
+    fn delete_registration<'a>(
+        &'a self,
+        repository: &'a str,
+        manifest_path: Option<&'a str>,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let values = vec![text(repository), text(registration_scope(manifest_path))];
+        Box::pin(async move {
+            let deleted = self
+                .with_connection(move |c| {
+                    c.execute(
+                        "DELETE FROM repository_registrations WHERE repository = ?1 AND manifest_path = ?2",
+                        rusqlite::params_from_iter(values),
+                    )
+                    .map_err(sql_error)
+                })
+                .await?;
+            self.counters.wrote(deleted as u64);
+            Ok(deleted > 0)
+        })
     }
 
     fn get_synced_commit<'a>(

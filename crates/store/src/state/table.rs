@@ -72,7 +72,10 @@ fn key(attribute: &str, key_type: &str) -> KeyShape {
 /// The state table: `pk`/`sk`, index `gsi1` on `gsi1pk`/`gsi1sk`, TTL on `expires_at`.
 ///
 /// Item layout (`pk` | `sk`):
-/// - registration: `REGISTRATIONS` | `<owner/name>`
+/// - registration: `REGISTRATIONS` | `<owner/name>` (of every manifest) or
+///   `REGISTRATIONS` | `<owner/name>#<manifest path>` (of one manifest); its repository's
+///   guard `REPO#<owner/name>` | `REGISTRATIONS` (a `version` every registration write bumps,
+///   so the overlap check and the write are atomic)
 /// - installation: `INSTALLATIONS` | `<id>`
 /// - env spec: `ENV_SPECS` | `<name>`
 /// - trigger binding: `TRIGGERS` | `<trigger_id>`, a copy at `REPO#<owner/name>` |

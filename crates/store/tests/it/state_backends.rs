@@ -1,7 +1,9 @@
 //! Backend specifics: the DynamoDB table shape, TTL, URLs.
 
 use astrolift_store::StateStore;
-use astrolift_store::state::{SqliteStateStore, TableShape, TriggerBinding, table_definition};
+use astrolift_store::state::{
+    RepoRegistration, SqliteStateStore, TableShape, TriggerBinding, table_definition,
+};
 use astrolift_store::{StoreError, state_store_from_url};
 
 #[tokio::test]
@@ -299,4 +301,126 @@ async fn dynamodb_backfills_event_copies_of_older_bindings() {
         1
     );
     assert_eq!(fresh.stats().reads - before.reads, 1, "migrated once");
+}
+
+/// A state file written when a repository held one registration (keyed by repository, with a
+/// `manifest_path` that was never read): opening it makes that row the registration of every
+/// manifest, so the repository syncs as it did, and drops the old table.
+#[tokio::test]
+async fn sqlite_migrates_single_registrations_to_every_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let old_body = serde_json::json!({
+        "repository": "octo/old", "installation_id": 7, "project_id": "p",
+        "registered_ref": "main", "manifest_path": "agents/a/astrolift.toml", "updated_at": 1
+    });
+    {
+        let old = rusqlite::Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE registrations (repository TEXT PRIMARY KEY, body TEXT NOT NULL);",
+        )
+        .unwrap();
+        old.execute(
+            "INSERT INTO registrations (repository, body) VALUES (?1, ?2)",
+            ("octo/old", old_body.to_string()),
+        )
+        .unwrap();
+    }
+    let store = SqliteStateStore::open(&path).await.unwrap();
+    let expected = RepoRegistration {
+        repository: "octo/old".into(),
+        installation_id: Some(7),
+        project_id: "p".into(),
+        registered_ref: "main".into(),
+        manifest_path: None,
+        updated_at: 1,
+    };
+    assert_eq!(
+        store.get_registration("octo/old").await.unwrap(),
+        Some(expected.clone())
+    );
+    assert_eq!(
+        store
+            .list_repository_registrations("octo/old")
+            .await
+            .unwrap(),
+        vec![expected.clone()]
+    );
+    drop(store);
+    let again = SqliteStateStore::open(&path).await.unwrap();
+    assert_eq!(again.list_registrations().await.unwrap(), vec![expected]);
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let old_tables: i64 = raw
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE name = 'registrations'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(old_tables, 0);
+}
+
+/// The DynamoDB item of a repository's single registration already sits at the key of the
+/// registration of every manifest; the `manifest_path` it carries is read as absent and the
+/// item rewritten without it.
+#[tokio::test]
+async fn dynamodb_migrates_single_registrations_to_every_manifest() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let Some(store) = crate::state_contract::dynamo_store(
+        "dynamodb_migrates_single_registrations_to_every_manifest",
+    )
+    .await
+    else {
+        return;
+    };
+    let repo = astrolift_store::testing::unique_name("octo/legacy");
+    let s = |v: &str| AttributeValue::S(v.into());
+    store
+        .client()
+        .put_item()
+        .table_name(store.table())
+        .item("pk", s("REGISTRATIONS"))
+        .item("sk", s(&repo))
+        .item("repository", s(&repo))
+        .item("installation_id", AttributeValue::N("7".into()))
+        .item("project_id", s("p"))
+        .item("registered_ref", s("main"))
+        .item("manifest_path", s("agents/a/astrolift.toml"))
+        .item("updated_at", AttributeValue::N("1".into()))
+        .send()
+        .await
+        .unwrap();
+    let migrated = store.list_repository_registrations(&repo).await.unwrap();
+    assert_eq!(migrated.len(), 1);
+    assert_eq!(migrated[0].manifest_path, None);
+    assert_eq!(migrated[0].project_id, "p");
+    let item = store
+        .client()
+        .get_item()
+        .table_name(store.table())
+        .key("pk", s("REGISTRATIONS"))
+        .key("sk", s(&repo))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        item.item().and_then(|i| i.get("manifest_path")),
+        Some(&AttributeValue::Null(true))
+    );
+    // Per-manifest registrations of the migrated repository now overlap it.
+    let narrow = RepoRegistration {
+        manifest_path: Some("agents/a/astrolift.toml".into()),
+        ..migrated[0].clone()
+    };
+    assert!(matches!(
+        store.put_registration(&narrow).await.unwrap_err(),
+        StoreError::Overlap(_)
+    ));
+    assert!(
+        store
+            .list_registrations()
+            .await
+            .unwrap()
+            .contains(&migrated[0])
+    );
 }

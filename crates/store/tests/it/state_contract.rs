@@ -142,6 +142,8 @@ pub async fn catalogue_round_trips(subject: Subject) {
     let spec = EnvSpec {
         name: "triage-prod".into(),
         project_id: Some("proj-a".into()),
+        agent_type: Some("claude".into()),
+        runtime: Some("claude-code".into()),
         config_repo: "octo/config".into(),
         manifest_path: "envs/prod.yaml".into(),
         updated_at: NOW,
@@ -160,6 +162,8 @@ pub async fn env_specs_are_usable_only_by_their_project(subject: Subject) {
     let spec = |name: &str, project: Option<&str>| EnvSpec {
         name: name.into(),
         project_id: project.map(str::to_owned),
+        agent_type: Some("claude".into()),
+        runtime: Some("claude-code".into()),
         config_repo: "octo/config".into(),
         manifest_path: "envs/prod.toml".into(),
         updated_at: NOW,
@@ -600,6 +604,104 @@ pub async fn invalid_change_sets_are_rejected_before_writing(subject: Subject) {
     assert_eq!(store.stats().writes, 0);
 }
 
+fn registration(repository: &str, manifest: Option<&str>, project: &str) -> RepoRegistration {
+    RepoRegistration {
+        repository: repository.into(),
+        installation_id: Some(42),
+        project_id: project.into(),
+        registered_ref: "main".into(),
+        manifest_path: manifest.map(str::to_owned),
+        updated_at: NOW,
+    }
+}
+
+/// Registrations are keyed by (repository, manifest path): a monorepo holds one per manifest,
+/// a manifest is covered by at most one, and an overlapping write is refused with nothing
+/// written.
+pub async fn registrations_are_keyed_by_manifest(subject: Subject) {
+    let store = subject.store;
+    let repo = astrolift_store::testing::unique_name("mono/repo");
+    let a = registration(&repo, Some("agents/a/astrolift.toml"), "proj-a");
+    let b = registration(&repo, Some("agents/b/astrolift.toml"), "proj-b");
+    store.put_registration(&b).await.unwrap();
+    store.put_registration(&a).await.unwrap();
+    assert_eq!(
+        store.list_repository_registrations(&repo).await.unwrap(),
+        vec![a.clone(), b.clone()]
+    );
+    assert_eq!(store.get_registration(&repo).await.unwrap(), None);
+    let listed: Vec<_> = store
+        .list_registrations()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.repository == repo)
+        .collect();
+    assert_eq!(listed, vec![a.clone(), b.clone()]);
+
+    // Every manifest would cover a and b: refused, nothing written.
+    let whole = registration(&repo, None, "proj-c");
+    let writes = store.stats().writes;
+    let err = store.put_registration(&whole).await.unwrap_err();
+    assert!(matches!(err, StoreError::Overlap(_)), "{err:?}");
+    assert!(err.to_string().contains("agents/"), "{err}");
+    assert_eq!(store.stats().writes, writes);
+    // The same key replaces.
+    let moved = RepoRegistration {
+        registered_ref: "release".into(),
+        ..a.clone()
+    };
+    store.put_registration(&moved).await.unwrap();
+    let registrations = store.list_repository_registrations(&repo).await.unwrap();
+    assert_eq!(registrations, vec![moved.clone(), b.clone()]);
+    assert_eq!(
+        covering_registration(&registrations, "agents/b/astrolift.toml"),
+        Some(&b)
+    );
+    assert_eq!(
+        covering_registration(&registrations, "astrolift.toml"),
+        None
+    );
+
+    assert!(
+        store
+            .delete_registration(&repo, Some("agents/a/astrolift.toml"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .delete_registration(&repo, Some("agents/a/astrolift.toml"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .delete_registration(&repo, Some("agents/b/astrolift.toml"))
+            .await
+            .unwrap()
+    );
+    store.put_registration(&whole).await.unwrap();
+    assert_eq!(
+        store.get_registration(&repo).await.unwrap(),
+        Some(whole.clone())
+    );
+    let err = store.put_registration(&a).await.unwrap_err();
+    assert!(matches!(err, StoreError::Overlap(_)), "{err:?}");
+    assert_eq!(
+        store.list_repository_registrations(&repo).await.unwrap(),
+        vec![whole.clone()]
+    );
+    // Another repository is not affected by this one's registrations.
+    let other = registration(
+        &format!("{repo}-other"),
+        Some("agents/a/astrolift.toml"),
+        "x",
+    );
+    store.put_registration(&other).await.unwrap();
+    assert!(store.delete_registration(&repo, None).await.unwrap());
+}
+
 /// Runs each named contract test against each backend.
 macro_rules! state_contract_tests {
     ($($test:ident),* $(,)?) => {
@@ -625,6 +727,7 @@ macro_rules! state_contract_tests {
 }
 
 state_contract_tests!(
+    registrations_are_keyed_by_manifest,
     repository_bindings_are_read_by_key,
     catalogue_round_trips,
     env_specs_are_usable_only_by_their_project,

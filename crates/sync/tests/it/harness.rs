@@ -64,6 +64,8 @@ pub async fn define_env_spec(stores: &Stores, name: &str, project: &str) {
     let spec = EnvSpec {
         name: name.into(),
         project_id: Some(project.into()),
+        agent_type: Some("claude".into()),
+        runtime: Some("claude-code".into()),
         config_repo: "acme/config".into(),
         manifest_path: "envs/triage.toml".into(),
         updated_at: 1,
@@ -151,9 +153,7 @@ pub async fn run_pushed(
         order: push.order,
         git_ref: Some("main".into()),
         mode: if apply {
-            Mode::Apply {
-                project_id: PROJECT.into(),
-            }
+            Mode::apply_all(PROJECT)
         } else {
             Mode::Check
         },

@@ -88,9 +88,7 @@ async fn run(stores: &Stores, tree: &CountingTree, mode: Mode) -> Report {
 }
 
 fn apply_mode() -> Mode {
-    Mode::Apply {
-        project_id: "proj-1".into(),
-    }
+    Mode::apply_all("proj-1")
 }
 
 fn digests(report: &Report) -> Vec<(String, Option<String>)> {

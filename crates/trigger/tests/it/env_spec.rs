@@ -56,6 +56,8 @@ async fn put_spec(state: &dyn StateStore, name: &str, project: Option<&str>) {
     let spec = EnvSpec {
         name: name.to_owned(),
         project_id: project.map(str::to_owned),
+        agent_type: Some("claude".into()),
+        runtime: Some("claude-code".into()),
         config_repo: "octo/config".to_owned(),
         manifest_path: "envs/triage.toml".to_owned(),
         updated_at: 1,

@@ -111,6 +111,8 @@ pub async fn stores() -> (Stores, tempfile::TempDir) {
     let spec = astrolift_store::state::EnvSpec {
         name: "triage-prod".into(),
         project_id: Some("proj-events".into()),
+        agent_type: Some("claude".into()),
+        runtime: Some("claude-code".into()),
         config_repo: "octo/config".into(),
         manifest_path: "envs/triage.toml".into(),
         updated_at: 1,

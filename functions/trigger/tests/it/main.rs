@@ -101,6 +101,8 @@ async fn apply_monorepo(blobs: Arc<dyn BlobStore>, state: Arc<dyn StateStore>) {
     let spec = astrolift_store::state::EnvSpec {
         name: "triage-prod".into(),
         project_id: Some("proj-1".into()),
+        agent_type: Some("claude".into()),
+        runtime: Some("claude-code".into()),
         config_repo: "octo/config".into(),
         manifest_path: "envs/triage.toml".into(),
         updated_at: 1,
@@ -113,9 +115,7 @@ async fn apply_monorepo(blobs: Arc<dyn BlobStore>, state: Arc<dyn StateStore>) {
         before: None,
         order: None,
         git_ref: Some("main".to_owned()),
-        mode: Mode::Apply {
-            project_id: "proj-1".to_owned(),
-        },
+        mode: Mode::apply_all("proj-1"),
         now: 1_795_978_800,
         validate: ValidateOptions::default(),
     };
