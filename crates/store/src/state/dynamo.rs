@@ -27,6 +27,8 @@ use crate::{BoxFuture, StoreError, StoreResult};
 
 type Item = HashMap<String, AttributeValue>;
 
+mod workflows;
+
 /// The DynamoDB state store.
 #[derive(Debug)]
 pub struct DynamoStateStore {
@@ -879,5 +881,9 @@ impl StateStore for DynamoStateStore {
 
     fn location(&self) -> String {
         format!("dynamodb:{}", self.table)
+    }
+
+    fn workflows(&self) -> &dyn super::workflows::WorkflowStore {
+        self
     }
 }

@@ -18,6 +18,8 @@ use super::model::*;
 use super::{StateCounters, StateStats, StateStore};
 use crate::{BoxFuture, StoreError, StoreResult};
 
+mod workflows;
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS registrations (repository TEXT PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS synced_commits (
@@ -202,6 +204,9 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
         .pragma_update(None, "synchronous", "NORMAL")
         .map_err(sql_error)?;
     connection.execute_batch(SCHEMA).map_err(sql_error)?;
+    connection
+        .execute_batch(workflows::SCHEMA)
+        .map_err(sql_error)?;
     migrate(&connection)?;
     Ok(connection)
 }
@@ -644,5 +649,9 @@ impl StateStore for SqliteStateStore {
 
     fn location(&self) -> String {
         format!("sqlite:{}", self.path.display())
+    }
+
+    fn workflows(&self) -> &dyn super::workflows::WorkflowStore {
+        self
     }
 }
