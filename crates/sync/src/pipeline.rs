@@ -24,6 +24,7 @@ use crate::package_step::{
 };
 use crate::plan::{Plan, PlanContext, PlanStatus, plan};
 use crate::report::{Mode, Report, ReportCounts};
+use crate::workflows::{WorkflowContext, apply_workflows, plan_workflows};
 
 /// The stores a sync reads and writes.
 #[derive(Debug, Clone)]
@@ -68,6 +69,7 @@ pub async fn sync(
 ) -> Result<Report, SyncError> {
     let applying = matches!(request.mode, Mode::Apply { .. });
     let mut prepared = validate_and_prepare(tree, &request.validate);
+    let found_workflows = std::mem::take(&mut prepared.workflows);
     check_env_specs(&mut prepared, tree, stores.state.as_ref(), request).await?;
     let stored = stored_outputs(stores.blobs.as_ref(), &prepared).await;
     let packaging = package(prepared, stored, tree, applying, progress)?;
@@ -90,8 +92,28 @@ pub async fn sync(
     let mut planned = plan(&packaging.candidates, &registered, &context);
     add_drift(&mut planned, &packaging, stores.blobs.as_ref()).await;
     let mut report = new_report(request, &planned, packaging.diagnostics.clone());
+    let registered_workflows = stores
+        .state
+        .workflows()
+        .list_workflows(&request.repository)
+        .await?;
+    let workflow_plan = plan_workflows(
+        &found_workflows,
+        &registered_workflows,
+        WorkflowContext {
+            repository: &request.repository,
+            commit: &request.commit,
+            now: request.now,
+        },
+    )?;
+    report.workflows = workflow_plan.entries;
     if applying {
         apply(request, stores, tree, &packaging, planned, &mut report).await?;
+        // Agents first: a workflow names agents (see `crate::workflows`).
+        if report.applied && report.skipped.is_none() {
+            report.counts.state_writes +=
+                apply_workflows(stores.state.as_ref(), &workflow_plan.writes).await?;
+        }
     }
     report.recount();
     Ok(report)
@@ -111,6 +133,7 @@ fn new_report(
         applied: false,
         skipped: None,
         plan: planned.entries.clone(),
+        workflows: Vec::new(),
         diagnostics,
         counts: ReportCounts::default(),
     }

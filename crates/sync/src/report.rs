@@ -7,6 +7,7 @@ use astrolift_manifest::{Counts, Diagnostic};
 use serde::Serialize;
 
 use crate::plan::{PlanEntry, PlanStatus};
+use crate::workflows::WorkflowPlanEntry;
 
 /// Check only, or register.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -31,6 +32,9 @@ pub struct Report {
     /// Why an apply was skipped (an older commit than the one registered).
     pub skipped: Option<String>,
     pub plan: Vec<PlanEntry>,
+    /// The workflows' plan (absent from JSON when the repository has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workflows: Vec<WorkflowPlanEntry>,
     pub diagnostics: Vec<Diagnostic>,
     pub counts: ReportCounts,
 }
