@@ -113,6 +113,10 @@ pub struct StageState {
     /// The dispatch that runs it, once dispatched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dispatch_id: Option<String>,
+    /// Why it failed without running (its payload did not evaluate, or its
+    /// agent could not be dispatched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// A stage's status in a run.

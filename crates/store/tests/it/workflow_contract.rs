@@ -33,6 +33,7 @@ fn run(id: &str) -> WorkflowRun {
             StageState {
                 status: StageStatus::Dispatched,
                 dispatch_id: Some("d-1".into()),
+                error: None,
             },
         ),
         (
@@ -40,6 +41,7 @@ fn run(id: &str) -> WorkflowRun {
             StageState {
                 status: StageStatus::Waiting,
                 dispatch_id: None,
+                error: None,
             },
         ),
     ]);
