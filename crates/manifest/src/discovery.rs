@@ -61,6 +61,8 @@ pub struct Discovery {
     pub federated: bool,
     /// Repo-relative paths of the workspace manifests (seed 001), in path order.
     pub workspace_manifests: Vec<String>,
+    /// Repo-relative paths of the workflow files, in path order.
+    pub workflows: Vec<String>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -81,6 +83,10 @@ pub fn discover(tree: &dyn SourceTree, limits: &Limits) -> Discovery {
         .as_ref()
         .and_then(|f| f.as_ref()?.workspaces.as_ref());
     discovery.workspace_manifests = workspace_manifests(tree, workspace_globs);
+    let workflow_globs = federation
+        .as_ref()
+        .and_then(|f| f.as_ref()?.workflows.as_ref());
+    discovery.workflows = crate::workflow::workflow_files(tree, workflow_globs);
     match &federation {
         Some(federation) => {
             discovery.federated = true;

@@ -78,6 +78,7 @@ const ROOT_KEYS: &[&str] = &[
     "auto_register_new",
     "agents",
     "workspaces",
+    "workflows",
 ];
 const AGENT_KEYS: &[&str] = &["manifest", "alias", "enabled"];
 
@@ -103,6 +104,8 @@ pub struct Federation {
     pub agents: Vec<FederatedAgent>,
     /// `workspaces = [globs]`, when the file has the key.
     pub workspaces: Option<GlobSet>,
+    /// `workflows = [globs]`, when the file has the key (else `workflows/*.toml`).
+    pub workflows: Option<GlobSet>,
 }
 
 /// Parses the federation file's text; every problem lands in `diagnostics`.
@@ -124,6 +127,8 @@ pub fn parse(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Federation {
         .is_some_and(|(b, _)| b);
     let workspaces = paths::glob_list_field(&mut file, table, "workspaces", "`workspaces` glob")
         .map(|(_, set)| set);
+    let workflows = paths::glob_list_field(&mut file, table, "workflows", "`workflows` glob")
+        .map(|(_, set)| set);
     let agents = listed_agents(&mut file, table);
     diagnostics.append(&mut file.diagnostics);
     Federation {
@@ -133,6 +138,7 @@ pub fn parse(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Federation {
         auto_register_new,
         agents,
         workspaces,
+        workflows,
     }
 }
 

@@ -2,8 +2,9 @@
 //!
 //! This crate owns the formats of docs/reference.md §2 and §5: the native
 //! agent manifest (`astrolift.toml`), the federation file
-//! (`astrolift.agents.toml`), local skills (`SKILL.md`), briefs, and the
-//! diagnostics every renderer shows.
+//! (`astrolift.agents.toml`), local skills (`SKILL.md`), briefs, workflows
+//! (`workflows/*.toml`, [`workflow`]), and the diagnostics every renderer
+//! shows.
 //!
 //! Invariants:
 //! - **Pure.** It reads a [`tree::SourceTree`] and nothing else: no network,
@@ -49,6 +50,7 @@ pub mod toml_walk;
 pub mod tree;
 pub mod triggers;
 pub mod validate;
+pub mod workflow;
 pub mod workspace;
 pub mod yaml;
 
@@ -76,6 +78,7 @@ pub fn catalogue() -> Vec<&'static Code> {
         yaml::CODES,
         triggers::CODES,
         env_spec::CODES,
+        workflow::CODES,
         import_codes::CODES,
     ];
     modules

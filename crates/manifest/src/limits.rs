@@ -32,6 +32,9 @@ pub struct Limits {
     /// One path in a repository tarball (after GNU long names and PAX
     /// `path` records are applied), bytes.
     pub tarball_path: usize,
+    /// Stages of one workflow (each stage is a dispatch and a slot of the
+    /// run's state record).
+    pub workflow_stages: usize,
 }
 
 pub const KIB: u64 = 1024;
@@ -52,6 +55,7 @@ impl Limits {
         jq_output: 256 * KIB,
         idempotency_key: 256,
         tarball_path: 4096,
+        workflow_stages: 64,
     };
 }
 

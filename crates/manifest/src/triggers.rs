@@ -523,6 +523,18 @@ fn secret_ref<'i>(
 
 /// A jq field: compiled; an error is reported at its exact position in the TOML string.
 fn jq_field<'i>(file: &mut TomlFile<'i>, table: &DeTable<'i>, key: &str) -> Option<String> {
+    compiled_jq_field(file, table, key, [&JQ_SYNTAX, &JQ_UNDEFINED])
+}
+
+/// A jq field (trigger `filter`/`payload`, workflow stage `payload`): the
+/// program text, compiled; a syntax error is reported with `codes[0]`, an
+/// undefined name with `codes[1]`, at its exact position in the TOML string.
+pub(crate) fn compiled_jq_field<'i>(
+    file: &mut TomlFile<'i>,
+    table: &DeTable<'i>,
+    key: &str,
+    codes: [&Code; 2],
+) -> Option<String> {
     let item = table.get(key)?;
     let DeValue::String(program) = item.get_ref() else {
         file.str(table, key);
@@ -536,8 +548,8 @@ fn jq_field<'i>(file: &mut TomlFile<'i>, table: &DeTable<'i>, key: &str) -> Opti
                 None => item.span(),
             };
         let code = match error.kind {
-            JqErrorKind::Syntax => &JQ_SYNTAX,
-            JqErrorKind::Undefined => &JQ_UNDEFINED,
+            JqErrorKind::Syntax => codes[0],
+            JqErrorKind::Undefined => codes[1],
         };
         let diagnostic = file.report(code, range, format!("`{key}`: {}", error.message));
         diagnostic.help = error.help;

@@ -9,6 +9,7 @@ use crate::discovery::{DiscoveredAgent, discover};
 use crate::limits::Limits;
 use crate::model::AgentManifest;
 use crate::tree::SourceTree;
+use crate::workflow::{self, Workflow};
 use crate::{config, workspace};
 use crate::{native, parallel};
 
@@ -36,6 +37,12 @@ pub struct Validation {
     pub diagnostics: Vec<Diagnostic>,
     /// Repo-relative paths of the discovered workspace manifests (seed 001).
     pub workspace_manifests: Vec<String>,
+    /// The workflows that could be read, in path order (with or without errors:
+    /// see [`Self::workflow_has_errors`]).
+    pub workflows: Vec<Workflow>,
+    /// Repo-relative paths of every discovered workflow file. Their
+    /// diagnostics belong to no agent.
+    pub workflow_files: Vec<String>,
 }
 
 impl Validation {
@@ -52,6 +59,9 @@ impl Validation {
     pub fn agents_with_errors(&self) -> Vec<bool> {
         let mut failing = vec![false; self.agents.len()];
         for diagnostic in self.diagnostics.iter().filter(|d| d.is_error()) {
+            if self.workflow_files.contains(&diagnostic.path) {
+                continue;
+            }
             if let Some(owner) = owner_of(&self.agents, &diagnostic.path) {
                 failing[owner] = true;
             }
@@ -63,9 +73,18 @@ impl Validation {
     pub fn errors_of(&self, index: usize) -> Vec<Diagnostic> {
         self.diagnostics
             .iter()
-            .filter(|d| d.is_error() && owner_of(&self.agents, &d.path) == Some(index))
+            .filter(|d| d.is_error() && !self.workflow_files.contains(&d.path))
+            .filter(|d| owner_of(&self.agents, &d.path) == Some(index))
             .cloned()
             .collect()
+    }
+
+    /// Whether an error diagnostic is on the workflow file at `path`; such a
+    /// workflow is not registered.
+    pub fn workflow_has_errors(&self, path: &str) -> bool {
+        self.diagnostics
+            .iter()
+            .any(|d| d.is_error() && d.path == path)
     }
 
     /// The `agents` entries of the JSON output, in discovery order.
@@ -111,11 +130,16 @@ pub fn validate_repository(tree: &dyn SourceTree, options: &ValidateOptions) -> 
     for path in &options.config_paths {
         diagnostics.extend(config::load_config(tree, path, &options.limits).diagnostics);
     }
+    let (workflows, found) =
+        workflow::validate_workflows(tree, &options.limits, &discovery.workflows, &agents);
+    diagnostics.extend(found);
     diagnostic::sort(&mut diagnostics);
     Validation {
         agents,
         diagnostics,
         workspace_manifests: discovery.workspace_manifests,
+        workflows,
+        workflow_files: discovery.workflows,
     }
 }
 

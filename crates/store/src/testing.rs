@@ -454,6 +454,12 @@ impl StateStore for FaultyStateStore {
     fn location(&self) -> String {
         self.inner.location()
     }
+
+    /// Not fault-injected: workflow writes are single conditional puts whose
+    /// failures the workflow tests provoke with real races instead.
+    fn workflows(&self) -> &dyn crate::state::WorkflowStore {
+        self.inner.workflows()
+    }
 }
 
 /// The local AWS endpoint, or `None` when the AWS tests must be skipped.

@@ -2,7 +2,9 @@
 //!
 //! - Title: one line with the plan and diagnostic counts.
 //! - Summary: what happened (applied, or checked only and why), the table of
-//!   agents with plan status, short digest and drift, the diagnostic counts,
+//!   agents with plan status, short digest and drift, the table of workflows
+//!   (when the repository has any) with plan status and short hash, the
+//!   diagnostic counts,
 //!   and the repository-level diagnostics (which cannot be annotations).
 //! - Text: each changed agent's full drift and each failed agent's errors.
 //! - Annotations: one per diagnostic on a file.
@@ -37,6 +39,7 @@ use astrolift_manifest::{Counts, Diagnostic, Severity};
 use crate::drift::{DriftItem, DriftSeverity};
 use crate::plan::{PlanEntry, PlanStatus};
 use crate::report::{Mode, Report, Uncovered};
+use crate::workflows::WorkflowPlanEntry;
 
 /// Hex digits of a digest shown in the summary table.
 const SHORT_DIGEST: usize = 12;
@@ -257,7 +260,9 @@ fn plural(count: usize, noun: &str) -> String {
 /// rows, so a repository with thousands of agents still shows its counts.
 fn summary(report: &Report, context: &RenderContext) -> String {
     let counts = Counts::of(&report.diagnostics);
-    let mut tail = format!("\n**Diagnostics:** {}\n", diagnostic_counts(&counts));
+    let mut tail = String::new();
+    workflow_table(&report.workflows, &mut tail);
+    let _ = write!(tail, "\n**Diagnostics:** {}\n", diagnostic_counts(&counts));
     repository_diagnostics(&report.diagnostics, &mut tail);
     uncovered_manifests(&report.uncovered, &mut tail);
     trigger_paths(&context.trigger_paths, &mut tail);
@@ -349,6 +354,44 @@ fn table_row(entry: &PlanEntry) -> String {
         digest,
         drift_kinds(&entry.drift),
     )
+}
+
+/// Bytes the workflow table may take of the summary.
+const WORKFLOW_TABLE_BUDGET: usize = 16 * 1024;
+
+/// The workflows' plan, when the repository has any: a table in at most
+/// [`WORKFLOW_TABLE_BUDGET`] bytes (whole rows), then a note counting the rest.
+fn workflow_table(workflows: &[WorkflowPlanEntry], out: &mut String) {
+    if workflows.is_empty() {
+        return;
+    }
+    let mut table =
+        String::from("\n| Workflow | File | Plan | Stages | Hash |\n|---|---|---|---|---|\n");
+    for (shown, entry) in workflows.iter().enumerate() {
+        let hash = entry
+            .content_hash
+            .as_deref()
+            .map(|h| cell(&code(short(h, SHORT_DIGEST))))
+            .unwrap_or_else(|| "—".to_owned());
+        let row = format!(
+            "| {} | {} | {} | {} | {} |\n",
+            text(&entry.name),
+            cell(&code(&entry.path)),
+            entry.status.as_str(),
+            entry.stages,
+            hash,
+        );
+        if table.len() + row.len() > WORKFLOW_TABLE_BUDGET {
+            let _ = writeln!(
+                table,
+                "\n… {} more workflows not shown.",
+                workflows.len() - shown
+            );
+            break;
+        }
+        table.push_str(&row);
+    }
+    out.push_str(&table);
 }
 
 /// `skill-version-changed, **credential-removed** (critical)`, or `—`; a
@@ -602,6 +645,7 @@ mod tests {
             skipped: None,
             plan,
             uncovered: Vec::new(),
+            workflows: Vec::new(),
             diagnostics,
             counts: ReportCounts::default(),
         }

@@ -73,6 +73,8 @@ pub(crate) struct Packaging {
 pub(crate) struct Prepared {
     agents: Vec<(AgentManifest, Option<PreparedAgent>)>,
     diagnostics: Vec<Diagnostic>,
+    /// The repository's workflows, each with whether it has errors.
+    pub workflows: Vec<crate::workflows::FoundWorkflow>,
 }
 
 impl Prepared {
@@ -95,6 +97,14 @@ impl Prepared {
 pub(crate) fn validate_and_prepare(tree: &dyn PayloadTree, options: &ValidateOptions) -> Prepared {
     let validation = validate_repository(tree, options);
     let failing = validation.agents_with_errors();
+    let workflows = validation
+        .workflows
+        .iter()
+        .map(|workflow| crate::workflows::FoundWorkflow {
+            failed: validation.workflow_has_errors(&workflow.path),
+            workflow: workflow.clone(),
+        })
+        .collect();
     let mut diagnostics = validation.diagnostics;
     // Slicing and hashing are CPU- and read-bound per agent: spread over the cores.
     let work: Vec<(&AgentManifest, bool)> = validation
@@ -118,6 +128,7 @@ pub(crate) fn validate_and_prepare(tree: &dyn PayloadTree, options: &ValidateOpt
     Prepared {
         agents,
         diagnostics,
+        workflows,
     }
 }
 

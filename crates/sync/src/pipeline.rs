@@ -25,6 +25,7 @@ use crate::package_step::{
 use crate::plan::{Plan, PlanContext, PlanStatus, plan};
 use crate::report::{Mode, Report, ReportCounts};
 use crate::scope::Scope;
+use crate::workflows::{WorkflowContext, apply_workflows, plan_workflows};
 
 /// The stores a sync reads and writes.
 #[derive(Debug, Clone)]
@@ -70,6 +71,7 @@ pub async fn sync(
     let applying = request.mode.applies();
     let scope = Scope::read(&request.mode, &request.repository, stores.state.as_ref()).await?;
     let mut prepared = validate_and_prepare(tree, &request.validate);
+    let found_workflows = std::mem::take(&mut prepared.workflows);
     check_env_specs(&mut prepared, tree, stores.state.as_ref(), request, &scope).await?;
     let stored = stored_outputs(stores.blobs.as_ref(), &prepared).await;
     let packaging = package(prepared, stored, tree, applying, progress)?;
@@ -106,8 +108,28 @@ pub async fn sync(
             .iter()
             .map(|c| c.manifest.manifest.as_str()),
     );
+    let registered_workflows = stores
+        .state
+        .workflows()
+        .list_workflows(&request.repository)
+        .await?;
+    let workflow_plan = plan_workflows(
+        &found_workflows,
+        &registered_workflows,
+        WorkflowContext {
+            repository: &request.repository,
+            commit: &request.commit,
+            now: request.now,
+        },
+    )?;
+    report.workflows = workflow_plan.entries;
     if applying {
         apply(request, stores, tree, &packaging, planned, &mut report).await?;
+        // Agents first: a workflow names agents (see `crate::workflows`).
+        if report.applied && report.skipped.is_none() {
+            report.counts.state_writes +=
+                apply_workflows(stores.state.as_ref(), &workflow_plan.writes).await?;
+        }
     }
     report.recount();
     Ok(report)
@@ -128,6 +150,7 @@ fn new_report(
         skipped: None,
         plan: planned.entries.clone(),
         uncovered: Vec::new(),
+        workflows: Vec::new(),
         diagnostics,
         counts: ReportCounts::default(),
     }

@@ -7,6 +7,7 @@ use astrolift_manifest::{Counts, Diagnostic};
 use serde::Serialize;
 
 use crate::plan::{PlanEntry, PlanStatus};
+use crate::workflows::WorkflowPlanEntry;
 
 /// Check only, or register.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -83,6 +84,9 @@ pub struct Report {
     /// `register-repo` command that would cover each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub uncovered: Vec<Uncovered>,
+    /// The workflows' plan (absent from JSON when the repository has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workflows: Vec<WorkflowPlanEntry>,
     pub diagnostics: Vec<Diagnostic>,
     pub counts: ReportCounts,
 }

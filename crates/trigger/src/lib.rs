@@ -32,6 +32,9 @@
 //! - [`outbox`]: the durable, bounded local outbox used when no dispatch
 //!   queue is configured, drained to SQS when one is.
 //! - [`env`]: `render_runtime_env`, seed 000's runtime environment table.
+//! - [`workflow`]: workflow runs: start a run, fold each stage's terminal
+//!   report into it with conditional writes (exactly once), and dispatch the
+//!   stages whose needs are done with their payloads evaluated in the sandbox.
 //! - [`service`]: [`TriggerService`], stored bindings to HTTP-shaped answers:
 //!   `handle` for `POST /triggers/{trigger_id}` (every status of docs/reference.md
 //!   §10, duplicates, inactive agents) and `fan_out_github` for GitHub events
@@ -92,6 +95,7 @@ pub mod secrets;
 pub mod service;
 pub mod trust;
 pub mod verify;
+pub mod workflow;
 
 pub use error::{RETRY_AFTER_SECONDS, Stage, TriggerError};
 pub use evaluate::{CompiledBinding, Outcome, evaluate, evaluate_verified};

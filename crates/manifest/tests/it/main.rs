@@ -8,6 +8,7 @@ mod props;
 mod rules;
 mod scale;
 mod support;
+mod workflows;
 
 mod h5_config;
 mod h5_drift;

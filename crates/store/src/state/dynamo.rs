@@ -29,6 +29,8 @@ use crate::{BoxFuture, StoreError, StoreResult};
 
 type Item = HashMap<String, AttributeValue>;
 
+mod workflows;
+
 /// The DynamoDB state store.
 #[derive(Debug)]
 pub struct DynamoStateStore {
@@ -1316,5 +1318,9 @@ impl StateStore for DynamoStateStore {
 
     fn location(&self) -> String {
         format!("dynamodb:{}", self.table)
+    }
+
+    fn workflows(&self) -> &dyn super::workflows::WorkflowStore {
+        self
     }
 }

@@ -5,6 +5,7 @@ mod dynamo;
 mod model;
 mod sqlite;
 mod table;
+pub mod workflows;
 
 use std::fmt;
 use std::sync::Arc;
@@ -19,6 +20,10 @@ pub use dynamo::DynamoStateStore;
 pub use model::*;
 pub use sqlite::SqliteStateStore;
 pub use table::{AttributeShape, IndexShape, KeyShape, TableShape, table_definition};
+pub use workflows::{
+    RunStatus, StageResult, StageState, StageStatus, WorkflowRecord, WorkflowRun, WorkflowStatus,
+    WorkflowStore,
+};
 
 use crate::{BoxFuture, StoreError, StoreResult};
 
@@ -230,6 +235,9 @@ pub trait StateStore: Send + Sync + fmt::Debug {
     fn stats(&self) -> StateStats;
     /// The store's location as a URL (`sqlite:PATH`, `dynamodb:TABLE`).
     fn location(&self) -> String;
+
+    /// Workflows, runs and stage results ([`workflows`]).
+    fn workflows(&self) -> &dyn WorkflowStore;
 
     /// Explicit teardown: marks the agent `torn_down` (conditional on its current version),
     /// deletes its trigger bindings and appends a `torn_down` audit event. The agent record

@@ -18,6 +18,8 @@ use super::model::*;
 use super::{StateCounters, StateStats, StateStore};
 use crate::{BoxFuture, StoreError, StoreResult};
 
+mod workflows;
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS repository_registrations (
     repository TEXT NOT NULL, manifest_path TEXT NOT NULL, body TEXT NOT NULL,
@@ -228,6 +230,9 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
         .pragma_update(None, "synchronous", "NORMAL")
         .map_err(sql_error)?;
     connection.execute_batch(SCHEMA).map_err(sql_error)?;
+    connection
+        .execute_batch(workflows::SCHEMA)
+        .map_err(sql_error)?;
     migrate(&connection)?;
     migrate_registrations(&connection)?;
     Ok(connection)
@@ -812,5 +817,9 @@ impl StateStore for SqliteStateStore {
 
     fn location(&self) -> String {
         format!("sqlite:{}", self.path.display())
+    }
+
+    fn workflows(&self) -> &dyn super::workflows::WorkflowStore {
+        self
     }
 }

@@ -14,3 +14,4 @@ mod state_contract;
 mod support;
 mod template_shape;
 mod timing;
+mod workflow_contract;

@@ -939,7 +939,7 @@ pub async fn repository_bindings_are_read_by_key(subject: Subject) {
     );
 }
 
-async fn sqlite_subject() -> Subject {
+pub(crate) async fn sqlite_subject() -> Subject {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStateStore::open(dir.path().join("nested/state.db"))
         .await
@@ -964,7 +964,7 @@ pub async fn dynamo_store(test: &str) -> Option<DynamoStateStore> {
     Some(store)
 }
 
-async fn dynamo_subject(test: &str) -> Option<Subject> {
+pub(crate) async fn dynamo_subject(test: &str) -> Option<Subject> {
     Some(Subject {
         store: Arc::new(dynamo_store(test).await?),
         _dir: None,

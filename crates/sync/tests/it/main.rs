@@ -10,3 +10,4 @@ mod harness;
 mod reuse;
 mod scenarios;
 mod tenancy;
+mod workflows;

@@ -14,6 +14,7 @@ mod service;
 mod support;
 mod tenancy;
 mod verify;
+mod workflow;
 
 /// The jq worker entry of this test binary: the sandbox's pool starts this
 /// binary again with `ASTROLIFT_JQ_WORKER` set and `--exact jq_worker` (see

@@ -1,0 +1,174 @@
+//! Workflows, runs and stage results on DynamoDB, in the one table:
+//! - a workflow: `pk = REPO#<repository>`, `sk = WORKFLOW#<name>` (next to the
+//!   repository's agents, read with one keyed query);
+//! - a run: `pk = WFRUN#<id>`, `sk = RUN`;
+//! - a stage's report: `pk = WFRUN#<id>`, `sk = RESULT#<stage>`.
+//!
+//! Every write is one conditional `PutItem` (on `version`, or on the item not
+//! existing), so a lost race is a `Conflict` and writes nothing.
+
+use super::{DynamoStateStore, Item, key, n, record_item, repo_pk};
+use crate::aws::map_sdk_error;
+use crate::state::workflows::{StageResult, WorkflowRecord, WorkflowRun, WorkflowStore};
+use crate::{BoxFuture, StoreError, StoreResult};
+
+const WORKFLOW_PREFIX: &str = "WORKFLOW#";
+const RUN_SK: &str = "RUN";
+const RESULT_PREFIX: &str = "RESULT#";
+
+fn workflow_sk(name: &str) -> String {
+    format!("{WORKFLOW_PREFIX}{name}")
+}
+fn run_pk(id: &str) -> String {
+    format!("WFRUN#{id}")
+}
+fn result_sk(stage: &str) -> String {
+    format!("{RESULT_PREFIX}{stage}")
+}
+
+/// What a conditional put requires of the stored item.
+enum Expect {
+    Absent,
+    Version(u64),
+}
+
+impl DynamoStateStore {
+    /// One conditional put; `Ok(false)` when the condition failed.
+    async fn put_expecting(&self, item: Item, expect: Expect) -> StoreResult<bool> {
+        let request = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .expression_attribute_names("#pk", super::PK);
+        let request = match expect {
+            Expect::Absent => request.condition_expression("attribute_not_exists(#pk)"),
+            Expect::Version(version) => request
+                .condition_expression("attribute_exists(#pk) AND #v = :v")
+                .expression_attribute_names("#v", "version")
+                .expression_attribute_values(":v", n(version)),
+        };
+        match request.send().await {
+            Ok(_) => {
+                self.counters.wrote(1);
+                Ok(true)
+            }
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(err) => Err(map_sdk_error("PutItem", err)),
+        }
+    }
+}
+
+fn expect(version: Option<u64>) -> Expect {
+    version.map_or(Expect::Absent, Expect::Version)
+}
+
+impl WorkflowStore for DynamoStateStore {
+    fn list_workflows<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<WorkflowRecord>>> {
+        Box::pin(async move {
+            self.query_partition(&repo_pk(repository), Some(WORKFLOW_PREFIX))
+                .await
+        })
+    }
+
+    fn get_workflow<'a>(
+        &'a self,
+        repository: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<WorkflowRecord>>> {
+        Box::pin(self.get(key(repo_pk(repository), workflow_sk(name))))
+    }
+
+    fn put_workflow<'a>(
+        &'a self,
+        record: &'a WorkflowRecord,
+        expected_version: Option<u64>,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let keys = key(repo_pk(&record.repository), workflow_sk(&record.name));
+            let item = record_item(record, keys)?;
+            if self.put_expecting(item, expect(expected_version)).await? {
+                return Ok(());
+            }
+            Err(StoreError::Conflict(format!(
+                "workflow {}:{} is not at version {expected_version:?}",
+                record.repository, record.name
+            )))
+        })
+    }
+
+    fn create_workflow_run<'a>(&'a self, run: &'a WorkflowRun) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let item = record_item(run, key(run_pk(&run.id), RUN_SK))?;
+            if self.put_expecting(item, Expect::Absent).await? {
+                return Ok(());
+            }
+            Err(StoreError::Conflict("workflow run id exists".into()))
+        })
+    }
+
+    fn get_workflow_run<'a>(
+        &'a self,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<WorkflowRun>>> {
+        Box::pin(self.get(key(run_pk(run_id), RUN_SK)))
+    }
+
+    fn update_workflow_run<'a>(
+        &'a self,
+        run: &'a WorkflowRun,
+        expected_version: u64,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let item = record_item(run, key(run_pk(&run.id), RUN_SK))?;
+            if self
+                .put_expecting(item, Expect::Version(expected_version))
+                .await?
+            {
+                return Ok(());
+            }
+            Err(StoreError::Conflict(format!(
+                "workflow run {} is not at version {expected_version}",
+                run.id
+            )))
+        })
+    }
+
+    fn put_stage_result<'a>(
+        &'a self,
+        result: &'a StageResult,
+    ) -> BoxFuture<'a, StoreResult<StageResult>> {
+        Box::pin(async move {
+            let keys = key(run_pk(&result.run_id), result_sk(&result.stage));
+            let item = record_item(result, keys.clone())?;
+            if self.put_expecting(item, Expect::Absent).await? {
+                return Ok(result.clone());
+            }
+            self.get(keys).await?.ok_or_else(|| {
+                StoreError::Unavailable(format!(
+                    "the report of stage {} of run {} was neither written nor readable",
+                    result.stage, result.run_id
+                ))
+            })
+        })
+    }
+
+    fn list_stage_results<'a>(
+        &'a self,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<StageResult>>> {
+        Box::pin(async move {
+            self.query_partition(&run_pk(run_id), Some(RESULT_PREFIX))
+                .await
+        })
+    }
+}

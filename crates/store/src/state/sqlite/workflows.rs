@@ -1,0 +1,237 @@
+//! Workflows, runs and stage results on SQLite: one table each, keyed like
+//! the DynamoDB items, conditions checked inside one `IMMEDIATE` transaction.
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use super::{SqliteStateStore, from_json, integer, query_bodies, query_body, sql_error, to_json};
+use crate::state::workflows::{StageResult, WorkflowRecord, WorkflowRun, WorkflowStore};
+use crate::{BoxFuture, StoreError, StoreResult};
+
+/// Created with the rest of the schema when a file is opened.
+pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS workflows (
+    repository TEXT NOT NULL, name TEXT NOT NULL, version INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (repository, name));
+CREATE TABLE IF NOT EXISTS workflow_runs (id TEXT PRIMARY KEY, version INTEGER NOT NULL, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS workflow_stage_results (
+    run_id TEXT NOT NULL, stage TEXT NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (run_id, stage));
+";
+
+/// The stored version of the row `sql` selects, or `None`.
+fn stored_version(
+    connection: &Connection,
+    sql: &str,
+    key: impl rusqlite::Params,
+) -> StoreResult<Option<u64>> {
+    let version: Option<i64> = connection
+        .query_row(sql, key, |row| row.get(0))
+        .optional()
+        .map_err(sql_error)?;
+    // A negative stored version cannot be ours: it matches no expectation.
+    Ok(version.map(|v| u64::try_from(v).unwrap_or(u64::MAX)))
+}
+
+fn put_workflow_row(
+    connection: &mut Connection,
+    record: &WorkflowRecord,
+    expected: Option<u64>,
+) -> StoreResult<()> {
+    let tx = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql_error)?;
+    let stored = stored_version(
+        &tx,
+        "SELECT version FROM workflows WHERE repository = ?1 AND name = ?2",
+        params![record.repository, record.name],
+    )?;
+    if stored != expected {
+        return Err(StoreError::Conflict(format!(
+            "workflow {}:{} is at version {stored:?}, expected {expected:?}",
+            record.repository, record.name
+        )));
+    }
+    tx.execute(
+        "INSERT OR REPLACE INTO workflows (repository, name, version, body) VALUES (?1, ?2, ?3, ?4)",
+        params![record.repository, record.name, integer(record.version)?, to_json(record)?],
+    )
+    .map_err(sql_error)?;
+    tx.commit().map_err(sql_error)
+}
+
+fn update_run_row(
+    connection: &mut Connection,
+    run: &WorkflowRun,
+    expected: u64,
+) -> StoreResult<()> {
+    let tx = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql_error)?;
+    let stored = stored_version(
+        &tx,
+        "SELECT version FROM workflow_runs WHERE id = ?1",
+        params![run.id],
+    )?;
+    if stored != Some(expected) {
+        return Err(StoreError::Conflict(format!(
+            "workflow run {} is at version {stored:?}, expected {expected}",
+            run.id
+        )));
+    }
+    tx.execute(
+        "UPDATE workflow_runs SET version = ?2, body = ?3 WHERE id = ?1",
+        params![run.id, integer(run.version)?, to_json(run)?],
+    )
+    .map_err(sql_error)?;
+    tx.commit().map_err(sql_error)
+}
+
+/// Inserts the report unless the stage has one; returns the stored report.
+fn put_result_row(
+    connection: &mut Connection,
+    result: &StageResult,
+) -> StoreResult<(StageResult, u64)> {
+    let tx = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql_error)?;
+    let inserted = tx
+        .execute(
+            "INSERT INTO workflow_stage_results (run_id, stage, body) VALUES (?1, ?2, ?3)
+             ON CONFLICT DO NOTHING",
+            params![result.run_id, result.stage, to_json(result)?],
+        )
+        .map_err(sql_error)?;
+    let body: String = tx
+        .query_row(
+            "SELECT body FROM workflow_stage_results WHERE run_id = ?1 AND stage = ?2",
+            params![result.run_id, result.stage],
+            |row| row.get(0),
+        )
+        .map_err(sql_error)?;
+    tx.commit().map_err(sql_error)?;
+    Ok((from_json(&body)?, inserted as u64))
+}
+
+impl WorkflowStore for SqliteStateStore {
+    fn list_workflows<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<WorkflowRecord>>> {
+        let repository = repository.to_owned();
+        Box::pin(self.read(move |c| {
+            query_bodies(
+                c,
+                "SELECT body FROM workflows WHERE repository = ?1 ORDER BY name",
+                params![repository],
+            )
+        }))
+    }
+
+    fn get_workflow<'a>(
+        &'a self,
+        repository: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<WorkflowRecord>>> {
+        let (repository, name) = (repository.to_owned(), name.to_owned());
+        Box::pin(self.read(move |c| {
+            query_body(
+                c,
+                "SELECT body FROM workflows WHERE repository = ?1 AND name = ?2",
+                params![repository, name],
+            )
+        }))
+    }
+
+    fn put_workflow<'a>(
+        &'a self,
+        record: &'a WorkflowRecord,
+        expected_version: Option<u64>,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        let record = record.clone();
+        Box::pin(async move {
+            self.with_connection(move |c| put_workflow_row(c, &record, expected_version))
+                .await?;
+            self.counters.wrote(1);
+            Ok(())
+        })
+    }
+
+    fn create_workflow_run<'a>(&'a self, run: &'a WorkflowRun) -> BoxFuture<'a, StoreResult<()>> {
+        let run = run.clone();
+        Box::pin(async move {
+            let body = to_json(&run)?;
+            let version = integer(run.version)?;
+            let inserted = self
+                .with_connection(move |c| {
+                    c.execute(
+                        "INSERT INTO workflow_runs (id, version, body) VALUES (?1, ?2, ?3)
+                         ON CONFLICT DO NOTHING",
+                        params![run.id, version, body],
+                    )
+                    .map_err(sql_error)
+                })
+                .await?;
+            if inserted == 0 {
+                return Err(StoreError::Conflict("workflow run id exists".into()));
+            }
+            self.counters.wrote(1);
+            Ok(())
+        })
+    }
+
+    fn get_workflow_run<'a>(
+        &'a self,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<WorkflowRun>>> {
+        let run_id = run_id.to_owned();
+        Box::pin(self.read(move |c| {
+            query_body(
+                c,
+                "SELECT body FROM workflow_runs WHERE id = ?1",
+                params![run_id],
+            )
+        }))
+    }
+
+    fn update_workflow_run<'a>(
+        &'a self,
+        run: &'a WorkflowRun,
+        expected_version: u64,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        let run = run.clone();
+        Box::pin(async move {
+            self.with_connection(move |c| update_run_row(c, &run, expected_version))
+                .await?;
+            self.counters.wrote(1);
+            Ok(())
+        })
+    }
+
+    fn put_stage_result<'a>(
+        &'a self,
+        result: &'a StageResult,
+    ) -> BoxFuture<'a, StoreResult<StageResult>> {
+        let result = result.clone();
+        Box::pin(async move {
+            let (stored, written) = self
+                .with_connection(move |c| put_result_row(c, &result))
+                .await?;
+            self.counters.wrote(written);
+            Ok(stored)
+        })
+    }
+
+    fn list_stage_results<'a>(
+        &'a self,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<StageResult>>> {
+        let run_id = run_id.to_owned();
+        Box::pin(self.read(move |c| {
+            query_bodies(
+                c,
+                "SELECT body FROM workflow_stage_results WHERE run_id = ?1 ORDER BY stage",
+                params![run_id],
+            )
+        }))
+    }
+}

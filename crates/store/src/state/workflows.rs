@@ -1,0 +1,224 @@
+//! Workflows and workflow runs (docs/reference.md, "Workflows"): registered
+//! definitions per repository, runs, and each stage's terminal report.
+//!
+//! Kept apart from the agent change sets: a workflow is registered by its own
+//! conditional write after the agents of its sync (it names agents, never the
+//! other way round), and a run advances by conditional updates of one record.
+//!
+//! # Exactly-once advancement
+//! A stage's terminal report is stored put-if-absent ([`WorkflowStore::put_stage_result`]
+//! returns whichever report was stored first), and the run record carries a
+//! `version` that every update must match ([`WorkflowStore::update_workflow_run`]).
+//! Two concurrent reports of one stage therefore agree on one result, and only
+//! one of them moves the run; the other re-reads it, finds the stage done and
+//! changes nothing.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::model::UnixSeconds;
+use crate::{BoxFuture, StoreResult};
+
+/// A registered workflow: the newest definition of `name` in `repository`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkflowRecord {
+    pub repository: String,
+    /// The workflow's `name`, unique in the repository.
+    pub name: String,
+    /// Repo-relative path of its file.
+    pub path: String,
+    pub status: WorkflowStatus,
+    /// `sha256:<hex>` of `definition`.
+    pub content_hash: String,
+    /// The validated workflow as canonical JSON (the manifest crate's
+    /// `workflow::Workflow`): what a run executes.
+    pub definition: String,
+    /// The commit it was registered from.
+    pub commit: String,
+    pub updated_at: UnixSeconds,
+    /// Optimistic lock: 1 for the first write, +1 for each later one.
+    pub version: u64,
+}
+
+/// Whether a registered workflow can be started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkflowStatus {
+    /// Its file is in the repository.
+    Active,
+    /// Its file is gone: kept, not startable.
+    Orphaned,
+}
+
+impl WorkflowStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkflowStatus::Active => "active",
+            WorkflowStatus::Orphaned => "orphaned",
+        }
+    }
+}
+
+/// One run of a workflow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkflowRun {
+    /// Random, minted when the run starts.
+    pub id: String,
+    pub repository: String,
+    /// The workflow's name.
+    pub workflow: String,
+    /// The definition the run executes (fixed at start, whatever later syncs do).
+    pub content_hash: String,
+    pub definition: String,
+    /// The run's input as JSON text (`null` for none).
+    pub input: String,
+    pub status: RunStatus,
+    /// Every stage of the definition, by name.
+    pub stages: BTreeMap<String, StageState>,
+    pub created_at: UnixSeconds,
+    pub updated_at: UnixSeconds,
+    /// Optimistic lock: 1 when created, +1 for each update.
+    pub version: u64,
+}
+
+/// A run's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Running,
+    Succeeded,
+    /// A stage failed or was cancelled; nothing after it is dispatched.
+    Failed,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Succeeded => "succeeded",
+            RunStatus::Failed => "failed",
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        self != RunStatus::Running
+    }
+}
+
+/// Where one stage of a run is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageState {
+    pub status: StageStatus,
+    /// The dispatch that runs it, once dispatched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatch_id: Option<String>,
+    /// Why it failed without running (its payload did not evaluate, or its
+    /// agent could not be dispatched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A stage's status in a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageStatus {
+    /// Its needs are not all done yet.
+    Waiting,
+    /// Its dispatch is recorded; no terminal report yet.
+    Dispatched,
+    Succeeded,
+    Failed,
+    Cancelled,
+    /// Never dispatched because the run failed first.
+    Skipped,
+}
+
+impl StageStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StageStatus::Waiting => "waiting",
+            StageStatus::Dispatched => "dispatched",
+            StageStatus::Succeeded => "succeeded",
+            StageStatus::Failed => "failed",
+            StageStatus::Cancelled => "cancelled",
+            StageStatus::Skipped => "skipped",
+        }
+    }
+
+    /// Succeeded, failed, cancelled or skipped.
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, StageStatus::Waiting | StageStatus::Dispatched)
+    }
+}
+
+/// A stage's terminal report, stored once per (run, stage).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageResult {
+    pub run_id: String,
+    pub stage: String,
+    /// `Succeeded`, `Failed` or `Cancelled`.
+    pub status: StageStatus,
+    /// The callback's `result` as JSON text (at most 256 KiB, checked by the
+    /// callback route); `None` when it sent none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    pub reported_at: UnixSeconds,
+}
+
+/// Workflow state. Every [`super::StateStore`] offers it through
+/// [`super::StateStore::workflows`].
+///
+/// Contract (the contract suite runs it on SQLite and DynamoDB):
+/// - `put_workflow` and `update_workflow_run` are conditional on the stored
+///   `version` (`None`: must not exist) and fail with `Conflict` otherwise;
+/// - `create_workflow_run` fails with `Conflict` when the id exists;
+/// - `put_stage_result` stores the first report of a stage and returns the
+///   stored one, whatever later reports say;
+/// - reads see the last write.
+pub trait WorkflowStore: Send + Sync {
+    /// The workflows of a repository (every status), ordered by name.
+    fn list_workflows<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<WorkflowRecord>>>;
+    /// One workflow.
+    fn get_workflow<'a>(
+        &'a self,
+        repository: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<WorkflowRecord>>>;
+    /// Creates (`expected_version: None`) or replaces a workflow whose stored
+    /// version is `expected_version`; `record.version` is the new version.
+    fn put_workflow<'a>(
+        &'a self,
+        record: &'a WorkflowRecord,
+        expected_version: Option<u64>,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// Stores a new run; `Conflict` if its id exists.
+    fn create_workflow_run<'a>(&'a self, run: &'a WorkflowRun) -> BoxFuture<'a, StoreResult<()>>;
+    /// A run by id.
+    fn get_workflow_run<'a>(
+        &'a self,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<WorkflowRun>>>;
+    /// Replaces a run whose stored version is `expected_version`;
+    /// `run.version` must be `expected_version + 1`.
+    fn update_workflow_run<'a>(
+        &'a self,
+        run: &'a WorkflowRun,
+        expected_version: u64,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// Stores a stage's terminal report unless one is stored; returns the stored one.
+    fn put_stage_result<'a>(
+        &'a self,
+        result: &'a StageResult,
+    ) -> BoxFuture<'a, StoreResult<StageResult>>;
+    /// Every stored stage report of a run, ordered by stage name.
+    fn list_stage_results<'a>(
+        &'a self,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<StageResult>>>;
+}
