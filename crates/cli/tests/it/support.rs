@@ -120,6 +120,7 @@ pub fn sample_diagnostics() -> Vec<Diagnostic> {
             path: manifest.into(),
             span: span(2, 8, 2, 20),
             help: Some("try `emr-triage`".into()),
+            fix: None,
         },
         Diagnostic {
             severity: Severity::Error,
@@ -128,6 +129,7 @@ pub fn sample_diagnostics() -> Vec<Diagnostic> {
             path: manifest.into(),
             span: span(6, 11, 6, 21),
             help: None,
+            fix: None,
         },
         Diagnostic {
             severity: Severity::Warning,
@@ -136,6 +138,7 @@ pub fn sample_diagnostics() -> Vec<Diagnostic> {
             path: manifest.into(),
             span: span(9, 11, 11, 2),
             help: Some("paths are relative to the manifest directory: a, b".into()),
+            fix: None,
         },
         Diagnostic {
             severity: Severity::Notice,
@@ -144,6 +147,7 @@ pub fn sample_diagnostics() -> Vec<Diagnostic> {
             path: "agents/triage/brief/README.md".into(),
             span: Span::FILE,
             help: None,
+            fix: None,
         },
     ]
 }
