@@ -1,11 +1,14 @@
 //! `astrolift validate --fix [--dry-run]` on every fixture of
 //! `crates/manifest/tests/fixes/` (copied to a temporary directory): the dry
 //! run prints the expected diff (snapshot) and writes nothing; the fix
-//! leaves no finding of the fixture's rule; a second run changes nothing.
+//! leaves no finding of the fixture's rule; a second run changes nothing;
+//! the SARIF log carries the fixes and stays valid.
 
 use std::path::Path;
 
-use crate::support::{Run, astrolift, json};
+use crate::sarif_github::assert_github_accepts;
+use crate::sarif_schema::assert_valid_sarif;
+use crate::support::{Run, astrolift, copy_tree, json};
 
 fn fixes_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifest/tests/fixes")
@@ -22,19 +25,6 @@ fn case(dir: &Path) -> (Option<String>, Vec<String>) {
     };
     let rule = field("Rule:").into_iter().next().filter(|r| r != "none");
     (rule, field("Config:"))
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("fixture readable") {
-        let entry = entry.expect("fixture entry");
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
 }
 
 /// Every file under `dir` with its bytes, sorted.
@@ -97,6 +87,18 @@ fn every_fixture() {
         let expected_code = if rule.is_some() { 1 } else { 0 };
         assert_eq!(dry.code, expected_code, "{name}: {}", dry.stderr);
         insta::assert_snapshot!(format!("dry_run@{name}"), dry.stdout);
+
+        // The fixes travel in SARIF too, and GitHub's rules still hold.
+        let sarif = json(&validate(&dir, &configs, &["--format", "sarif"]).stdout);
+        assert_valid_sarif(&sarif);
+        assert_github_accepts(&sarif);
+        let with_fixes = sarif["runs"][0]["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r.get("fixes").is_some())
+            .count();
+        assert_eq!(with_fixes > 0, rule.is_some(), "{name}: fixes in SARIF");
 
         let fixed = validate(&dir, &configs, &["--fix", "--format", "json"]);
         let report = json(&fixed.stdout);

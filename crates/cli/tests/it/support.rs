@@ -183,3 +183,17 @@ pub fn read_serve_url(stdout: &mut impl std::io::BufRead) -> (String, String) {
     assert!(url.starts_with("http://127.0.0.1:"), "{line}");
     (line, url)
 }
+
+/// Copies the directory `from` (recursively) to `to`, created if absent.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("fixture is readable") {
+        let entry = entry.expect("fixture entry");
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
