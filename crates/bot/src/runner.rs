@@ -215,6 +215,7 @@ impl SyncRunner {
             RenderContext {
                 check_only,
                 trigger_paths,
+                docs_url: crate::config::docs_url(),
             },
         ))
     }

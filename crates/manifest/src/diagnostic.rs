@@ -174,6 +174,32 @@ impl Diagnostic {
     }
 }
 
+/// Where `docs/diagnostics.md` is published (the project's default branch):
+/// every renderer links a code to its section there, unless the operator
+/// configures another copy (`ASTROLIFT_DOCS_URL`).
+pub const DIAGNOSTICS_URL: &str =
+    "https://github.com/astrolift/forge-bot/blob/main/docs/diagnostics.md";
+
+/// GitHub's anchor for a heading's text: lower-cased, every character that
+/// is not a letter, digit, space, `-` or `_` dropped, spaces turned into
+/// `-`. So the section of `toml/syntax` is `#tomlsyntax`. Hand-written
+/// because it is one line of string filtering, not worth a Markdown
+/// dependency.
+pub fn heading_anchor(heading_text: &str) -> String {
+    heading_text
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .flat_map(char::to_lowercase)
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The URL of `code`'s section in the diagnostics catalogue published at
+/// `base` (a URL of `docs/diagnostics.md`, such as [`DIAGNOSTICS_URL`]).
+pub fn doc_url(base: &str, code: &str) -> String {
+    format!("{base}#{}", heading_anchor(code))
+}
+
 /// Sorts diagnostics the way every renderer shows them: by path, position, then code.
 pub fn sort(diagnostics: &mut [Diagnostic]) {
     diagnostics.sort_by(|a, b| {
