@@ -56,6 +56,13 @@ fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
+/// `ASTROLIFT_DOCS_URL`: where the operator publishes `docs/diagnostics.md`
+/// (a URL of the file; each code links to `#<anchor>` in it), for check runs
+/// that link to a copy other than the project's default branch.
+pub fn docs_url() -> Option<String> {
+    var("ASTROLIFT_DOCS_URL")
+}
+
 impl Environment {
     pub fn new() -> Self {
         Self::default()

@@ -219,6 +219,7 @@ impl SyncRunner {
             RenderContext {
                 check_only,
                 trigger_paths,
+                docs_url: crate::config::docs_url(),
             },
         ))
     }

@@ -782,11 +782,14 @@ fn environment<'i>(file: &mut TomlFile<'i>, env: &DeTable<'i>) -> Map<String, Va
             continue;
         }
         if RESERVED_ENV.contains(&name) {
+            let entry = key.span().start..item.span().end;
+            let fix = file.remove_lines_fix(entry, format!("remove `{name}` from [environment]"));
             file.report(
                 &RESERVED_ENV_VAR,
                 key.span(),
                 format!("`{name}` is set by the dispatcher; this value is ignored"),
-            );
+            )
+            .fix = fix;
             continue;
         }
         match item.get_ref() {

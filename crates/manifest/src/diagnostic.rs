@@ -4,6 +4,11 @@
 //! repo-relative POSIX path and a 1-based span. Codes are declared as
 //! constants next to the rule that emits them and listed in [`crate::catalogue`],
 //! which `docs/diagnostics.md` mirrors (a test keeps the two in step).
+//!
+//! A diagnostic may carry a [`Fix`]: edits that resolve it, offered only
+//! where the right change is certain (one close key, one slug, one line to
+//! remove or add), never for a plaintext secret and never where two changes
+//! are plausible. [`crate::fix`] applies them.
 
 use std::fmt;
 
@@ -54,6 +59,16 @@ impl Span {
         end_line: 1,
         end_column: 1,
     };
+
+    /// (line, column) of the first character.
+    pub fn start(&self) -> (u32, u32) {
+        (self.line, self.column)
+    }
+
+    /// (line, column) one past the last character.
+    pub fn end(&self) -> (u32, u32) {
+        (self.end_line, self.end_column)
+    }
 }
 
 /// A stable diagnostic identifier with its default severity and a one-line summary.
@@ -86,6 +101,38 @@ pub struct Diagnostic {
     pub span: Span,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub help: Option<String>,
+    /// A machine-applicable change that resolves this finding, when it is certain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<Fix>,
+}
+
+/// A machine-applicable change: a one-line description and the edits that
+/// make it. Applied whole or not at all.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Fix {
+    pub description: String,
+    pub edits: Vec<Edit>,
+}
+
+/// Replace the text of `span` in `path` by `replacement`. The span follows
+/// [`Span`]'s conventions (1-based, columns in characters, `end_column`
+/// exclusive); an empty span inserts.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Edit {
+    pub path: String,
+    #[serde(flatten)]
+    pub span: Span,
+    pub replacement: String,
+}
+
+impl Fix {
+    /// A fix made of one edit.
+    pub fn one(description: impl Into<String>, edit: Edit) -> Self {
+        Self {
+            description: description.into(),
+            edits: vec![edit],
+        }
+    }
 }
 
 impl Diagnostic {
@@ -103,11 +150,17 @@ impl Diagnostic {
             path: path.into(),
             span,
             help: None,
+            fix: None,
         }
     }
 
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
+        self
+    }
+
+    pub fn with_fix(mut self, fix: Fix) -> Self {
+        self.fix = Some(fix);
         self
     }
 
@@ -119,6 +172,32 @@ impl Diagnostic {
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
+}
+
+/// Where `docs/diagnostics.md` is published (the project's default branch):
+/// every renderer links a code to its section there, unless the operator
+/// configures another copy (`ASTROLIFT_DOCS_URL`).
+pub const DIAGNOSTICS_URL: &str =
+    "https://github.com/astrolift/forge-bot/blob/main/docs/diagnostics.md";
+
+/// GitHub's anchor for a heading's text: lower-cased, every character that
+/// is not a letter, digit, space, `-` or `_` dropped, spaces turned into
+/// `-`. So the section of `toml/syntax` is `#tomlsyntax`. Hand-written
+/// because it is one line of string filtering, not worth a Markdown
+/// dependency.
+pub fn heading_anchor(heading_text: &str) -> String {
+    heading_text
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .flat_map(char::to_lowercase)
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The URL of `code`'s section in the diagnostics catalogue published at
+/// `base` (a URL of `docs/diagnostics.md`, such as [`DIAGNOSTICS_URL`]).
+pub fn doc_url(base: &str, code: &str) -> String {
+    format!("{base}#{}", heading_anchor(code))
 }
 
 /// Sorts diagnostics the way every renderer shows them: by path, position, then code.

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use globset::GlobSet;
 use toml::de::DeTable;
 
-use crate::diagnostic::{Code, Diagnostic, Severity, Span};
+use crate::diagnostic::{Code, Diagnostic, Fix, Severity, Span};
 use crate::paths::{self, SLUG_RULE};
 use crate::toml_walk::TomlFile;
 
@@ -159,7 +159,12 @@ fn check_schema<'i>(file: &mut TomlFile<'i>, table: &DeTable<'i>) {
                 Some(format!("write `schema = \"{SCHEMA_V1}\"`"));
         }
         None if table.get("schema").is_none() => {
+            let line = format!("schema = \"{SCHEMA_V1}\"{}", file.index.newline());
+            let fix = Fix::one("add the `schema` line", file.edit(0..0, line));
             file.missing(0..0, "schema", "astrolift.agents.toml");
+            if let Some(missing) = file.diagnostics.last_mut() {
+                missing.fix = Some(fix);
+            }
         }
         None => {}
     }

@@ -35,6 +35,7 @@ pub mod drift;
 pub mod env_spec;
 pub mod federation;
 pub mod files;
+pub mod fix;
 pub mod import_codes;
 pub mod jq;
 pub mod limits;
@@ -54,7 +55,7 @@ pub mod workflow;
 pub mod workspace;
 pub mod yaml;
 
-pub use diagnostic::{Code, Counts, Diagnostic, Severity, Span};
+pub use diagnostic::{Code, Counts, Diagnostic, Edit, Fix, Severity, Span};
 pub use limits::Limits;
 pub use native::RESERVED_ENV;
 pub use tree::{DirTree, EntryKind, FileEntry, MemTree, ReadError, SourceTree};

@@ -11,7 +11,7 @@ use std::ops::Range;
 use toml::de::{DeTable, DeValue};
 
 use crate::brief;
-use crate::diagnostic::{Code, Diagnostic, Severity, Span};
+use crate::diagnostic::{Code, Diagnostic, Fix, Severity, Span};
 use crate::discovery::DiscoveredAgent;
 use crate::files;
 use crate::limits::Limits;
@@ -293,13 +293,20 @@ impl<'i> ManifestReader<'_, 'i, '_> {
             return (String::new(), None);
         };
         if !paths::is_slug(name) {
-            self.file
-                .report(
-                    &INVALID_NAME,
-                    range.clone(),
-                    format!("agent name `{name}` is not a slug"),
+            let fix = paths::plain_slug(name).map(|slug| {
+                let description = format!("rename the agent to `{slug}`");
+                Fix::one(
+                    description,
+                    self.file.edit(range.clone(), format!("\"{slug}\"")),
                 )
-                .help = Some(SLUG_RULE.to_owned());
+            });
+            let diagnostic = self.file.report(
+                &INVALID_NAME,
+                range.clone(),
+                format!("agent name `{name}` is not a slug"),
+            );
+            diagnostic.help = Some(SLUG_RULE.to_owned());
+            diagnostic.fix = fix;
         }
         (name.to_owned(), Some(self.file.span(range)))
     }
@@ -320,26 +327,41 @@ impl<'i> ManifestReader<'_, 'i, '_> {
         let mut skills: Vec<SkillRef> = Vec::with_capacity(array.len());
         // A set, not a scan of `skills`: 100,000 references stay linear (issue 9).
         let mut seen: HashSet<SkillIdentity> = HashSet::with_capacity(array.len());
+        let mut previous_end: Option<usize> = None;
         for item in array.iter() {
+            let end = previous_end.replace(item.span().end);
             let Some(skill) = self.skill_ref(item.get_ref(), item.span(), package_root) else {
                 continue;
             };
             if !seen.insert(skill_identity(&skill)) {
-                self.file
-                    .report(
-                        &DUPLICATE_SKILL,
-                        item.span(),
-                        "this skill is already referenced; this reference is dropped",
-                    )
-                    .help = Some(
+                let fix = end.and_then(|end| self.remove_array_item(end, item.span()));
+                let diagnostic = self.file.report(
+                    &DUPLICATE_SKILL,
+                    item.span(),
+                    "this skill is already referenced; this reference is dropped",
+                );
+                diagnostic.help = Some(
                     "remove the repeated reference; the first one keeps its place in the order"
                         .to_owned(),
                 );
+                diagnostic.fix = fix;
                 continue;
             }
             skills.push(skill);
         }
         skills
+    }
+
+    /// Removes an array item that is not the first: from the end of the
+    /// item before it (`previous_end`) to its own end, so the separator goes
+    /// with it. Not when a comment stands between them (it would go too).
+    fn remove_array_item(&self, previous_end: usize, item: Range<usize>) -> Option<Fix> {
+        let between = self.file.index.text().get(previous_end..item.start)?;
+        if between.contains('#') || !between.contains(',') {
+            return None;
+        }
+        let edit = self.file.edit(previous_end..item.end, "");
+        Some(Fix::one("remove the repeated reference", edit))
     }
 
     fn skill_ref(
@@ -665,15 +687,20 @@ impl<'i> ManifestReader<'_, 'i, '_> {
             }
             let value = self.file.str(env, name).map(|(v, _)| v.to_owned());
             if RESERVED_ENV.contains(&name) {
-                self.file
-                    .report(
-                        &RESERVED_ENV_VAR,
-                        key.span(),
-                        format!("`{name}` is a reserved runtime variable; this value is ignored"),
-                    )
-                    .help = Some(
+                let description = format!("remove `{name}` from [environment]");
+                let fix = env.get(name).and_then(|item| {
+                    let entry = key.span().start..item.span().end;
+                    self.file.remove_lines_fix(entry, description)
+                });
+                let diagnostic = self.file.report(
+                    &RESERVED_ENV_VAR,
+                    key.span(),
+                    format!("`{name}` is a reserved runtime variable; this value is ignored"),
+                );
+                diagnostic.help = Some(
                     "the dispatcher sets it for every run; remove it from [environment]".to_owned(),
                 );
+                diagnostic.fix = fix;
                 continue;
             }
             if let Some(value) = value {

@@ -236,6 +236,26 @@ pub fn is_slug(name: &str) -> bool {
         && !name.contains("--")
 }
 
+/// The slug a name plainly means: ASCII letters lower-cased, each run of
+/// ASCII spaces and punctuation one `-`, the ends trimmed. `None` when that
+/// is a guess: the name holds a non-ASCII character (dropped or
+/// transliterated?) or the slug would be empty or longer than 64.
+pub fn plain_slug(name: &str) -> Option<String> {
+    if !name.is_ascii() {
+        return None;
+    }
+    let mut slug = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let slug = slug.trim_end_matches('-');
+    is_slug(slug).then(|| slug.to_owned())
+}
+
 /// What a slug must look like, for `help` texts.
 pub const SLUG_RULE: &str =
     "use 1–64 characters of a–z, 0–9 and `-`, without a leading, trailing or double hyphen";
@@ -265,6 +285,19 @@ mod tests {
         assert_eq!(join("", "x"), "x");
         assert_eq!(parent("a/b/c"), "a/b");
         assert_eq!(file_name("a/b/c"), "c");
+    }
+
+    #[test]
+    fn plain_slugs() {
+        assert_eq!(
+            plain_slug("Research Agent (v2)").as_deref(),
+            Some("research-agent-v2")
+        );
+        assert_eq!(plain_slug("EMR_Triage").as_deref(), Some("emr-triage"));
+        assert_eq!(plain_slug("émr-triage"), None);
+        assert_eq!(plain_slug("!!!"), None);
+        assert_eq!(plain_slug(&"a".repeat(65)), None);
+        assert_eq!(plain_slug(&"a".repeat(64)).map(|s| s.len()), Some(64));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::ops::Range;
 
-use crate::diagnostic::{Code, Diagnostic, Span};
+use crate::diagnostic::{Code, Diagnostic, Edit, Span};
 
 /// Maps byte offsets of one text to 1-based lines and columns.
 ///
@@ -46,6 +46,67 @@ impl<'t> LineIndex<'t> {
         self.text
     }
 
+    /// The byte offset of a 1-based (line, column), where column counts
+    /// characters; `None` past the end of the line or of the text. Column
+    /// "one past the last character" is the end of the line (before its
+    /// line break).
+    pub fn offset(&self, line: u32, column: u32) -> Option<usize> {
+        let line = usize::try_from(line).ok()?.checked_sub(1)?;
+        let start = *self.line_starts.get(line)?;
+        let end = self
+            .line_starts
+            .get(line + 1)
+            .map_or(self.text.len(), |next| next - 1);
+        let steps = usize::try_from(column).ok()?.checked_sub(1)?;
+        let body = &self.text[start..end];
+        if steps == body.chars().count() {
+            return Some(end);
+        }
+        body.char_indices().nth(steps).map(|(i, _)| start + i)
+    }
+
+    /// An edit replacing the bytes `range` of this text in `path`.
+    pub fn edit(&self, path: &str, range: Range<usize>, replacement: impl Into<String>) -> Edit {
+        Edit {
+            path: path.to_owned(),
+            span: self.span(range),
+            replacement: replacement.into(),
+        }
+    }
+
+    /// The whole lines holding `range` (line breaks included), when nothing
+    /// but blanks precedes it on its first line and nothing but blanks or a
+    /// `#` comment follows it on its last: the range to delete to remove
+    /// an entry that stands on lines of its own.
+    pub fn own_lines(&self, range: Range<usize>) -> Option<Range<usize>> {
+        let text = self.text;
+        let end = range.end.min(text.len());
+        let first = self.line_starts[self.line_index(range.start)];
+        let last_end = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
+        let before = text.get(first..range.start)?;
+        let after = text.get(end..last_end)?.trim();
+        let blank_before = before.chars().all(|c| c == ' ' || c == '\t');
+        (blank_before && (after.is_empty() || after.starts_with('#'))).then_some(first..last_end)
+    }
+
+    /// The start of the line holding byte `offset`.
+    pub fn line_start(&self, offset: usize) -> usize {
+        self.line_starts[self.line_index(offset)]
+    }
+
+    /// The line break this text uses: `\r\n` when its first line ends so.
+    pub fn newline(&self) -> &'static str {
+        match self.text.find('\n') {
+            Some(i) if i > 0 && self.text.as_bytes()[i - 1] == b'\r' => "\r\n",
+            _ => "\n",
+        }
+    }
+
+    fn line_index(&self, offset: usize) -> usize {
+        let offset = offset.min(self.text.len());
+        self.line_starts.partition_point(|&start| start <= offset) - 1
+    }
+
     fn floor_char_boundary(&self, mut offset: usize) -> usize {
         while !self.text.is_char_boundary(offset) {
             offset -= 1;
@@ -86,6 +147,27 @@ mod tests {
         // 'é' is two bytes but one column.
         assert_eq!(index.position(12), (2, 6));
         assert_eq!(index.position(10_000), (3, 1));
+    }
+
+    #[test]
+    fn offsets_invert_positions() {
+        let text = "a = 1\nnamé = \"x\"\n";
+        let index = LineIndex::new(text);
+        for offset in [0, 5, 6, 9, 11, 12, 17, 18] {
+            let (line, column) = index.position(offset);
+            assert_eq!(index.offset(line, column), Some(offset));
+        }
+        assert_eq!(index.offset(1, 7), None);
+        assert_eq!(index.offset(4, 1), None);
+        assert_eq!(index.offset(0, 1), None);
+    }
+
+    #[test]
+    fn own_lines_only_for_entries_alone_on_their_lines() {
+        let text = "[environment]\n  PATH = \"x\" # old\nA = { PATH = 1 }\n";
+        let index = LineIndex::new(text);
+        assert_eq!(index.own_lines(16..26), Some(14..33));
+        assert_eq!(index.own_lines(39..43), None);
     }
 
     #[test]

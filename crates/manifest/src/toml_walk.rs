@@ -12,7 +12,7 @@ use std::ops::Range;
 use toml::Spanned;
 use toml::de::{DeArray, DeTable, DeValue};
 
-use crate::diagnostic::{Code, Diagnostic, Severity, Span};
+use crate::diagnostic::{Code, Diagnostic, Edit, Fix, Severity, Span};
 use crate::position::{LineIndex, push_at};
 
 pub const SYNTAX: Code = Code::new(
@@ -97,13 +97,28 @@ impl<'i> TomlFile<'i> {
             if known.contains(&name) {
                 continue;
             }
+            let fix = rename_fix(name, known, |k| table.contains_key(k))
+                .map(|(description, to)| Fix::one(description, self.edit(key.span(), to)));
             let diagnostic = self.report(
                 &UNKNOWN_KEY,
                 key.span(),
                 format!("unknown key `{name}` in {context}"),
             );
             diagnostic.help = Some(unknown_key_help(name, known));
+            diagnostic.fix = fix;
         }
+    }
+
+    /// An edit of this file replacing the bytes `range` by `replacement`.
+    pub fn edit(&self, range: Range<usize>, replacement: impl Into<String>) -> Edit {
+        self.index.edit(&self.path, range, replacement)
+    }
+
+    /// A fix deleting the entry at `range` with the lines it stands on,
+    /// when it stands on lines of its own.
+    pub fn remove_lines_fix(&self, range: Range<usize>, description: String) -> Option<Fix> {
+        let lines = self.index.own_lines(range)?;
+        Some(Fix::one(description, self.edit(lines, "")))
     }
 
     /// The value of `key`, if present.
@@ -270,12 +285,35 @@ pub fn unknown_key_help(name: &str, known: &[&str]) -> String {
 
 /// The known key closest to `name`, if it is close enough to be a likely typo.
 pub fn closest<'k>(name: &str, known: &[&'k str]) -> Option<&'k str> {
-    known
-        .iter()
-        .map(|k| (strsim::jaro_winkler(name, k), *k))
-        .filter(|(score, _)| *score >= 0.8)
+    close_matches(name, known)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, k)| k)
+}
+
+/// The rename that fixes an unknown key, as (description, new key): only
+/// when exactly one known key is close (two would be a guess) and the
+/// table does not hold that key already (a rename would duplicate it).
+pub fn rename_fix<'k>(
+    name: &str,
+    known: &[&'k str],
+    present: impl Fn(&str) -> bool,
+) -> Option<(String, &'k str)> {
+    let mut matches = close_matches(name, known);
+    let (_, only) = matches.next()?;
+    if matches.next().is_some() || present(only) {
+        return None;
+    }
+    Some((format!("rename `{name}` to `{only}`"), only))
+}
+
+fn close_matches<'k, 'n>(
+    name: &'n str,
+    known: &'n [&'k str],
+) -> impl Iterator<Item = (f64, &'k str)> + 'n {
+    known
+        .iter()
+        .map(move |k| (strsim::jaro_winkler(name, k), *k))
+        .filter(|(score, _)| *score >= 0.8)
 }
 
 fn parse_integer(digits: &str, radix: u32) -> Option<i64> {

@@ -23,7 +23,7 @@ use std::ops::Range;
 
 use serde::Serialize;
 
-use crate::diagnostic::{Code, Diagnostic, Severity};
+use crate::diagnostic::{Code, Diagnostic, Fix, Severity};
 use crate::files;
 use crate::limits::Limits;
 use crate::native::RESERVED_ENV;
@@ -394,15 +394,37 @@ fn metadata(file: &mut YamlFile<'_>, map: &Mapping, at: Range<usize>) -> Metadat
     }
 }
 
+/// The fix of an omitted `surfaceCompat`: declare what omitting it means
+/// (both surfaces), on a line of its own before the first key of a block
+/// `metadata` mapping that starts at `first_key` (not in a flow mapping,
+/// where the layout would be a guess).
+fn add_surface_compat(file: &YamlFile<'_>, first_key: usize) -> Option<Fix> {
+    let line_start = file.index.line_start(first_key);
+    let indent = file.index.text().get(line_start..first_key)?;
+    if indent.is_empty() || !indent.bytes().all(|b| b == b' ') {
+        return None;
+    }
+    let line = format!(
+        "{indent}surfaceCompat: [{}]{}",
+        SURFACES.join(", "),
+        file.index.newline()
+    );
+    let edit = file.index.edit(&file.path, line_start..line_start, line);
+    Some(Fix::one("declare `surfaceCompat` with both surfaces", edit))
+}
+
 fn surface_compat(file: &mut YamlFile<'_>, map: &Mapping, at: Range<usize>) -> (Vec<String>, bool) {
     let both = || SURFACES.iter().map(|s| (*s).to_owned()).collect();
     let Some((_, value)) = entry(map, "surfaceCompat") else {
-        file.report(
+        let fix = add_surface_compat(file, at.start);
+        let diagnostic = file.report(
             &SURFACE_COMPAT_DEFAULT,
             at.start..at.start,
             "`metadata.surfaceCompat` is omitted, so the manifest boots on both `workflow` and `agent-session`",
-        )
-        .help = Some("new manifests should declare `surfaceCompat` explicitly".to_owned());
+        );
+        diagnostic.help =
+            Some("new manifests should declare `surfaceCompat` explicitly".to_owned());
+        diagnostic.fix = fix;
         return (both(), false);
     };
     let Some(items) = file.str_seq(map, "surfaceCompat") else {

@@ -14,10 +14,10 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::options::AliasLimits;
 use serde_saphyr::{Budget, DuplicateKeyPolicy, Location, Options, Spanned};
 
-use crate::diagnostic::{Code, Diagnostic, Severity, Span};
+use crate::diagnostic::{Code, Diagnostic, Fix, Severity, Span};
 use crate::limits::Limits;
 use crate::position::{LineIndex, push_at};
-use crate::toml_walk::unknown_key_help;
+use crate::toml_walk::{rename_fix, unknown_key_help};
 
 pub const SYNTAX: Code = Code::new(
     "yaml/syntax",
@@ -194,12 +194,19 @@ impl<'t> YamlFile<'t> {
                 continue;
             }
             let help = unknown_key_help(name, known);
-            self.report(
+            // Only a plain key whose text is its name is renamed in place (the
+            // span of a quoted or unlocated key is not the name's).
+            let plain = self.index.text().get(key.range.clone()) == Some(name.as_str());
+            let fix = rename_fix(name, known, |k| entry(map, k).is_some())
+                .filter(|_| plain)
+                .map(|(d, to)| Fix::one(d, self.index.edit(&self.path, key.range.clone(), to)));
+            let diagnostic = self.report(
                 &UNKNOWN_KEY,
                 key.range.clone(),
                 format!("unknown key `{name}` in {context}"),
-            )
-            .help = Some(help);
+            );
+            diagnostic.help = Some(help);
+            diagnostic.fix = fix;
         }
     }
 

@@ -34,6 +34,7 @@
 use std::fmt::Write as _;
 
 use astrolift_forge::github::{Annotation, CheckRunOutput, Conclusion, MAX_OUTPUT_TEXT};
+use astrolift_manifest::diagnostic::{DIAGNOSTICS_URL, doc_url};
 use astrolift_manifest::{Counts, Diagnostic, Severity};
 
 use crate::drift::{DriftItem, DriftSeverity};
@@ -192,6 +193,17 @@ pub struct RenderContext {
     /// URL paths of the repository's trigger bindings (`/triggers/{id}`),
     /// listed in the summary when present.
     pub trigger_paths: Vec<String>,
+    /// Where `docs/diagnostics.md` is published, when not at
+    /// [`DIAGNOSTICS_URL`] (the operator's `ASTROLIFT_DOCS_URL`): each code
+    /// in the summary, the text and the annotations links to its section.
+    pub docs_url: Option<String>,
+}
+
+impl RenderContext {
+    /// The URL of `code`'s explanation.
+    fn doc_link(&self, code: &str) -> String {
+        doc_url(self.docs_url.as_deref().unwrap_or(DIAGNOSTICS_URL), code)
+    }
 }
 
 /// The conclusion and output of the check run for `report`, within GitHub's
@@ -200,12 +212,18 @@ pub fn render(report: &Report, context: &RenderContext) -> (Conclusion, CheckRun
     let annotations = report
         .diagnostics
         .iter()
-        .filter_map(Annotation::from_diagnostic)
+        .filter_map(|diagnostic| {
+            let mut annotation = Annotation::from_diagnostic(diagnostic)?;
+            let link = context.doc_link(&diagnostic.code);
+            // Annotations are plain text: GitHub shows the URL as a link.
+            let _ = write!(annotation.message, "\n\nExplanation: {link}");
+            Some(annotation)
+        })
         .collect();
     let output = CheckRunOutput {
         title: title(report),
         summary: summary(report, context),
-        text: details(report),
+        text: details(report, context),
         annotations,
     };
     // Trims title, summary and text (with `trim_with_note`) and each annotation.
@@ -263,7 +281,7 @@ fn summary(report: &Report, context: &RenderContext) -> String {
     let mut tail = String::new();
     workflow_table(&report.workflows, &mut tail);
     let _ = write!(tail, "\n**Diagnostics:** {}\n", diagnostic_counts(&counts));
-    repository_diagnostics(&report.diagnostics, &mut tail);
+    repository_diagnostics(&report.diagnostics, context, &mut tail);
     uncovered_manifests(&report.uncovered, &mut tail);
     trigger_paths(&context.trigger_paths, &mut tail);
     let mut out = outcome(report, context);
@@ -411,14 +429,14 @@ fn drift_kinds(drift: &[DriftItem]) -> String {
 }
 
 /// Diagnostics with an empty path: about the repository, never annotations.
-fn repository_diagnostics(diagnostics: &[Diagnostic], out: &mut String) {
+fn repository_diagnostics(diagnostics: &[Diagnostic], context: &RenderContext, out: &mut String) {
     let repository: Vec<&Diagnostic> = diagnostics.iter().filter(|d| d.path.is_empty()).collect();
     if repository.is_empty() {
         return;
     }
     out.push_str("\n### Repository\n\n");
     for diagnostic in repository {
-        diagnostic_item(diagnostic, out);
+        diagnostic_item(diagnostic, context, out);
     }
 }
 
@@ -432,8 +450,8 @@ fn trigger_paths(paths: &[String], out: &mut String) {
     }
 }
 
-/// `- **error** `code`: message (help: …)`.
-fn diagnostic_item(diagnostic: &Diagnostic, out: &mut String) {
+/// `- **error** [`code`](link): message (help: …)`.
+fn diagnostic_item(diagnostic: &Diagnostic, context: &RenderContext, out: &mut String) {
     let severity = match diagnostic.severity {
         Severity::Error => "error",
         Severity::Warning => "warning",
@@ -441,8 +459,9 @@ fn diagnostic_item(diagnostic: &Diagnostic, out: &mut String) {
     };
     let _ = write!(
         out,
-        "- **{severity}** {}: {}",
+        "- **{severity}** [{}]({}): {}",
         code(&diagnostic.code),
+        context.doc_link(&diagnostic.code),
         message(&diagnostic.message)
     );
     if !diagnostic.path.is_empty() {
@@ -461,12 +480,12 @@ fn diagnostic_item(diagnostic: &Diagnostic, out: &mut String) {
 
 /// Each changed agent's drift and each failed agent's errors; `None` when
 /// there is nothing to detail.
-fn details(report: &Report) -> Option<String> {
+fn details(report: &Report, context: &RenderContext) -> Option<String> {
     let mut out = String::new();
     for entry in &report.plan {
         match entry.status {
             PlanStatus::Changed if !entry.drift.is_empty() => drift_details(entry, &mut out),
-            PlanStatus::Failed => failure_details(entry, &report.diagnostics, &mut out),
+            PlanStatus::Failed => failure_details(entry, &report.diagnostics, context, &mut out),
             _ => {}
         }
     }
@@ -495,7 +514,12 @@ fn drift_details(entry: &PlanEntry, out: &mut String) {
     out.push('\n');
 }
 
-fn failure_details(entry: &PlanEntry, diagnostics: &[Diagnostic], out: &mut String) {
+fn failure_details(
+    entry: &PlanEntry,
+    diagnostics: &[Diagnostic],
+    context: &RenderContext,
+    out: &mut String,
+) {
     let _ = write!(
         out,
         "### {} failed\n\nNot registered; any previous registration is kept.\n\n",
@@ -505,7 +529,7 @@ fn failure_details(entry: &PlanEntry, diagnostics: &[Diagnostic], out: &mut Stri
         .iter()
         .filter(|d| d.severity == Severity::Error && belongs_to(d, entry));
     for diagnostic in errors {
-        diagnostic_item(diagnostic, out);
+        diagnostic_item(diagnostic, context, out);
     }
     out.push('\n');
 }
@@ -723,6 +747,7 @@ mod tests {
                 how_to_register: register_command("octo/agents", "main"),
             }),
             trigger_paths: Vec::new(),
+            ..RenderContext::default()
         };
         let (conclusion, output) = render(&report, &context);
         assert_eq!(conclusion, Conclusion::Neutral);
@@ -780,6 +805,31 @@ mod tests {
         assert_eq!(output.annotations.len(), 2);
         assert!(output.summary.contains("two agents are named"));
         insta::assert_snapshot!(rendered(&report, &RenderContext::default()));
+    }
+
+    #[test]
+    fn every_code_links_to_its_explanation() {
+        let finding = Diagnostic::new(&ERROR, "agents/a/astrolift.toml", line(2, 1, 4), "bad");
+        let repository = Diagnostic::new(&REPO_ERROR, "", Span::FILE, "twice");
+        let plan = vec![entry("a", PlanStatus::Failed, vec![])];
+        let report = report(apply(), plan, vec![finding, repository]);
+        let (_, output) = render(&report, &RenderContext::default());
+        let default = format!("{DIAGNOSTICS_URL}#configduplicate-agent");
+        let link = format!("[`config/duplicate-agent`]({default})");
+        assert!(output.summary.contains(&link), "{}", output.summary);
+        let configured = RenderContext {
+            docs_url: Some("https://docs.example/diagnostics.md".to_owned()),
+            ..RenderContext::default()
+        };
+        let (_, output) = render(&report, &configured);
+        let annotation = &output.annotations[0].message;
+        let expected = doc_url("https://docs.example/diagnostics.md", ERROR.id);
+        assert!(
+            annotation.ends_with(&format!("Explanation: {expected}")),
+            "{annotation}"
+        );
+        let text = output.text.unwrap_or_default();
+        assert!(text.contains(&format!("]({expected})")), "{text}");
     }
 
     #[test]
@@ -878,6 +928,7 @@ mod tests {
             let context = RenderContext {
                 check_only: Some(reason),
                 trigger_paths: vec!["/triggers/t1".to_owned()],
+                ..RenderContext::default()
             };
             let (_, output) = render(&check, &context);
             assert!(output.summary.contains(expected), "{}", output.summary);
@@ -967,12 +1018,20 @@ mod tests {
                 how_to_register: command.clone(),
             }),
             trigger_paths: Vec::new(),
+            ..RenderContext::default()
         };
         let (_, output) = render(&report, &context);
         let text = output.text.clone().unwrap_or_default();
         // Five columns in the summary's table, three in the drift table.
+        // Our own links to the explanations are the only links allowed.
+        let without_doc_links = |markdown: &str| {
+            report.diagnostics.iter().fold(markdown.to_owned(), |acc, d| {
+                let link = format!("[{}]({})", code(&d.code), context.doc_link(&d.code));
+                acc.replace(&link, &code(&d.code))
+            })
+        };
         for (part, cells) in [(&output.summary, 6), (&text, 4)] {
-            let prose = outside_code_spans(part);
+            let prose = outside_code_spans(&without_doc_links(part));
             for raw in ["<", "](", "![", "[", "\n# ", "**bold", "www.", "http:"] {
                 assert!(!unescaped(&prose, raw), "raw `{raw}` in:\n{prose}");
             }

@@ -5,6 +5,7 @@
 pub mod assemble;
 pub mod check;
 pub mod drift;
+mod fix;
 pub mod import;
 pub mod package;
 pub mod registry;

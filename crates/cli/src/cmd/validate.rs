@@ -1,4 +1,11 @@
-//! `astrolift validate [DIR] [--config PATH]... [--format human|json|sarif|github]`.
+//! `astrolift validate [DIR] [--config PATH]... [--format human|json|sarif|github]
+//! [--fix [--dry-run]]`.
+//!
+//! With `--fix`, every fix is applied first (see [`super::fix`]), one line per
+//! fix goes to stderr (stdout stays the report, parseable in every format),
+//! and the report is of the repository as fixed. With `--dry-run` nothing is
+//! written: stdout is the unified diff, and the exit code is 1 when there is
+//! something to fix (as `cargo fmt --check` and `ruff --diff` do).
 
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -23,11 +30,19 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     format: Format,
+
+    /// Apply every machine-applicable fix in place, then report what is left.
+    #[arg(long)]
+    fix: bool,
+
+    /// With --fix: write nothing, print the changes as a unified diff.
+    #[arg(long, requires = "fix")]
+    dry_run: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let limits = Limits::DEFAULT;
-    let tree = super::open_dir(&args.dir, &limits)?;
+    let mut tree = super::open_dir(&args.dir, &limits)?;
     let config_paths = args
         .configs
         .iter()
@@ -37,6 +52,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         limits,
         config_paths,
     };
+    if args.fix {
+        let fixed = super::fix::plan(&tree, &options)?;
+        if args.dry_run {
+            let mut out = std::io::stdout().lock();
+            super::fix::print_diff(&fixed, &mut out).context("cannot write the diff")?;
+            out.flush().context("cannot write the diff")?;
+            return Ok(if fixed.files.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                super::EXIT_FINDINGS.into()
+            });
+        }
+        super::fix::write(&args.dir, &fixed)?;
+        super::fix::print_applied(&fixed, &mut std::io::stderr().lock())
+            .context("cannot write the summary")?;
+        // Re-read what is now on disk: the report's snippets show the fixed text.
+        tree = super::open_dir(&args.dir, &limits)?;
+    }
     let mut validation = validate_repository(&tree, &options);
     diagnostic::sort(&mut validation.diagnostics);
     let agents = validation.summaries();

@@ -1,7 +1,9 @@
 //! `--format json`: the object of docs/reference.md §4.
 //!
 //! `{"agents":[{"name","manifest","alias","enabled"}...],
-//!   "diagnostics":[{"severity","code","message","path","line","column","end_line","end_column"[,"help"]}...]}`
+//!   "diagnostics":[{"severity","code","message","path","line","column","end_line","end_column"[,"help"][,"fix"]}...]}`
+//!
+//! `fix` is `{"description","edits":[{"path","line","column","end_line","end_column","replacement"}...]}`.
 
 use std::io;
 

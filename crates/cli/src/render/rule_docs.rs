@@ -10,15 +10,14 @@
 //! a heading's text, drops every character that is not a letter, digit,
 //! space, `-` or `_`, and turns spaces into `-`. So `toml/syntax` is
 //! `#tomlsyntax` and `manifest/plaintext-secret` is
-//! `#manifestplaintext-secret`. Hand-written because it is one line of
-//! string filtering, not worth a Markdown dependency.
+//! `#manifestplaintext-secret` (`astrolift_manifest::diagnostic::heading_anchor`,
+//! which the check run's links use too).
 
 /// `docs/diagnostics.md`, as built into this binary.
 pub const DIAGNOSTICS_MD: &str = include_str!("../../../../docs/diagnostics.md");
 
 /// Where `docs/diagnostics.md` is published; rule `helpUri`s point into it.
-pub const DIAGNOSTICS_URL: &str =
-    "https://github.com/astrolift/forge-bot/blob/main/docs/diagnostics.md";
+pub use astrolift_manifest::diagnostic::DIAGNOSTICS_URL;
 
 /// One code's section of `docs/diagnostics.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,18 +49,11 @@ pub fn sections() -> impl Iterator<Item = (&'static str, &'static str)> {
 }
 
 /// GitHub's anchor for a heading's text (see the module docs).
-pub fn anchor(heading_text: &str) -> String {
-    heading_text
-        .chars()
-        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
-        .flat_map(char::to_lowercase)
-        .map(|c| if c == ' ' { '-' } else { c })
-        .collect()
-}
+pub use astrolift_manifest::diagnostic::heading_anchor as anchor;
 
 /// The URL of `id`'s section of `docs/diagnostics.md`.
 pub fn help_uri(id: &str) -> String {
-    format!("{DIAGNOSTICS_URL}#{}", anchor(id))
+    astrolift_manifest::diagnostic::doc_url(DIAGNOSTICS_URL, id)
 }
 
 impl CodeDoc {

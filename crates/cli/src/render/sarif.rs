@@ -14,11 +14,14 @@
 //!   text of the lines the span covers, never of the line number, so an alert
 //!   survives lines added or removed above it, and is a new alert when the
 //!   offending line itself changes.
+//! - A diagnostic's fix is the result's one `fixes` entry: its description,
+//!   and per file an `artifactChange` whose `replacements` each delete a
+//!   full region (an insertion is an empty one) and insert the new text.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 
-use astrolift_manifest::{Diagnostic, Severity, SourceTree, Span, catalogue};
+use astrolift_manifest::{Diagnostic, Edit, Fix, Severity, SourceTree, Span, catalogue};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -143,7 +146,7 @@ fn result(diagnostic: &Diagnostic, rule_index: usize, fingerprint: &str) -> Valu
         text.push_str("\nhelp: ");
         text.push_str(help);
     }
-    json!({
+    let mut result = json!({
         "ruleId": diagnostic.code,
         "ruleIndex": rule_index,
         "level": level(diagnostic.severity),
@@ -153,6 +156,51 @@ fn result(diagnostic: &Diagnostic, rule_index: usize, fingerprint: &str) -> Valu
             "region": region(diagnostic.span),
         }}],
         "partialFingerprints": { FINGERPRINT_KEY: fingerprint },
+    });
+    if let (Some(fix), Some(object)) = (&diagnostic.fix, result.as_object_mut()) {
+        object.insert("fixes".to_owned(), json!([sarif_fix(fix)]));
+    }
+    result
+}
+
+/// A SARIF `fix`: one `artifactChange` per file, its edits as
+/// `replacements` in file order.
+fn sarif_fix(fix: &Fix) -> Value {
+    let mut by_file: BTreeMap<&str, Vec<&Edit>> = BTreeMap::new();
+    for edit in &fix.edits {
+        by_file.entry(edit.path.as_str()).or_default().push(edit);
+    }
+    let changes: Vec<Value> = by_file
+        .into_iter()
+        .map(|(path, mut edits)| {
+            edits.sort();
+            let replacements: Vec<Value> = edits
+                .iter()
+                .map(|edit| {
+                    json!({
+                        "deletedRegion": deleted_region(edit.span),
+                        "insertedContent": { "text": edit.replacement },
+                    })
+                })
+                .collect();
+            json!({
+                "artifactLocation": { "uri": uri(path) },
+                "replacements": replacements,
+            })
+        })
+        .collect();
+    json!({ "description": { "text": fix.description }, "artifactChanges": changes })
+}
+
+/// The region a replacement deletes, always with its end: SARIF reads a
+/// region without `endColumn` as "to the end of the line", so an insertion
+/// point must say `endColumn` = `startColumn`.
+fn deleted_region(span: Span) -> Value {
+    json!({
+        "startLine": span.line,
+        "startColumn": span.column,
+        "endLine": span.end_line,
+        "endColumn": span.end_column,
     })
 }
 

@@ -8,6 +8,7 @@ mod containment;
 #[path = "../../../../tests/containment/cases.rs"]
 mod containment_cases;
 mod examples;
+mod fix;
 mod import;
 mod killed;
 mod push_bench;

@@ -30,7 +30,7 @@ use astrolift_manifest::{Diagnostic, MemTree, Span, catalogue};
 use serde_json::Value;
 
 use crate::sarif_schema::assert_valid_sarif;
-use crate::support::{astrolift, fixture, json, validate_fixture};
+use crate::support::{astrolift, copy_tree, fixture, json, validate_fixture};
 
 const FIXTURES: &[&str] = &["valid-single", "warnings-only", "no-agents", "errors"];
 
@@ -286,19 +286,6 @@ fn findings(dir: &Path) -> Vec<(String, u64, String)> {
             )
         })
         .collect()
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).expect("fixture is readable") {
-        let entry = entry.expect("fixture entry");
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            std::fs::create_dir_all(&target).expect("mkdir");
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
 }
 
 fn fingerprints(findings: &[(String, u64, String)]) -> BTreeSet<String> {

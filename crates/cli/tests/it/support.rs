@@ -124,6 +124,7 @@ pub fn sample_diagnostics() -> Vec<Diagnostic> {
             path: manifest.into(),
             span: span(2, 8, 2, 20),
             help: Some("try `emr-triage`".into()),
+            fix: None,
         },
         Diagnostic {
             severity: Severity::Error,
@@ -132,6 +133,7 @@ pub fn sample_diagnostics() -> Vec<Diagnostic> {
             path: manifest.into(),
             span: span(6, 11, 6, 21),
             help: None,
+            fix: None,
         },
         Diagnostic {
             severity: Severity::Warning,
@@ -140,6 +142,7 @@ pub fn sample_diagnostics() -> Vec<Diagnostic> {
             path: manifest.into(),
             span: span(9, 11, 11, 2),
             help: Some("paths are relative to the manifest directory: a, b".into()),
+            fix: None,
         },
         Diagnostic {
             severity: Severity::Notice,
@@ -148,6 +151,7 @@ pub fn sample_diagnostics() -> Vec<Diagnostic> {
             path: "agents/triage/brief/README.md".into(),
             span: Span::FILE,
             help: None,
+            fix: None,
         },
     ]
 }
@@ -182,4 +186,18 @@ pub fn read_serve_url(stdout: &mut impl std::io::BufRead) -> (String, String) {
         .to_owned();
     assert!(url.starts_with("http://127.0.0.1:"), "{line}");
     (line, url)
+}
+
+/// Copies the directory `from` (recursively) to `to`, created if absent.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("fixture is readable") {
+        let entry = entry.expect("fixture entry");
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
 }

@@ -3,6 +3,7 @@
 mod abuse;
 mod catalogue;
 mod examples;
+mod fixes;
 mod fixtures;
 mod props;
 mod rules;
