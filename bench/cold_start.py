@@ -16,10 +16,19 @@ here.
 
 --serve PORT only runs the fake API (for hyperfine): each process gets one event, then 410.
 
+Each run also records the process's own CPU (user + system, from wait4 once it exits).
+
+--count-aws puts a recording HTTP proxy between the binary and $AWS_ENDPOINT_URL (moto):
+each AWS call's operation (X-Amz-Target, or the Query protocol's Action) and its start and
+end times are kept, and the run reports the AWS round trips it waited for one after another
+before answering: the longest chain of calls, each starting after the previous one ended
+(the greatest number of non-overlapping calls, found by earliest end).
+
 Everything else the binary needs (secret, stores, queue URL) comes from this process's environment.
 """
 
 import argparse
+import http.client
 import json
 import os
 import statistics
@@ -102,6 +111,67 @@ def handler_for(api):
     return Handler
 
 
+class AwsRecorder:
+    """A forwarding proxy to moto that records each call: (start ns, end ns, operation)."""
+
+    def __init__(self, upstream):
+        self.upstream = upstream.split("://", 1)[1].rstrip("/")
+        self.lock = threading.Lock()
+        self.calls = []
+
+    def take(self):
+        with self.lock:
+            calls, self.calls = self.calls, []
+        return calls
+
+    def handler(self):
+        recorder = self
+
+        class Proxy(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def forward(self):
+                start = time.perf_counter_ns()
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                operation = self.headers.get("X-Amz-Target") or ""
+                if not operation and b"Action=" in body:
+                    operation = body.split(b"Action=", 1)[1].split(b"&", 1)[0].decode()
+                upstream = http.client.HTTPConnection(recorder.upstream, timeout=30)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                headers["Host"] = recorder.upstream
+                upstream.request(self.command, self.path, body=body, headers=headers)
+                response = upstream.getresponse()
+                data = response.read()
+                self.send_response(response.status)
+                for name, value in response.getheaders():
+                    if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                upstream.close()
+                with recorder.lock:
+                    recorder.calls.append((start, time.perf_counter_ns(), operation or self.path))
+
+            do_GET = do_POST = do_PUT = do_HEAD = do_DELETE = forward
+
+        return Proxy
+
+
+def sequential_calls(calls, before):
+    """The longest chain of calls ended by `before`, each starting after the previous ended."""
+    chain, last_end = [], 0
+    for start, end, operation in sorted((c for c in calls if c[1] <= before), key=lambda c: c[1]):
+        if start >= last_end:
+            chain.append(operation)
+            last_end = end
+    return chain
+
+
 def start_server(api, port):
     server = ThreadingHTTPServer(("127.0.0.1", port), handler_for(api))
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -121,20 +191,25 @@ def lambda_env(port):
     return env
 
 
-def time_first_event(api, binary, env):
-    """ms from spawn to the /response of the first event; checks the answer."""
+def time_first_event(api, binary, env, recorder=None):
+    """(ms from spawn to the /response of the first event, ms of the process's own CPU,
+    the AWS calls it waited for one after another before answering); checks the answer."""
     api.responded.clear()
+    if recorder:
+        recorder.take()
     start = time.perf_counter_ns()
-    process = subprocess.Popen([binary], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen([binary], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if not api.responded.wait(timeout=10):
         process.kill()
-        raise SystemExit(f"{binary}: no response within 10 s: {process.communicate()[1][-2000:]!r}")
+        raise SystemExit(f"{binary}: no response within 10 s")
     answered, body = api.responses[-1]
-    stderr = process.communicate(timeout=10)[1]
+    _, _, usage = os.wait4(process.pid, 0)
+    process.returncode = 0
     status = json.loads(body).get("statusCode")
     if status != 202:
-        raise SystemExit(f"{binary}: answered {status}, expected 202: {body[:500]!r} {stderr[-2000:]!r}")
-    return (answered - start) / 1e6
+        raise SystemExit(f"{binary}: answered {status}, expected 202: {body[:500]!r}")
+    chain = sequential_calls(recorder.take(), answered) if recorder else []
+    return (answered - start) / 1e6, (usage.ru_utime + usage.ru_stime) * 1000, chain
 
 
 def time_exit(command):
@@ -157,6 +232,8 @@ def main():
     parser.add_argument("--baseline", default="/bin/true")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--serve", action="store_true", help="only run the fake API on --port")
+    parser.add_argument("--count-aws", action="store_true",
+                        help="record the AWS calls through a proxy to $AWS_ENDPOINT_URL")
     args = parser.parse_args()
     with open(args.event) as file:
         api = RuntimeApi(json.load(file))
@@ -166,13 +243,28 @@ def main():
         print(port, flush=True)
         threading.Event().wait()
     env = lambda_env(port)
+    recorder = None
+    if args.count_aws:
+        recorder = AwsRecorder(os.environ["AWS_ENDPOINT_URL"])
+        proxy = ThreadingHTTPServer(("127.0.0.1", 0), recorder.handler())
+        threading.Thread(target=proxy.serve_forever, daemon=True).start()
+        env["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{proxy.server_address[1]}"
     for _ in range(args.warmup):
-        time_first_event(api, args.binary, env)
-    samples = [time_first_event(api, args.binary, env) for _ in range(args.runs)]
+        time_first_event(api, args.binary, env, recorder)
+    runs = [time_first_event(api, args.binary, env, recorder) for _ in range(args.runs)]
+    samples = [wall for wall, _, _ in runs]
+    cpu = [cpu for _, cpu, _ in runs]
     baseline = [time_exit(args.baseline) for _ in range(args.runs)]
     print(summary(f"{args.binary}: spawn -> first event answered (202)", samples))
+    print(summary("the process's own CPU (user + system, whole life)", cpu))
     print(summary(f"{args.baseline}: spawn -> exit (baseline)", baseline))
     print(f"ratio of medians: {statistics.median(samples) / statistics.median(baseline):.1f}x")
+    if recorder:
+        chains = [chain for _, _, chain in runs]
+        lengths = sorted(len(chain) for chain in chains)
+        print(f"AWS round trips one after another before the answer: median "
+              f"{statistics.median(lengths)}, max {lengths[-1]} ({len(lengths)} runs)")
+        print("  longest run: " + " -> ".join(max(chains, key=len)))
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ ASTROLIFT_TEST_TABLE="$SMOKE_TABLE" ASTROLIFT_TEST_BUCKET="$SMOKE_BUCKET" RUST_T
 # scripts/smoke-webhook.sh, when it exists, runs with the stack's names exported:
 #   SMOKE_STACK, SMOKE_TABLE, SMOKE_BUCKET, SMOKE_SYNC_QUEUE_URL, SMOKE_SYNC_DLQ_URL,
 #   SMOKE_DISPATCH_QUEUE_URL, SMOKE_WEBHOOK_SECRET_ID, SMOKE_WEBHOOK_SECRET_PREVIOUS_ID,
-#   SMOKE_APP_PRIVATE_KEY_SECRET_ID
+#   SMOKE_APP_PRIVATE_KEY_SECRET_ID, SMOKE_TRIGGER_FUNCTION
 # plus AWS_ENDPOINT_URL and credentials for moto. Map them onto the functions' environment
 # (ASTROLIFT_STATE=dynamodb:$SMOKE_TABLE, ASTROLIFT_BLOBS=s3://$SMOKE_BUCKET, ...), put a
 # known value into the webhook secret, and drive the webhook handler with a signed event.
@@ -46,5 +46,8 @@ if [ -x scripts/smoke-webhook.sh ]; then
   echo "== deploy smoke: one webhook end to end"
   scripts/smoke-webhook.sh
 fi
+
+echo "== deploy smoke: the trigger function on its own configuration"
+scripts/smoke-trigger.sh
 
 echo "== deploy smoke: passed"

@@ -33,6 +33,16 @@ TEMPLATE = ROOT / "infra" / "template.yaml"
 CODE_BUCKET = "astrolift-smoke-code"
 CODE_KEY = "placeholder.zip"
 PARAMETERS = {"GitHubAppId": "12345"}
+# The parameter that sets each function's reserved concurrency.
+RESERVED_CONCURRENCY = {
+    "WebhookFunction": "WebhookReservedConcurrency",
+    "SyncFunction": "SyncReservedConcurrency",
+    "TriggerFunction": "TriggerReservedConcurrency",
+}
+# The sync function's /tmp (MB): the tarball spool (4 GiB) plus the archives built for
+# upload need Lambda's most. moto keeps the default 512 MB whatever the template says, so
+# this is checked on the translated template.
+SYNC_EPHEMERAL_STORAGE_MB = 10240
 
 
 class NoManagedPolicies:
@@ -251,6 +261,22 @@ def check_resources(outputs, resources):
         for name, expected in expected_environment(logical, outputs).items():
             if environment.get(name) != expected:
                 fail(f"{logical}: {name}={environment.get(name)!r}, expected {expected!r}")
+    check_reserved_concurrency(resources)
+
+
+def check_reserved_concurrency(resources):
+    """Each function has the reserved concurrency of its parameter's default, as created."""
+    template = yaml.safe_load(TEMPLATE.read_text())
+    lambda_client = client("lambda")
+    for logical, parameter in RESERVED_CONCURRENCY.items():
+        expected = int(template["Parameters"][parameter]["Default"])
+        reserved = lambda_client.get_function_concurrency(FunctionName=resources[logical]).get(
+            "ReservedConcurrentExecutions"
+        )
+        if reserved != expected:
+            fail(f"{logical}: reserved concurrency {reserved}, expected {parameter}'s default {expected}")
+    print("deploy-smoke: note: reserved concurrency as created: "
+          + ", ".join(f"{logical} {template['Parameters'][p]['Default']}" for logical, p in RESERVED_CONCURRENCY.items()))
 
 
 def expected_environment(logical, outputs):
@@ -277,6 +303,9 @@ def expected_environment(logical, outputs):
         },
         "TriggerFunction": {
             "ASTROLIFT_DISPATCH_QUEUE_URL": outputs["DispatchQueueUrl"],
+            # verify = { kind = "github" } on the stack (scripts/smoke-trigger.sh answers one).
+            "GITHUB_WEBHOOK_SECRET_ID": outputs["GitHubWebhookSecretArn"],
+            "GITHUB_WEBHOOK_SECRET_PREVIOUS_ID": outputs["GitHubWebhookSecretPreviousArn"],
         },
     }
     return {**common, **specific[logical]}
@@ -288,6 +317,12 @@ def check_functions(template):
         properties = template["Resources"][logical]["Properties"]
         if properties.get("Architectures") != ["arm64"] or properties.get("Runtime") != "provided.al2023":
             fail(f"{logical}: {properties.get('Runtime')} {properties.get('Architectures')}")
+    storage = template["Resources"]["SyncFunction"]["Properties"].get("EphemeralStorage", {})
+    if storage.get("Size") != SYNC_EPHEMERAL_STORAGE_MB:
+        fail(f"SyncFunction: EphemeralStorage {storage}, expected {SYNC_EPHEMERAL_STORAGE_MB} MB")
+    for logical in ("WebhookFunction", "TriggerFunction"):
+        if "EphemeralStorage" in template["Resources"][logical]["Properties"]:
+            fail(f"{logical}: EphemeralStorage is set, but it spools nothing")
     mapping = template["Resources"]["SyncFunctionSyncJobs"]["Properties"]
     if mapping.get("FunctionResponseTypes") != ["ReportBatchItemFailures"]:
         fail(f"sync event source mapping: {mapping}")
@@ -382,6 +417,7 @@ def main():
         "SMOKE_WEBHOOK_SECRET_ID": outputs["GitHubWebhookSecretArn"],
         "SMOKE_WEBHOOK_SECRET_PREVIOUS_ID": outputs["GitHubWebhookSecretPreviousArn"],
         "SMOKE_APP_PRIVATE_KEY_SECRET_ID": outputs["GitHubAppPrivateKeySecretArn"],
+        "SMOKE_TRIGGER_FUNCTION": resources["TriggerFunction"],
     }
     Path(args.env_file).write_text(
         "".join(f"export {k}={shell_quote(v)}\n" for k, v in exports.items())

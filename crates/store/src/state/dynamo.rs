@@ -719,12 +719,10 @@ impl DynamoStateStore {
     /// runs the backfill again (idempotent), e.g. after an older version wrote bindings
     /// during a rolling update.
     async fn ensure_event_trigger_copies(&self) -> StoreResult<()> {
-        use std::sync::atomic::Ordering;
-        if self.event_copies_ready.load(Ordering::Acquire) {
+        if self.event_copies_known() {
             return Ok(());
         }
-        let marker: Option<Value> = self.get(key(MIGRATIONS, EVENT_INDEX_MIGRATION)).await?;
-        if marker.is_none() {
+        if !self.event_copies_migrated().await? {
             let bindings: Vec<TriggerBinding> = self.query_partition(TRIGGERS, None).await?;
             let mut copied = 0usize;
             for binding in &bindings {
@@ -734,8 +732,25 @@ impl DynamoStateStore {
             item.insert("copied".into(), n(copied));
             self.put(item).await?;
         }
-        self.event_copies_ready.store(true, Ordering::Release);
+        self.event_copies_ready
+            .store(true, std::sync::atomic::Ordering::Release);
         Ok(())
+    }
+
+    /// Whether this process knows the table holds every event copy.
+    fn event_copies_known(&self) -> bool {
+        self.event_copies_ready
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Reads the event-copy migration marker; remembers a present one.
+    async fn event_copies_migrated(&self) -> StoreResult<bool> {
+        let marker: Option<Value> = self.get(key(MIGRATIONS, EVENT_INDEX_MIGRATION)).await?;
+        if marker.is_some() {
+            self.event_copies_ready
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
+        Ok(marker.is_some())
     }
 
     /// Writes the event copies of one binding (in transactions of at most 100 items, each
@@ -1273,10 +1288,22 @@ impl StateStore for DynamoStateStore {
             if !is_event_name(event) {
                 return Ok(Vec::new());
             }
-            self.ensure_event_trigger_copies().await?;
-            let mut bindings: Vec<TriggerBinding> = self
-                .query_partition(&repo_pk(repository), Some(&event_trigger_prefix(event)))
-                .await?;
+            let (partition, prefix) = (repo_pk(repository), event_trigger_prefix(event));
+            let query = self.query_partition(&partition, Some(&prefix));
+            let mut bindings: Vec<TriggerBinding> = if self.event_copies_known() {
+                query.await?
+            } else {
+                // A process's first read by event: the migration marker is read alongside
+                // the query (one round trip before a cold start's first answer, not two);
+                // the query is trusted once the marker says the table is migrated.
+                let (migrated, found) = tokio::join!(self.event_copies_migrated(), query);
+                if migrated? {
+                    found?
+                } else {
+                    self.ensure_event_trigger_copies().await?;
+                    self.query_partition(&partition, Some(&prefix)).await?
+                }
+            };
             // Defensive: a copy whose record no longer lists the event is not a match.
             bindings.retain(|binding| binding.lists_event(event));
             Ok(bindings)

@@ -9,6 +9,7 @@
 #[path = "../../../../tests/containment/cases.rs"]
 mod containment_cases;
 mod release;
+mod stack;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
