@@ -45,6 +45,7 @@ mod package_step;
 mod pipeline;
 pub mod plan;
 pub mod report;
+pub mod suggestions;
 
 pub use drift::{DriftItem, DriftSeverity};
 pub use order::{CommitOrder, Order, OrderError, OrderFuture};
