@@ -60,6 +60,15 @@ impl Span {
         end_column: 1,
     };
 
+    pub const fn new(line: u32, column: u32, end_line: u32, end_column: u32) -> Self {
+        Self {
+            line,
+            column,
+            end_line,
+            end_column,
+        }
+    }
+
     /// (line, column) of the first character.
     pub fn start(&self) -> (u32, u32) {
         (self.line, self.column)
@@ -123,6 +132,16 @@ pub struct Edit {
     #[serde(flatten)]
     pub span: Span,
     pub replacement: String,
+}
+
+impl Edit {
+    pub fn new(path: impl Into<String>, span: Span, replacement: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            span,
+            replacement: replacement.into(),
+        }
+    }
 }
 
 impl Fix {

@@ -292,16 +292,11 @@ mod tests {
     const CODE: Code = Code::new("test/code", Severity::Error, "test");
 
     fn edit(line: u32, column: u32, end_line: u32, end_column: u32, text: &str) -> Edit {
-        Edit {
-            path: "a.toml".into(),
-            span: Span {
-                line,
-                column,
-                end_line,
-                end_column,
-            },
-            replacement: text.into(),
-        }
+        Edit::new(
+            "a.toml",
+            Span::new(line, column, end_line, end_column),
+            text,
+        )
     }
 
     fn fixed(edit: Edit) -> Diagnostic {

@@ -67,11 +67,7 @@ impl<'t> LineIndex<'t> {
 
     /// An edit replacing the bytes `range` of this text in `path`.
     pub fn edit(&self, path: &str, range: Range<usize>, replacement: impl Into<String>) -> Edit {
-        Edit {
-            path: path.to_owned(),
-            span: self.span(range),
-            replacement: replacement.into(),
-        }
+        Edit::new(path, self.span(range), replacement)
     }
 
     /// The whole lines holding `range` (line breaks included), when nothing

@@ -1025,10 +1025,13 @@ mod tests {
         // Five columns in the summary's table, three in the drift table.
         // Our own links to the explanations are the only links allowed.
         let without_doc_links = |markdown: &str| {
-            report.diagnostics.iter().fold(markdown.to_owned(), |acc, d| {
-                let link = format!("[{}]({})", code(&d.code), context.doc_link(&d.code));
-                acc.replace(&link, &code(&d.code))
-            })
+            report
+                .diagnostics
+                .iter()
+                .fold(markdown.to_owned(), |acc, d| {
+                    let link = format!("[{}]({})", code(&d.code), context.doc_link(&d.code));
+                    acc.replace(&link, &code(&d.code))
+                })
         };
         for (part, cells) in [(&output.summary, 6), (&text, 4)] {
             let prose = outside_code_spans(&without_doc_links(part));

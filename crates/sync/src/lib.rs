@@ -53,6 +53,7 @@ pub mod plan;
 pub mod report;
 mod scope;
 pub mod workflows;
+pub mod suggestions;
 
 pub use drift::{DriftItem, DriftSeverity};
 pub use order::{CommitOrder, Order, OrderError, OrderFuture};
