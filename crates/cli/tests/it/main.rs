@@ -20,3 +20,4 @@ mod serve;
 mod serve_process;
 mod support;
 mod triggers;
+mod workflows;
