@@ -54,8 +54,11 @@ enum Command {
     /// Try a trigger locally.
     #[command(subcommand)]
     Trigger(TriggerCommand),
-    /// Record a manual dispatch of a registered agent.
+    /// Record a manual dispatch of a registered agent, or start a workflow run (--workflow).
     Dispatch(cmd::triggers::DispatchArgs),
+    /// Inspect a workflow run, or report a stage's terminal status.
+    #[command(subcommand)]
+    WorkflowRun(WorkflowRunCommand),
     /// Import agents from AGENTS.md, an Agent Package, or a Langflow or Flowise export.
     Import(cmd::import::Args),
     /// Run the GitHub App locally: webhooks, triggers and the sync queue in one process.
@@ -82,6 +85,14 @@ enum AgentsCommand {
 enum TriggersCommand {
     /// List registered trigger bindings with their URL paths.
     List(cmd::triggers::ListArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum WorkflowRunCommand {
+    /// Print a run and its stages as JSON.
+    Show(cmd::workflows::ShowArgs),
+    /// Report a stage's terminal status (what the callback route does); dispatches what is ready.
+    Report(cmd::workflows::ReportArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -118,6 +129,8 @@ fn main() -> ExitCode {
         Command::Triggers(TriggersCommand::List(args)) => cmd::triggers::list(args),
         Command::Trigger(TriggerCommand::Test(args)) => cmd::triggers::test(args),
         Command::Dispatch(args) => cmd::triggers::dispatch(args),
+        Command::WorkflowRun(WorkflowRunCommand::Show(args)) => cmd::workflows::show(args),
+        Command::WorkflowRun(WorkflowRunCommand::Report(args)) => cmd::workflows::report(args),
         Command::Import(args) => cmd::import::run(args),
         Command::Serve(args) => cmd::serve::run(args),
     };

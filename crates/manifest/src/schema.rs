@@ -194,6 +194,50 @@ pub struct FederationSchema {
     agents: Option<Vec<FederatedAgentSchema>>,
     /// Globs of workspace manifests (replace `astrolift.workspace.yaml` and `workspaces/*.yaml`).
     workspaces: Option<Vec<String>>,
+    /// Globs of workflow files (replace `workflows/*.toml`).
+    workflows: Option<Vec<String>>,
+}
+
+/// A workflow: `workflows/*.toml` (docs/reference.md §5.6).
+#[derive(Debug, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(
+    title = "Astrolift workflow",
+    description = "Stages of this repository's agents, each run once the stages it needs succeeded."
+)]
+pub struct WorkflowSchema {
+    schema: WorkflowVersion,
+    /// A slug, unique in the repository.
+    #[schemars(regex(pattern = SLUG), length(min = 1, max = 64))]
+    name: String,
+    description: Option<String>,
+    /// 1 to 64 stages.
+    #[schemars(length(min = 1, max = 64))]
+    stages: Vec<WorkflowStageSchema>,
+}
+
+#[derive(Debug, JsonSchema)]
+enum WorkflowVersion {
+    #[serde(rename = "astrolift.workflow/v1")]
+    V1,
+}
+
+#[derive(Debug, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WorkflowStageSchema {
+    /// A slug, unique in the workflow.
+    #[schemars(regex(pattern = SLUG), length(min = 1, max = 64))]
+    name: String,
+    /// An agent name or federation alias of this repository (enabled).
+    agent: String,
+    /// `"name@1.2.0"` or `"alias/path/to/skill@ref"`, added after the agent's own skills.
+    skills: Option<Vec<String>>,
+    /// Names of stages of this workflow that must succeed first; no cycles.
+    needs: Option<Vec<String>>,
+    /// jq over `{input, stages: {NAME: {result}}}`; must yield an object, null, {} or nothing.
+    payload: Option<String>,
+    /// An env spec of the agent's project.
+    env_spec: Option<String>,
 }
 
 #[derive(Debug, JsonSchema)]
@@ -537,6 +581,7 @@ pub fn all() -> Vec<GeneratedSchema> {
         ),
         generate::<ConfigSchema>("config.schema.json", "config.schema.json"),
         generate::<WorkspaceSchema>("workspace.schema.json", "workspace.schema.json"),
+        generate::<WorkflowSchema>("workflow.schema.json", "workflow.schema.json"),
     ]
 }
 
@@ -581,6 +626,14 @@ mod tests {
         assert_eq!(
             properties(&schemas[0].json, "/$defs/TriggerSchema/properties"),
             set(crate::triggers::TRIGGER_KEYS)
+        );
+        assert_eq!(
+            properties(&schemas[4].json, "/properties"),
+            set(crate::workflow::ROOT_KEYS)
+        );
+        assert_eq!(
+            properties(&schemas[4].json, "/$defs/WorkflowStageSchema/properties"),
+            set(crate::workflow::STAGE_KEYS)
         );
     }
 }

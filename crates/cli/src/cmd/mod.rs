@@ -14,6 +14,7 @@ mod serve_limits;
 pub mod stores;
 pub mod triggers;
 pub mod validate;
+pub mod workflows;
 
 use std::path::{Component, Path};
 

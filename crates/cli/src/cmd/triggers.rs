@@ -5,7 +5,8 @@
 //!   one request evaluated locally against the manifest, with the payload and
 //!   the rendered runtime environment, secrets masked;
 //! - `astrolift dispatch AGENT --input JSON [--idempotency-key K]`: a manual
-//!   dispatch recorded on the configured stores.
+//!   dispatch recorded on the configured stores (`--workflow NAME` starts a
+//!   workflow run instead: [`super::workflows`]).
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -68,7 +69,22 @@ pub struct TestArgs {
 #[derive(Debug, clap::Args)]
 pub struct DispatchArgs {
     /// The agent: its name, its alias, or `OWNER/REPO:path/to/astrolift.toml`.
-    agent: String,
+    #[arg(required_unless_present = "workflow", conflicts_with = "workflow")]
+    agent: Option<String>,
+    /// Start a run of this registered workflow instead of dispatching one agent.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["idempotency_key", "env_spec"])]
+    workflow: Option<String>,
+    /// With --workflow: print stage changes until the run ends (exit 0 when it succeeded).
+    #[arg(long, requires = "workflow")]
+    tail: bool,
+    /// With --tail: stop waiting after this many seconds (exit 1).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 3600,
+        requires = "tail"
+    )]
+    timeout: u64,
     /// The input, a JSON object (`{}` or `null` for none): `ASTROLIFT_TRIGGER_PAYLOAD`.
     #[arg(long, value_name = "JSON")]
     input: String,
@@ -122,13 +138,27 @@ pub fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
+    let agent_name = match (&args.agent, &args.workflow) {
+        (_, Some(name)) => {
+            return super::workflows::dispatch(super::workflows::WorkflowDispatch {
+                name,
+                input: &args.input,
+                repository: args.repository.as_deref(),
+                tail: args.tail,
+                timeout: std::time::Duration::from_secs(args.timeout),
+                stores: &args.stores,
+            });
+        }
+        (Some(agent), None) => agent.clone(),
+        (None, None) => bail!("name an agent, or a workflow with --workflow"),
+    };
     let input: Value = serde_json::from_str(&args.input).context("--input is not valid JSON")?;
     if !(input.is_object() || input.is_null()) {
         bail!("--input must be a JSON object (or `{{}}` / `null` for no input)");
     }
     runtime()?.block_on(async {
         let state = args.stores.state().await?;
-        let agent = find_agent(state.as_ref(), &args.agent, args.repository.as_deref()).await?;
+        let agent = find_agent(state.as_ref(), &agent_name, args.repository.as_deref()).await?;
         if agent.status != AgentStatus::Active {
             bail!(
                 "{} is {}: only an active agent can be dispatched",

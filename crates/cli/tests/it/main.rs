@@ -21,3 +21,4 @@ mod serve;
 mod serve_process;
 mod support;
 mod triggers;
+mod workflows;

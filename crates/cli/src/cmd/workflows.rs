@@ -1,0 +1,279 @@
+//! Workflow runs from the command line (docs/reference.md, "Workflows"):
+//! - `astrolift dispatch --workflow NAME --input JSON [--repo OWNER/REPO] [--tail]`:
+//!   starts a run of a registered workflow; the stages without needs are
+//!   dispatched at once (recorded like manual dispatches, under a key per
+//!   run and stage, and queued to `ASTROLIFT_DISPATCH_QUEUE_URL` when set);
+//! - `astrolift workflow-run show RUN_ID`: the run and its stages, as JSON;
+//! - `astrolift workflow-run report RUN_ID STAGE --status S [--result JSON]`:
+//!   a stage's terminal report, what the callback route does for a workflow
+//!   dispatch (for local runs and operators; the first report of a stage wins).
+//!
+//! `--tail` polls the run once a second and prints each stage change as one
+//! JSON line until the run is terminal (exit 0 when it succeeded, 1 when it
+//! failed) or `--timeout` passes (exit 1).
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use astrolift_manifest::Limits;
+use astrolift_store::StateStore;
+use astrolift_store::state::{RunStatus, StageStatus, WorkflowRecord, WorkflowRun};
+use astrolift_trigger::dispatch::{DispatchQueue, SqsDispatchQueue};
+use astrolift_trigger::workflow::{
+    RecordingDispatcher, RunProgress, report_stage, stage_statuses, start_run,
+};
+use serde_json::{Value, json};
+
+use super::EXIT_FINDINGS;
+use super::stores::{StoreArgs, now, runtime};
+
+/// How `dispatch --workflow` is asked for.
+#[derive(Debug, Clone)]
+pub struct WorkflowDispatch<'a> {
+    pub name: &'a str,
+    pub input: &'a str,
+    pub repository: Option<&'a str>,
+    pub tail: bool,
+    pub timeout: Duration,
+    pub stores: &'a StoreArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// The run id (`run-…`), as `dispatch --workflow` printed it.
+    run_id: String,
+    #[command(flatten)]
+    stores: StoreArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// The run id.
+    run_id: String,
+    /// The stage's name.
+    stage: String,
+    /// `succeeded`, `failed` or `cancelled`.
+    #[arg(long, value_parser = ["succeeded", "failed", "cancelled"])]
+    status: String,
+    /// The stage's result, JSON (at most 256 KiB): `.stages.<stage>.result` for later payloads.
+    #[arg(long, value_name = "JSON")]
+    result: Option<String>,
+    #[command(flatten)]
+    stores: StoreArgs,
+}
+
+/// The callback's result limit (docs/reference.md §14).
+const MAX_RESULT_BYTES: usize = 256 * 1024;
+
+pub fn dispatch(request: WorkflowDispatch<'_>) -> anyhow::Result<ExitCode> {
+    let input: Value = serde_json::from_str(request.input).context("--input is not valid JSON")?;
+    if !(input.is_object() || input.is_null()) {
+        bail!("--input must be a JSON object (or `{{}}` / `null` for no input)");
+    }
+    runtime()?.block_on(async {
+        let state = request.stores.state().await?;
+        let record = find_workflow(state.as_ref(), request.name, request.repository).await?;
+        let queue = queue().await;
+        let dispatcher = RecordingDispatcher {
+            state: state.as_ref(),
+            queue: queue.as_ref().map(|q| q as &dyn DispatchQueue),
+        };
+        let progress = start_run(
+            state.as_ref(),
+            &dispatcher,
+            &record,
+            &input,
+            now(),
+            &Limits::DEFAULT,
+        )
+        .await?;
+        println!("{}", progress_json(&progress));
+        if !request.tail {
+            return Ok(ExitCode::SUCCESS);
+        }
+        tail(state.as_ref(), progress.run, request.timeout).await
+    })
+}
+
+pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
+    runtime()?.block_on(async {
+        let state = args.stores.state().await?;
+        let run = read_run(state.as_ref(), &args.run_id).await?;
+        println!("{}", run_json(&run));
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let status = match args.status.as_str() {
+        "succeeded" => StageStatus::Succeeded,
+        "failed" => StageStatus::Failed,
+        _ => StageStatus::Cancelled,
+    };
+    let result: Option<Value> = match &args.result {
+        Some(text) if text.len() > MAX_RESULT_BYTES => {
+            bail!(
+                "--result is {} bytes, over the {MAX_RESULT_BYTES}-byte limit",
+                text.len()
+            )
+        }
+        Some(text) => Some(serde_json::from_str(text).context("--result is not valid JSON")?),
+        None => None,
+    };
+    runtime()?.block_on(async {
+        let state = args.stores.state().await?;
+        let queue = queue().await;
+        let dispatcher = RecordingDispatcher {
+            state: state.as_ref(),
+            queue: queue.as_ref().map(|q| q as &dyn DispatchQueue),
+        };
+        let progress = report_stage(
+            state.as_ref(),
+            &dispatcher,
+            &args.run_id,
+            &args.stage,
+            status,
+            result.as_ref(),
+            now(),
+            &Limits::DEFAULT,
+        )
+        .await?;
+        println!("{}", progress_json(&progress));
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// The workflow `name` (in `repository`, or in the one registered repository that has it).
+async fn find_workflow(
+    state: &dyn StateStore,
+    name: &str,
+    repository: Option<&str>,
+) -> anyhow::Result<WorkflowRecord> {
+    let repositories = match repository {
+        Some(repository) => vec![repository.to_owned()],
+        None => state
+            .list_registrations()
+            .await?
+            .into_iter()
+            .map(|r| r.repository)
+            .collect(),
+    };
+    let mut found = Vec::new();
+    for repository in &repositories {
+        if let Some(record) = state.workflows().get_workflow(repository, name).await? {
+            found.push(record);
+        }
+    }
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => bail!("no registered workflow is named {name}"),
+        _ => {
+            let repositories: Vec<&str> = found.iter().map(|r| r.repository.as_str()).collect();
+            bail!(
+                "workflow {name} is registered in {}; pass --repo",
+                repositories.join(", ")
+            )
+        }
+    }
+}
+
+/// The SQS queue of `ASTROLIFT_DISPATCH_QUEUE_URL`, when set; locally the
+/// records in state are the dispatches.
+async fn queue() -> Option<SqsDispatchQueue> {
+    let url = std::env::var("ASTROLIFT_DISPATCH_QUEUE_URL").ok()?;
+    if url.is_empty() {
+        return None;
+    }
+    Some(SqsDispatchQueue::from_env(url).await)
+}
+
+async fn read_run(state: &dyn StateStore, run_id: &str) -> anyhow::Result<WorkflowRun> {
+    state
+        .workflows()
+        .get_workflow_run(run_id)
+        .await?
+        .with_context(|| format!("no workflow run {run_id}"))
+}
+
+fn run_json(run: &WorkflowRun) -> Value {
+    let stages: BTreeMap<&str, Value> = run
+        .stages
+        .iter()
+        .map(|(name, stage)| {
+            let mut value = json!({"status": stage.status.as_str()});
+            if let Some(id) = &stage.dispatch_id {
+                value["dispatch_id"] = json!(id);
+            }
+            if let Some(error) = &stage.error {
+                value["error"] = json!(error);
+            }
+            (name.as_str(), value)
+        })
+        .collect();
+    json!({
+        "run_id": run.id,
+        "workflow": run.workflow,
+        "repository": run.repository,
+        "status": run.status.as_str(),
+        "stages": stages,
+    })
+}
+
+fn progress_json(progress: &RunProgress) -> Value {
+    let mut value = run_json(&progress.run);
+    value["dispatched"] = progress
+        .dispatched
+        .iter()
+        .map(|(order, id)| {
+            json!({
+                "stage": order.stage,
+                "agent": order.agent,
+                "dispatch_id": id,
+                "skill_refs": order.skill_refs,
+            })
+        })
+        .collect();
+    value["changed"] = json!(progress.changed);
+    value
+}
+
+/// Prints stage changes until the run is terminal or `timeout` passes.
+async fn tail(
+    state: &dyn StateStore,
+    mut run: WorkflowRun,
+    timeout: Duration,
+) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let mut shown: BTreeMap<String, &'static str> = stage_statuses(&run)
+        .into_iter()
+        .map(|(name, status)| (name.to_owned(), status))
+        .collect();
+    loop {
+        match run.status {
+            RunStatus::Succeeded => return Ok(ExitCode::SUCCESS),
+            RunStatus::Failed => return Ok(ExitCode::from(EXIT_FINDINGS)),
+            RunStatus::Running => {}
+        }
+        if started.elapsed() >= timeout {
+            eprintln!(
+                "run {} is still running after {} s",
+                run.id,
+                timeout.as_secs()
+            );
+            return Ok(ExitCode::from(EXIT_FINDINGS));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        run = read_run(state, &run.id).await?;
+        for (name, status) in stage_statuses(&run) {
+            if shown.get(name) != Some(&status) {
+                println!(
+                    "{}",
+                    json!({"run_id": run.id, "stage": name, "status": status})
+                );
+                shown.insert(name.to_owned(), status);
+            }
+        }
+    }
+}

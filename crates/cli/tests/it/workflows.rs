@@ -1,0 +1,197 @@
+//! `validate` and `check --apply` with a workflow, then `dispatch --workflow`,
+//! `workflow-run report` and `workflow-run show` on the embedded stores.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::{Run, json, run_of};
+
+const FLOW: &str = r#"schema = "astrolift.workflow/v1"
+name = "triage"
+
+[[stages]]
+name = "collect"
+agent = "triage"
+skills = ["pr-review@1.2.0"]
+payload = '{issue: .input.issue}'
+
+[[stages]]
+name = "report"
+agent = "emr-triage"
+needs = ["collect"]
+payload = '{summary: .stages.collect.result.summary}'
+"#;
+
+fn astrolift(args: &[&str], dir: &Path) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_astrolift"))
+        .args(args)
+        .env(
+            "ASTROLIFT_STATE",
+            format!("sqlite:{}", dir.join("state.db").display()),
+        )
+        .env(
+            "ASTROLIFT_BLOBS",
+            format!("file:{}", dir.join("blobs").display()),
+        )
+        .env_remove("ASTROLIFT_DISPATCH_QUEUE_URL")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the astrolift binary runs");
+    run_of(output)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("readable") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copies");
+        }
+    }
+}
+
+/// `examples/monorepo` plus `workflows/triage.toml` with `flow`, in `dir/repo`.
+fn repository(dir: &Path, flow: &str) -> String {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/monorepo");
+    let repo = dir.join("repo");
+    copy_dir(&examples, &repo);
+    std::fs::create_dir_all(repo.join("workflows")).expect("mkdir");
+    std::fs::write(repo.join("workflows/triage.toml"), flow).expect("writes");
+    repo.to_str().expect("utf-8").to_owned()
+}
+
+#[test]
+fn validate_reports_workflow_errors_with_positions() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let broken = FLOW.replace("needs = [\"collect\"]", "needs = [\"report\"]");
+    let repo = repository(dir.path(), &broken);
+    let run = astrolift(&["validate", "--format", "json", &repo], dir.path());
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let document = json(&run.stdout);
+    let cycle = document["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .find(|d| d["code"] == "workflow/cycle")
+        .expect("the cycle is reported");
+    assert_eq!(cycle["path"], "workflows/triage.toml");
+    assert_eq!(cycle["line"], 13);
+    assert!(
+        cycle["message"]
+            .as_str()
+            .is_some_and(|m| m.ends_with("report → report")),
+        "{cycle}"
+    );
+}
+
+#[test]
+fn a_workflow_runs_from_the_command_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let repo = repository(dir.path(), FLOW);
+    // The example's triage agent names the env spec `triage-prod`.
+    let state = format!("--state=sqlite:{}", dir.path().join("state.db").display());
+    crate::support::define_triage_env_spec("local", &[&state]);
+    let check = astrolift(&["check", "--apply", "--format", "json", &repo], dir.path());
+    assert_eq!(check.code, 0, "{}\n{}", check.stderr, check.stdout);
+    let report = json(&check.stdout);
+    assert_eq!(report["workflows"][0]["name"], "triage", "{report}");
+    assert_eq!(report["workflows"][0]["status"], "added");
+
+    let started = astrolift(
+        &[
+            "dispatch",
+            "--workflow",
+            "triage",
+            "--input",
+            r#"{"issue":"OPS-1"}"#,
+        ],
+        dir.path(),
+    );
+    assert_eq!(started.code, 0, "{}", started.stderr);
+    let started = json(&started.stdout);
+    assert_eq!(started["status"], "running");
+    assert_eq!(started["dispatched"][0]["stage"], "collect");
+    assert_eq!(started["dispatched"][0]["skill_refs"][0], "pr-review@1.2.0");
+    assert_eq!(started["stages"]["report"]["status"], "waiting");
+    let run_id = started["run_id"].as_str().expect("a run id").to_owned();
+
+    let result = r#"{"summary":"flaky test"}"#;
+    let report_args = [
+        "workflow-run",
+        "report",
+        &run_id,
+        "collect",
+        "--status",
+        "succeeded",
+        "--result",
+        result,
+    ];
+    let collected = json(&astrolift(&report_args, dir.path()).stdout);
+    assert_eq!(collected["dispatched"][0]["stage"], "report");
+    assert_eq!(collected["changed"], true);
+    let again = json(&astrolift(&report_args, dir.path()).stdout);
+    assert_eq!(again["changed"], false);
+    assert_eq!(again["dispatched"], serde_json::json!([]));
+
+    let done = astrolift(
+        &[
+            "workflow-run",
+            "report",
+            &run_id,
+            "report",
+            "--status",
+            "succeeded",
+        ],
+        dir.path(),
+    );
+    assert_eq!(json(&done.stdout)["status"], "succeeded", "{}", done.stderr);
+    let shown = json(&astrolift(&["workflow-run", "show", &run_id], dir.path()).stdout);
+    assert_eq!(shown["status"], "succeeded");
+    assert_eq!(shown["stages"]["collect"]["status"], "succeeded");
+
+    // --tail gives up at its timeout while the run is still running: exit 1.
+    let tailed = astrolift(
+        &[
+            "dispatch",
+            "--workflow",
+            "triage",
+            "--input",
+            "{}",
+            "--tail",
+            "--timeout",
+            "0",
+        ],
+        dir.path(),
+    );
+    assert_eq!(tailed.code, 1, "{}", tailed.stderr);
+    assert!(tailed.stderr.contains("still running"), "{}", tailed.stderr);
+
+    for bad in [
+        vec!["dispatch", "--workflow", "nowhere", "--input", "{}"],
+        vec!["dispatch", "--workflow", "triage", "--input", "[1]"],
+        vec![
+            "dispatch",
+            "triage",
+            "--workflow",
+            "triage",
+            "--input",
+            "{}",
+        ],
+        vec![
+            "workflow-run",
+            "report",
+            &run_id,
+            "nope",
+            "--status",
+            "failed",
+        ],
+        vec!["workflow-run", "show", "run-missing"],
+    ] {
+        let refused = astrolift(&bad, dir.path());
+        assert_eq!(refused.code, 2, "{bad:?}: {}", refused.stdout);
+        assert!(!refused.stderr.is_empty(), "{bad:?}");
+    }
+}
