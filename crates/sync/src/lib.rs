@@ -52,8 +52,8 @@ mod pipeline;
 pub mod plan;
 pub mod report;
 mod scope;
-pub mod workflows;
 pub mod suggestions;
+pub mod workflows;
 
 pub use drift::{DriftItem, DriftSeverity};
 pub use order::{CommitOrder, Order, OrderError, OrderFuture};

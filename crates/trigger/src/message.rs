@@ -125,8 +125,8 @@ impl EnvSpecRef {
     pub fn of(spec: &EnvSpec) -> Self {
         EnvSpecRef {
             name: spec.name.clone(),
-            agent_type: None,
-            runtime: None,
+            agent_type: spec.agent_type.clone(),
+            runtime: spec.runtime.clone(),
         }
     }
 }

@@ -37,9 +37,11 @@ use astrolift_store::state::{
 use astrolift_store::{BoxFuture, StoreError};
 use serde_json::{Value, json};
 
+use crate::content::ContentSource;
 use crate::dispatch::{
-    DispatchError, DispatchMessage, DispatchQueue, new_dispatch_id, record_manual,
+    DispatchError, DispatchMessage, DispatchQueue, DispatchRequest, Origin, new_dispatch_id, record,
 };
+use crate::message::{EnvSpecRef, Source};
 use crate::sandbox::{Job, SandboxedProgram, WorkerResult, run_in_worker};
 
 /// How often an advance re-reads a run whose version moved under it before
@@ -224,8 +226,8 @@ pub async fn report_stage(
 /// terminal status: when `dispatch` runs a workflow stage, its report
 /// advances the run (`Ok(None)` for any other dispatch).
 ///
-/// The run and stage are read from the dispatch's idempotency key (see
-/// [`stage_of_dispatch`]) until the dispatch record carries its `source`.
+/// The run and stage are read from the dispatch record's source (see
+/// [`stage_of_dispatch`]).
 #[allow(clippy::too_many_arguments)] // Each is one fact of the callback.
 pub async fn advance_workflow_on_callback(
     state: &dyn StateStore,
@@ -246,9 +248,10 @@ pub async fn advance_workflow_on_callback(
     .map(Some)
 }
 
-/// The run id and stage a workflow dispatch runs, from its idempotency key.
+/// The run id and stage a workflow dispatch runs, from the source its record
+/// keeps (`workflow:<run>:<stage>`, [`Source::record_id`]).
 pub fn stage_of_dispatch(dispatch: &Dispatch) -> Option<(String, String)> {
-    let (_, tail) = dispatch.idempotency_key.rsplit_once(STAGE_KEY_PREFIX)?;
+    let tail = dispatch.trigger_id.strip_prefix("workflow:")?;
     let (run_id, stage) = tail.split_once(':')?;
     let plain = |s: &str| !s.is_empty() && !s.contains(':');
     (plain(run_id) && plain(stage)).then(|| (run_id.to_owned(), stage.to_owned()))
@@ -510,12 +513,17 @@ fn stage_dispatch(run: &WorkflowRun, stage: &Stage, payload: Option<Value>) -> S
 
 /// The dispatcher of `astrolift dispatch --workflow` and of the callback
 /// route: the stage's agent must be registered and active; the dispatch is
-/// recorded through [`record_manual`] under the stage's key, and published
-/// to `queue` when it is new.
+/// a message v1 with source `workflow` (run and stage), recorded through
+/// [`record`] under the stage's key and published to `queue` when it is new.
+/// The stage's skills follow the agent's own in the message's `skill_refs`.
 #[derive(Debug, Clone, Copy)]
 pub struct RecordingDispatcher<'a> {
     pub state: &'a dyn StateStore,
     pub queue: Option<&'a dyn DispatchQueue>,
+    /// The package URL and prompt texts of the stage's agent.
+    pub content: &'a dyn ContentSource,
+    /// `ASTROLIFT_CALLBACK_BASE_URL`, when a callback route is configured.
+    pub callback_base: Option<&'a str>,
 }
 
 impl StageDispatcher for RecordingDispatcher<'_> {
@@ -525,32 +533,44 @@ impl StageDispatcher for RecordingDispatcher<'_> {
         now: UnixSeconds,
     ) -> BoxFuture<'a, Result<Result<String, Refusal>, WorkflowError>> {
         Box::pin(async move {
-            let key = AgentKey::new(&stage.repository, &stage.manifest);
-            let agent: Option<Agent> = self.state.get_agent(&key).await?;
-            let agent = match agent {
-                Some(agent) if agent.status == AgentStatus::Active => agent,
-                Some(agent) => {
+            let agent = match active_agent(self.state, stage).await? {
+                Ok(agent) => agent,
+                Err(refusal) => return Ok(Err(refusal)),
+            };
+            let env_spec = match stage_env_spec(self.state, stage, &agent).await? {
+                Ok(spec) => spec,
+                Err(refusal) => return Ok(Err(refusal)),
+            };
+            let mut content = match self.content.content(&agent, now).await {
+                Ok(content) => content,
+                Err(e) => {
                     return Ok(Err(Refusal(format!(
-                        "agent `{}` is {}: only an active agent can be dispatched",
-                        stage.agent,
-                        agent.status.as_str()
-                    ))));
-                }
-                None => {
-                    return Ok(Err(Refusal(format!(
-                        "agent `{}` ({}) is not registered",
-                        stage.agent, stage.manifest
+                        "cannot dispatch agent `{}`: {e}",
+                        stage.agent
                     ))));
                 }
             };
-            let recorded = record_manual(
-                self.state,
-                &agent,
-                stage.payload.as_ref(),
-                Some(&stage.idempotency_key),
+            content
+                .snapshot
+                .skills
+                .extend(stage.skill_refs.iter().cloned().map(Value::String));
+            let request = DispatchRequest {
+                source: Source::Workflow {
+                    workflow_run: stage.run_id.clone(),
+                    stage: stage.stage.clone(),
+                },
+                repository: &agent.repository,
+                manifest_path: &agent.manifest_path,
+                snapshot_hash: &agent.snapshot_hash,
+                idempotency_key: Some(stage.idempotency_key.clone()),
+                payload: crate::env::non_empty_payload(stage.payload.as_ref()),
+                origin: &Origin::TRUSTED,
+                env_spec,
+                content: &content,
+                callback_base: self.callback_base,
                 now,
-            )
-            .await?;
+            };
+            let recorded = record(self.state, &request).await?;
             if recorded.created
                 && let Some(queue) = self.queue
             {
@@ -561,6 +581,46 @@ impl StageDispatcher for RecordingDispatcher<'_> {
             Ok(Ok(recorded.id))
         })
     }
+}
+
+/// The stage's agent, if it is registered and active.
+async fn active_agent(
+    state: &dyn StateStore,
+    stage: &StageDispatch,
+) -> Result<Result<Agent, Refusal>, WorkflowError> {
+    let key = AgentKey::new(&stage.repository, &stage.manifest);
+    Ok(match state.get_agent(&key).await? {
+        Some(agent) if agent.status == AgentStatus::Active => Ok(agent),
+        Some(agent) => Err(Refusal(format!(
+            "agent `{}` is {}: only an active agent can be dispatched",
+            stage.agent,
+            agent.status.as_str()
+        ))),
+        None => Err(Refusal(format!(
+            "agent `{}` ({}) is not registered",
+            stage.agent, stage.manifest
+        ))),
+    })
+}
+
+/// The stage's env spec, if it names one that the agent's project may use.
+async fn stage_env_spec(
+    state: &dyn StateStore,
+    stage: &StageDispatch,
+    agent: &Agent,
+) -> Result<Result<Option<EnvSpecRef>, Refusal>, WorkflowError> {
+    let Some(name) = stage.env_spec.as_deref() else {
+        return Ok(Ok(None));
+    };
+    Ok(
+        match astrolift_store::state::env_spec_for_project(state, name, &agent.project_id).await? {
+            Ok(spec) => Ok(Some(EnvSpecRef::of(&spec))),
+            Err(refusal) => Err(Refusal(format!(
+                "env spec `{name}` of stage `{}`: {refusal}",
+                stage.stage
+            ))),
+        },
+    )
 }
 
 /// The run's stages by name with their status words, for printing.

@@ -1,8 +1,8 @@
 //! Workflow runs from the command line (docs/reference.md, "Workflows"):
 //! - `astrolift dispatch --workflow NAME --input JSON [--repo OWNER/REPO] [--tail]`:
 //!   starts a run of a registered workflow; the stages without needs are
-//!   dispatched at once (recorded like manual dispatches, under a key per
-//!   run and stage, and queued to `ASTROLIFT_DISPATCH_QUEUE_URL` when set);
+//!   dispatched at once (messages v1 with source `workflow`, under a key per
+//!   run and stage, sent to `ASTROLIFT_DISPATCH_QUEUE_URL` or the local outbox);
 //! - `astrolift workflow-run show RUN_ID`: the run and its stages, as JSON;
 //! - `astrolift workflow-run report RUN_ID STAGE --status S [--result JSON]`:
 //!   a stage's terminal report, what the callback route does for a workflow
@@ -17,10 +17,12 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use astrolift_bot::triggers::{callback_base_from_env, dispatch_queue_from_env};
 use astrolift_manifest::Limits;
 use astrolift_store::StateStore;
 use astrolift_store::state::{RunStatus, StageStatus, WorkflowRecord, WorkflowRun};
-use astrolift_trigger::dispatch::{DispatchQueue, SqsDispatchQueue};
+use astrolift_trigger::content::{BlobContent, UrlOptions};
+use astrolift_trigger::dispatch::DispatchQueue;
 use astrolift_trigger::workflow::{
     RecordingDispatcher, RunProgress, report_stage, stage_statuses, start_run,
 };
@@ -75,11 +77,8 @@ pub fn dispatch(request: WorkflowDispatch<'_>) -> anyhow::Result<ExitCode> {
     runtime()?.block_on(async {
         let state = request.stores.state().await?;
         let record = find_workflow(state.as_ref(), request.name, request.repository).await?;
-        let queue = queue().await;
-        let dispatcher = RecordingDispatcher {
-            state: state.as_ref(),
-            queue: queue.as_ref().map(|q| q as &dyn DispatchQueue),
-        };
+        let deps = StageDispatchDeps::from_env(request.stores).await?;
+        let dispatcher = deps.dispatcher(state.as_ref());
         let progress = start_run(
             state.as_ref(),
             &dispatcher,
@@ -124,11 +123,8 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     };
     runtime()?.block_on(async {
         let state = args.stores.state().await?;
-        let queue = queue().await;
-        let dispatcher = RecordingDispatcher {
-            state: state.as_ref(),
-            queue: queue.as_ref().map(|q| q as &dyn DispatchQueue),
-        };
+        let deps = StageDispatchDeps::from_env(&args.stores).await?;
+        let dispatcher = deps.dispatcher(state.as_ref());
         let progress = report_stage(
             state.as_ref(),
             &dispatcher,
@@ -181,12 +177,35 @@ async fn find_workflow(
 
 /// The SQS queue of `ASTROLIFT_DISPATCH_QUEUE_URL`, when set; locally the
 /// records in state are the dispatches.
-async fn queue() -> Option<SqsDispatchQueue> {
-    let url = std::env::var("ASTROLIFT_DISPATCH_QUEUE_URL").ok()?;
-    if url.is_empty() {
-        return None;
+/// What a stage's dispatch needs besides the state: the dispatch queue (SQS
+/// or the local outbox), the agent's content and the callback route.
+struct StageDispatchDeps {
+    queue: std::sync::Arc<dyn DispatchQueue>,
+    content: BlobContent,
+    callback_base: Option<String>,
+}
+
+impl StageDispatchDeps {
+    async fn from_env(stores: &StoreArgs) -> anyhow::Result<Self> {
+        Ok(Self {
+            queue: dispatch_queue_from_env(&stores.state, None).await?,
+            content: BlobContent {
+                blobs: stores.blobs().await?,
+                urls: UrlOptions::from_env().map_err(anyhow::Error::msg)?,
+                limits: Limits::DEFAULT,
+            },
+            callback_base: callback_base_from_env(),
+        })
     }
-    Some(SqsDispatchQueue::from_env(url).await)
+
+    fn dispatcher<'a>(&'a self, state: &'a dyn StateStore) -> RecordingDispatcher<'a> {
+        RecordingDispatcher {
+            state,
+            queue: Some(self.queue.as_ref()),
+            content: &self.content,
+            callback_base: self.callback_base.as_deref(),
+        }
+    }
 }
 
 async fn read_run(state: &dyn StateStore, run_id: &str) -> anyhow::Result<WorkflowRun> {

@@ -13,6 +13,7 @@ use astrolift_store::state::{
     SqliteStateStore, StageStatus, WorkflowRecord, WorkflowStatus,
 };
 use astrolift_store::testing::{aws_endpoint, unique_name};
+use astrolift_trigger::content::RecordOnlyContent;
 use astrolift_trigger::dispatch::MemoryDispatchQueue;
 use astrolift_trigger::workflow::{
     RecordingDispatcher, RunProgress, advance_workflow_on_callback, report_stage, stage_statuses,
@@ -173,6 +174,8 @@ async fn report(
     let dispatcher = RecordingDispatcher {
         state: subject.state.as_ref(),
         queue: Some(queue),
+        content: &RecordOnlyContent { lenient: true },
+        callback_base: None,
     };
     report_stage(
         subject.state.as_ref(),
@@ -196,6 +199,8 @@ async fn start(
     let dispatcher = RecordingDispatcher {
         state: subject.state.as_ref(),
         queue: Some(queue),
+        content: &RecordOnlyContent { lenient: true },
+        callback_base: None,
     };
     start_run(
         subject.state.as_ref(),
@@ -284,7 +289,7 @@ async fn stages_dispatch_in_dependency_order(subject: Subject) {
     let messages: Vec<String> = queue
         .messages()
         .iter()
-        .map(|m| m.manifest_path.clone())
+        .map(|m| m.agent.manifest.clone())
         .collect();
     assert_eq!(
         messages,
@@ -377,6 +382,8 @@ async fn concurrent_reports_advance_once(subject: Subject) {
                 let dispatcher = RecordingDispatcher {
                     state: state.as_ref(),
                     queue: Some(queue.as_ref()),
+                    content: &RecordOnlyContent { lenient: true },
+                    callback_base: None,
                 };
                 report_stage(
                     state.as_ref(),
@@ -437,6 +444,8 @@ async fn the_callback_entry_point_finds_the_stage(subject: Subject) {
     let dispatcher = RecordingDispatcher {
         state: subject.state.as_ref(),
         queue: Some(&queue),
+        content: &RecordOnlyContent { lenient: true },
+        callback_base: None,
     };
     let progress = advance_workflow_on_callback(
         subject.state.as_ref(),
