@@ -430,10 +430,7 @@ async fn the_callback_entry_point_finds_the_stage(subject: Subject) {
     let record = register(&subject, &triage()).await;
     let queue = MemoryDispatchQueue::new();
     let started = start(&subject, &queue, &record).await;
-    let key = format!(
-        "manual:{REPO}:agents/triage/astrolift.toml:key:{}",
-        started.dispatched[0].0.idempotency_key
-    );
+    let key = started.dispatched[0].0.idempotency_key.clone();
     let dispatch = subject
         .state
         .get_dispatch(&key)
@@ -464,6 +461,7 @@ async fn the_callback_entry_point_finds_the_stage(subject: Subject) {
         [("label".to_owned(), Some(json!({"count": 1})))]
     );
     let mut other = dispatch.clone();
+    other.trigger_id = "manual".to_owned();
     other.idempotency_key = "manual:octo/flows:agents/triage/astrolift.toml:id:x".to_owned();
     let none = advance_workflow_on_callback(
         subject.state.as_ref(),
