@@ -163,6 +163,20 @@ fn dispatched(progress: &RunProgress) -> Vec<(String, Option<Value>)> {
         .collect()
 }
 
+/// The dispatcher of these tests: the subject's state, `queue`, and content
+/// read from the record alone.
+fn test_dispatcher<'a>(
+    subject: &'a Subject,
+    queue: &'a MemoryDispatchQueue,
+) -> RecordingDispatcher<'a> {
+    RecordingDispatcher {
+        state: subject.state.as_ref(),
+        queue: Some(queue),
+        content: &RecordOnlyContent { lenient: true },
+        callback_base: None,
+    }
+}
+
 async fn report(
     subject: &Subject,
     queue: &MemoryDispatchQueue,
@@ -171,12 +185,7 @@ async fn report(
     status: StageStatus,
     result: Value,
 ) -> RunProgress {
-    let dispatcher = RecordingDispatcher {
-        state: subject.state.as_ref(),
-        queue: Some(queue),
-        content: &RecordOnlyContent { lenient: true },
-        callback_base: None,
-    };
+    let dispatcher = test_dispatcher(subject, queue);
     report_stage(
         subject.state.as_ref(),
         &dispatcher,
@@ -196,12 +205,7 @@ async fn start(
     queue: &MemoryDispatchQueue,
     record: &WorkflowRecord,
 ) -> RunProgress {
-    let dispatcher = RecordingDispatcher {
-        state: subject.state.as_ref(),
-        queue: Some(queue),
-        content: &RecordOnlyContent { lenient: true },
-        callback_base: None,
-    };
+    let dispatcher = test_dispatcher(subject, queue);
     start_run(
         subject.state.as_ref(),
         &dispatcher,
@@ -438,12 +442,7 @@ async fn the_callback_entry_point_finds_the_stage(subject: Subject) {
         .expect("read")
         .expect("recorded under the stage key");
     assert_eq!(dispatch.id, started.dispatched[0].1);
-    let dispatcher = RecordingDispatcher {
-        state: subject.state.as_ref(),
-        queue: Some(&queue),
-        content: &RecordOnlyContent { lenient: true },
-        callback_base: None,
-    };
+    let dispatcher = test_dispatcher(subject, &queue);
     let progress = advance_workflow_on_callback(
         subject.state.as_ref(),
         &dispatcher,
