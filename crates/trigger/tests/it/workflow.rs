@@ -442,7 +442,7 @@ async fn the_callback_entry_point_finds_the_stage(subject: Subject) {
         .expect("read")
         .expect("recorded under the stage key");
     assert_eq!(dispatch.id, started.dispatched[0].1);
-    let dispatcher = test_dispatcher(subject, &queue);
+    let dispatcher = test_dispatcher(&subject, &queue);
     let progress = advance_workflow_on_callback(
         subject.state.as_ref(),
         &dispatcher,
