@@ -81,9 +81,23 @@ struct App {
     bodies: Arc<BodyBudget>,
 }
 
+/// Blocking threads besides the syncs': the SQLite state store and the
+/// dispatch outbox each serialize on one connection, so more threads than
+/// this would only wait on its lock. Tokio's default (512) would let a burst
+/// of requests start hundreds of threads; past the cap, blocking work queues.
+const BLOCKING_THREADS_BESIDES_SYNCS: usize = 16;
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        // A sync holds a blocking thread and waits on store work that needs
+        // another: the syncs' share comes on top, so they can never take
+        // every thread.
+        .max_blocking_threads(
+            args.capacity
+                .syncs
+                .saturating_add(BLOCKING_THREADS_BESIDES_SYNCS),
+        )
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(serve(args))?;
