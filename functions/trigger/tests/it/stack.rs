@@ -22,6 +22,30 @@ use lambda_http::{Body, Request};
 
 const PROJECT: &str = "proj-smoke";
 const MANIFEST: &str = "agents/smoke/astrolift.toml";
+/// The agent's snapshot (a fixed hash: its content never changes), with an
+/// inline package, so a dispatch needs only the snapshot from the stack's bucket.
+const SNAPSHOT: &str = "5e0a7e5e0a7e5e0a7e5e0a7e5e0a7e5e0a7e5e0a7e5e0a7e5e0a7e5e0a7e5e0a";
+
+/// Puts the agent's snapshot into the stack's bucket (`ASTROLIFT_BLOBS`).
+async fn put_snapshot() {
+    let url = std::env::var("ASTROLIFT_BLOBS").expect("the trigger function's ASTROLIFT_BLOBS");
+    let blobs = astrolift_store::blob::blob_store_from_url(&url)
+        .await
+        .expect("the stack's bucket");
+    let snapshot = serde_json::json!({
+        "name": "smoke",
+        "payload": { "digest": "", "size": 0, "inline": true },
+    });
+    let key = astrolift_store::blob::BlobKey::snapshot(SNAPSHOT).expect("a sha256 key");
+    blobs
+        .put_if_absent(
+            &key,
+            snapshot.to_string().into_bytes().into(),
+            "application/json",
+        )
+        .await
+        .expect("puts the snapshot");
+}
 
 /// The stack's table and the webhook secret's value, which scripts/smoke-trigger.sh
 /// exports. Without them the test skips with a note, or fails when
@@ -69,7 +93,7 @@ fn binding(repository: &str, trigger_id: &str, spec: &TriggerSpec) -> TriggerBin
         name: spec.name.clone(),
         source: "generic".to_owned(),
         definition: serde_json::to_value(spec).expect("serializes"),
-        snapshot_hash: "snap-smoke".to_owned(),
+        snapshot_hash: SNAPSHOT.to_owned(),
     }
 }
 
@@ -83,8 +107,8 @@ async fn register(state: &dyn StateStore, github_id: &str, missing_id: &str) {
         name: "smoke".to_owned(),
         alias: None,
         status: AgentStatus::Active,
-        snapshot_hash: "snap-smoke".to_owned(),
-        payload_digest: "sha256:00".to_owned(),
+        snapshot_hash: SNAPSHOT.to_owned(),
+        payload_digest: String::new(),
         commit: "c0ffee".to_owned(),
         version: 0,
         updated_at: 1,
@@ -144,6 +168,7 @@ async fn the_stacks_trigger_function_verifies_github_and_classifies_secret_error
     );
     let (github_id, missing_id) = (unique_name("trg_github"), unique_name("trg_missing"));
     register(state.as_ref(), &github_id, &missing_id).await;
+    put_snapshot().await;
     let service = astrolift_fn_trigger::service_from_env()
         .await
         .expect("the cold start succeeds on the trigger function's own configuration");
