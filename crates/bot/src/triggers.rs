@@ -51,11 +51,7 @@ pub async fn service_from_env(
     let queue =
         dispatch_queue_from_env(&state.location(), Some(environment.aws_config().await)).await?;
     let urls = UrlOptions::from_env().map_err(TriggerSetupError::Config)?;
-    let content = BlobContent {
-        blobs,
-        urls,
-        limits: Limits::DEFAULT,
-    };
+    let content = BlobContent::new(blobs, urls, Limits::DEFAULT);
     Ok(TriggerService::new(state, secrets, queue, Limits::DEFAULT)
         .with_content(Arc::new(content))
         .with_callback_base(callback_base_from_env()))

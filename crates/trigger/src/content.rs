@@ -121,6 +121,44 @@ pub async fn load_content(
     limits: &Limits,
     now: UnixSeconds,
 ) -> Result<DispatchContent, ContentError> {
+    let read = read_snapshot_content(blobs, snapshot_hash, limits).await?;
+    content_with_url(blobs, &read, options, now).await
+}
+
+/// What a snapshot's dispatches share: the snapshot and its prompt texts.
+/// Both are fixed by the content-addressed hash, so they may be kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SnapshotContent {
+    pub snapshot: SnapshotView,
+    pub prompts: PromptTexts,
+}
+
+impl SnapshotContent {
+    /// Bytes of text it holds (what a cache of them counts).
+    fn text_bytes(&self) -> usize {
+        let prompts = &self.prompts;
+        prompts.brief.as_ref().map_or(0, String::len)
+            + prompts
+                .skills
+                .iter()
+                .map(|s| s.name.len() + s.instructions.len())
+                .sum::<usize>()
+            + prompts
+                .tools
+                .iter()
+                .map(|t| t.slug.len() + t.description.as_ref().map_or(0, String::len))
+                .sum::<usize>()
+    }
+}
+
+/// Reads the snapshot `snapshot_hash` and, unless its package ships inline,
+/// the prompt texts of its archive. The archive is decompressed on a
+/// blocking thread, never on the async workers.
+pub async fn read_snapshot_content(
+    blobs: &dyn BlobStore,
+    snapshot_hash: &str,
+    limits: &Limits,
+) -> Result<SnapshotContent, ContentError> {
     let snapshot_key = BlobKey::snapshot(snapshot_hash)?;
     let bytes = blobs
         .get(&snapshot_key)
@@ -134,11 +172,7 @@ pub async fn load_content(
     let snapshot =
         SnapshotView::from_json(&json).map_err(|e| ContentError::Snapshot(e.to_string()))?;
     if snapshot.payload.inline {
-        return Ok(DispatchContent {
-            package: Some(PackageRef::inline(
-                snapshot.payload.digest.clone(),
-                snapshot.payload.size,
-            )),
+        return Ok(SnapshotContent {
             snapshot,
             prompts: PromptTexts::default(),
         });
@@ -153,22 +187,45 @@ pub async fn load_content(
         StoreError::NotFound(_) => ContentError::MissingPackage(snapshot.payload.digest.clone()),
         other => ContentError::Store(other),
     })?;
-    let prompts = prompt_texts_from_archive(&archive, &snapshot, limits)?;
-    let url = blobs
-        .presigned_get_url(&package_key, options.expiry)
-        .await?;
-    let expires_at =
-        now.saturating_add(i64::try_from(options.expiry.as_secs()).unwrap_or(i64::MAX));
-    Ok(DispatchContent {
-        package: Some(PackageRef {
-            digest: snapshot.payload.digest.clone(),
-            size: snapshot.payload.size,
+    let limits = *limits;
+    tokio::task::spawn_blocking(move || {
+        let prompts = prompt_texts_from_archive(&archive, &snapshot, &limits)?;
+        Ok(SnapshotContent { snapshot, prompts })
+    })
+    .await
+    .map_err(|e| ContentError::Archive(e.to_string()))?
+}
+
+/// A dispatch's content from its snapshot's: a presigned package URL
+/// expiring `options.expiry` after `now`, or the inline package.
+async fn content_with_url(
+    blobs: &dyn BlobStore,
+    read: &SnapshotContent,
+    options: UrlOptions,
+    now: UnixSeconds,
+) -> Result<DispatchContent, ContentError> {
+    let payload = &read.snapshot.payload;
+    let package = if payload.inline {
+        PackageRef::inline(payload.digest.clone(), payload.size)
+    } else {
+        let package_key = BlobKey::package(&payload.digest)?;
+        let url = blobs
+            .presigned_get_url(&package_key, options.expiry)
+            .await?;
+        let expires_at =
+            now.saturating_add(i64::try_from(options.expiry.as_secs()).unwrap_or(i64::MAX));
+        PackageRef {
+            digest: payload.digest.clone(),
+            size: payload.size,
             url: Some(url),
             expires_at: Some(expires_at),
             inline: false,
-        }),
-        snapshot,
-        prompts,
+        }
+    };
+    Ok(DispatchContent {
+        package: Some(package),
+        snapshot: read.snapshot.clone(),
+        prompts: read.prompts.clone(),
     })
 }
 
@@ -331,12 +388,97 @@ pub trait ContentSource: Send + Sync + std::fmt::Debug {
     ) -> BoxFuture<'a, Result<DispatchContent, ContentError>>;
 }
 
-/// The production source: [`load_content`] on a blob store.
+/// Snapshot contents kept by one [`BlobContent`]: at most this many bytes
+/// of prompt text (a snapshot holding more is read each time, never kept).
+pub const CONTENT_CACHE_BYTES: usize = 32 * 1024 * 1024;
+/// Package archives read at once by one [`BlobContent`]: each may take
+/// [`MAX_ARCHIVE_BYTES`] of memory, so a burst of dispatches of large
+/// packages waits here instead of holding a copy each.
+pub const CONCURRENT_ARCHIVE_READS: usize = 2;
+
+/// The production source: [`load_content`] on a blob store, reading each
+/// snapshot's archive once. Snapshots are content-addressed, so what was
+/// read for a hash never changes: the snapshot and its prompt texts are
+/// kept (oldest dropped first, [`CONTENT_CACHE_BYTES`] in all) and only the
+/// package URL is presigned per dispatch. Reads of archives are bounded to
+/// [`CONCURRENT_ARCHIVE_READS`] at once.
 #[derive(Debug, Clone)]
 pub struct BlobContent {
-    pub blobs: Arc<dyn BlobStore>,
-    pub urls: UrlOptions,
-    pub limits: Limits,
+    blobs: Arc<dyn BlobStore>,
+    urls: UrlOptions,
+    limits: Limits,
+    kept: Arc<KeptContent>,
+}
+
+/// Snapshot hash and content, oldest first.
+type KeptEntries = std::collections::VecDeque<(String, Arc<SnapshotContent>)>;
+
+#[derive(Debug)]
+struct KeptContent {
+    /// Insertion order (oldest first) and the total text bytes.
+    entries: std::sync::Mutex<(KeptEntries, usize)>,
+    reads: tokio::sync::Semaphore,
+}
+
+impl KeptContent {
+    fn get(&self, hash: &str) -> Option<Arc<SnapshotContent>> {
+        let entries = self.entries.lock().ok()?;
+        entries
+            .0
+            .iter()
+            .find(|(kept, _)| kept == hash)
+            .map(|(_, content)| Arc::clone(content))
+    }
+
+    fn keep(&self, hash: &str, content: Arc<SnapshotContent>) {
+        let bytes = content.text_bytes();
+        if bytes > CONTENT_CACHE_BYTES {
+            return;
+        }
+        let Ok(mut guard) = self.entries.lock() else {
+            return;
+        };
+        let (entries, total) = &mut *guard;
+        if entries.iter().any(|(kept, _)| kept == hash) {
+            return;
+        }
+        while *total + bytes > CONTENT_CACHE_BYTES {
+            let Some((_, oldest)) = entries.pop_front() else {
+                break;
+            };
+            *total -= oldest.text_bytes();
+        }
+        entries.push_back((hash.to_owned(), content));
+        *total += bytes;
+    }
+}
+
+impl BlobContent {
+    pub fn new(blobs: Arc<dyn BlobStore>, urls: UrlOptions, limits: Limits) -> Self {
+        BlobContent {
+            blobs,
+            urls,
+            limits,
+            kept: Arc::new(KeptContent {
+                entries: std::sync::Mutex::new((KeptEntries::new(), 0)),
+                reads: tokio::sync::Semaphore::new(CONCURRENT_ARCHIVE_READS),
+            }),
+        }
+    }
+
+    async fn snapshot_content(&self, hash: &str) -> Result<Arc<SnapshotContent>, ContentError> {
+        if let Some(kept) = self.kept.get(hash) {
+            return Ok(kept);
+        }
+        let _reading = self.kept.reads.acquire().await.ok();
+        // Another dispatch of the same snapshot may have read it meanwhile.
+        if let Some(kept) = self.kept.get(hash) {
+            return Ok(kept);
+        }
+        let read = Arc::new(read_snapshot_content(self.blobs.as_ref(), hash, &self.limits).await?);
+        self.kept.keep(hash, Arc::clone(&read));
+        Ok(read)
+    }
 }
 
 impl ContentSource for BlobContent {
@@ -345,13 +487,10 @@ impl ContentSource for BlobContent {
         agent: &'a Agent,
         now: UnixSeconds,
     ) -> BoxFuture<'a, Result<DispatchContent, ContentError>> {
-        Box::pin(load_content(
-            self.blobs.as_ref(),
-            &agent.snapshot_hash,
-            self.urls,
-            &self.limits,
-            now,
-        ))
+        Box::pin(async move {
+            let read = self.snapshot_content(&agent.snapshot_hash).await?;
+            content_with_url(self.blobs.as_ref(), &read, self.urls, now).await
+        })
     }
 }
 

@@ -192,11 +192,11 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
         let queue = dispatch_queue_from_env(&args.stores.state, None).await?;
         queue.has_room().await?;
         let now = now();
-        let content = BlobContent {
-            blobs: args.stores.blobs().await?,
-            urls: UrlOptions::from_env().map_err(anyhow::Error::msg)?,
-            limits: Limits::DEFAULT,
-        }
+        let content = BlobContent::new(
+            args.stores.blobs().await?,
+            UrlOptions::from_env().map_err(anyhow::Error::msg)?,
+            Limits::DEFAULT,
+        )
         .content(&agent, now)
         .await
         .with_context(|| format!("cannot dispatch {}", agent.key()))?;

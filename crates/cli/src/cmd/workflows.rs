@@ -189,11 +189,11 @@ impl StageDispatchDeps {
     async fn from_env(stores: &StoreArgs) -> anyhow::Result<Self> {
         Ok(Self {
             queue: dispatch_queue_from_env(&stores.state, None).await?,
-            content: BlobContent {
-                blobs: stores.blobs().await?,
-                urls: UrlOptions::from_env().map_err(anyhow::Error::msg)?,
-                limits: Limits::DEFAULT,
-            },
+            content: BlobContent::new(
+                stores.blobs().await?,
+                UrlOptions::from_env().map_err(anyhow::Error::msg)?,
+                Limits::DEFAULT,
+            ),
             callback_base: callback_base_from_env(),
         })
     }

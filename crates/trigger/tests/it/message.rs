@@ -128,11 +128,7 @@ pub async fn register_example() -> Registered {
 }
 
 fn content_source(blobs: Arc<dyn BlobStore>) -> BlobContent {
-    BlobContent {
-        blobs,
-        urls: UrlOptions::default(),
-        limits: Limits::DEFAULT,
-    }
+    BlobContent::new(blobs, UrlOptions::default(), Limits::DEFAULT)
 }
 
 fn request<'a>(
@@ -582,5 +578,34 @@ async fn s3_presigned_package_urls_download_the_archive() {
     assert_eq!(
         format!("sha256:{}", hex::encode(Sha256::digest(&downloaded))),
         package.digest
+    );
+}
+
+/// A snapshot's archive is read once per content source: the second
+/// dispatch of the same snapshot is served without the package object
+/// (only its URL is presigned again), with the same prompts.
+#[tokio::test]
+async fn a_snapshots_archive_is_read_once_per_content_source() {
+    let registered = register_example().await;
+    let source = content_source(registered.blobs.clone());
+    let first = source
+        .content(&registered.agent, 1)
+        .await
+        .expect("reads the content");
+    let key = BlobKey::package(&registered.agent.payload_digest).expect("a package key");
+    let archive_file = registered._dir.path().join("blobs").join(key.as_str());
+    std::fs::remove_file(&archive_file).expect("the archive is a file of the blob directory");
+    let second = source
+        .content(&registered.agent, 2)
+        .await
+        .expect("served from what the first dispatch read");
+    assert_eq!(second.prompts, first.prompts);
+    assert_eq!(second.snapshot, first.snapshot);
+    let fresh = content_source(registered.blobs.clone())
+        .content(&registered.agent, 3)
+        .await;
+    assert!(
+        matches!(fresh, Err(ContentError::MissingPackage(_))),
+        "another source reads the archive itself: {fresh:?}"
     );
 }
