@@ -546,7 +546,7 @@ impl DynamoStateStore {
     }
 
     /// A conditional put; `Ok(false)` when the condition failed.
-    async fn put_if(
+    pub(super) async fn put_if(
         &self,
         item: Item,
         condition: &str,
@@ -564,6 +564,9 @@ impl DynamoStateStore {
         }
         if condition.contains("#e") {
             request = request.expression_attribute_names("#e", TTL_ATTRIBUTE);
+        }
+        if condition.contains("#v") {
+            request = request.expression_attribute_names("#v", "version");
         }
         match request.send().await {
             Ok(_) => {

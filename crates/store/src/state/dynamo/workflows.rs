@@ -8,7 +8,6 @@
 //! existing), so a lost race is a `Conflict` and writes nothing.
 
 use super::{DynamoStateStore, Item, key, n, record_item, repo_pk};
-use crate::aws::map_sdk_error;
 use crate::state::workflows::{StageResult, WorkflowRecord, WorkflowRun, WorkflowStore};
 use crate::{BoxFuture, StoreError, StoreResult};
 
@@ -33,34 +32,19 @@ enum Expect {
 }
 
 impl DynamoStateStore {
-    /// One conditional put; `Ok(false)` when the condition failed.
+    /// One conditional put ([`DynamoStateStore::put_if`]); `Ok(false)` when
+    /// the condition failed.
     async fn put_expecting(&self, item: Item, expect: Expect) -> StoreResult<bool> {
-        let request = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .expression_attribute_names("#pk", super::PK);
-        let request = match expect {
-            Expect::Absent => request.condition_expression("attribute_not_exists(#pk)"),
-            Expect::Version(version) => request
-                .condition_expression("attribute_exists(#pk) AND #v = :v")
-                .expression_attribute_names("#v", "version")
-                .expression_attribute_values(":v", n(version)),
-        };
-        match request.send().await {
-            Ok(_) => {
-                self.counters.wrote(1);
-                Ok(true)
+        match expect {
+            Expect::Absent => self.put_if(item, "attribute_not_exists(#pk)", &[]).await,
+            Expect::Version(version) => {
+                self.put_if(
+                    item,
+                    "attribute_exists(#pk) AND #v = :v",
+                    &[(":v", n(version))],
+                )
+                .await
             }
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(err) => Err(map_sdk_error("PutItem", err)),
         }
     }
 }
