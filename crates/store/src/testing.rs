@@ -493,3 +493,18 @@ pub fn unique_name(prefix: &str) -> String {
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
 }
+
+/// The env spec `triage-prod` of `project_id`, the one the examples'
+/// triage trigger names: what a test defines before it registers
+/// `examples/monorepo` (or a fixture copied from it) under that project.
+pub fn triage_env_spec(project_id: &str) -> EnvSpec {
+    EnvSpec {
+        name: "triage-prod".into(),
+        project_id: Some(project_id.into()),
+        agent_type: Some("claude".into()),
+        runtime: Some("claude-code".into()),
+        config_repo: "octo/config".into(),
+        manifest_path: "envs/triage.toml".into(),
+        updated_at: 1,
+    }
+}

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use astrolift_fake_github::FakeGitHub;
-use astrolift_store::state::{EnvSpec, RepoRegistration};
+use astrolift_store::state::RepoRegistration;
 use astrolift_sync::{PlanStatus, Stores};
 
 use crate::support::{
@@ -82,15 +82,7 @@ async fn each_registration_applies_its_own_agents(stores: Stores) {
     register(&stores, TRIAGE, "proj-triage", "main").await;
     register(&stores, REPORTER, "proj-reports", "release").await;
     // The triage trigger names `triage-prod`: an env spec of the triage project.
-    let spec = EnvSpec {
-        name: "triage-prod".into(),
-        project_id: Some("proj-triage".into()),
-        agent_type: Some("claude".into()),
-        runtime: Some("claude-code".into()),
-        config_repo: "octo/config".into(),
-        manifest_path: "envs/triage.toml".into(),
-        updated_at: 1,
-    };
+    let spec = astrolift_store::testing::triage_env_spec("proj-triage");
     stores.state.put_env_spec(&spec).await.expect("env spec");
     let runner = runner(&github, &stores);
 

@@ -75,15 +75,7 @@ pub async fn register(stores: &Stores) {
         .await
         .expect("registered");
     // The example's triage trigger names `triage-prod`: an env spec of the project.
-    let spec = astrolift_store::state::EnvSpec {
-        name: "triage-prod".into(),
-        project_id: Some("proj-bot".into()),
-        agent_type: Some("claude".into()),
-        runtime: Some("claude-code".into()),
-        config_repo: "octo/config".into(),
-        manifest_path: "envs/triage.toml".into(),
-        updated_at: 1,
-    };
+    let spec = astrolift_store::testing::triage_env_spec("proj-bot");
     stores.state.put_env_spec(&spec).await.expect("env spec");
 }
 

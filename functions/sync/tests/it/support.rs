@@ -108,15 +108,7 @@ pub async fn stores() -> (Stores, tempfile::TempDir) {
         .await
         .expect("registered");
     // The example's triage trigger names `triage-prod`: an env spec of the project.
-    let spec = astrolift_store::state::EnvSpec {
-        name: "triage-prod".into(),
-        project_id: Some("proj-events".into()),
-        agent_type: Some("claude".into()),
-        runtime: Some("claude-code".into()),
-        config_repo: "octo/config".into(),
-        manifest_path: "envs/triage.toml".into(),
-        updated_at: 1,
-    };
+    let spec = astrolift_store::testing::triage_env_spec("proj-events");
     stores.state.put_env_spec(&spec).await.expect("env spec");
     (stores, dir)
 }

@@ -99,15 +99,7 @@ async fn apply_monorepo(blobs: Arc<dyn BlobStore>, state: Arc<dyn StateStore>) {
     let root = workspace_root().join("examples/monorepo");
     let tree = DirTree::open(&root, Limits::DEFAULT.tarball_files).expect("examples/monorepo");
     // The example's triage trigger names `triage-prod`: an env spec of the project.
-    let spec = astrolift_store::state::EnvSpec {
-        name: "triage-prod".into(),
-        project_id: Some("proj-1".into()),
-        agent_type: Some("claude".into()),
-        runtime: Some("claude-code".into()),
-        config_repo: "octo/config".into(),
-        manifest_path: "envs/triage.toml".into(),
-        updated_at: 1,
-    };
+    let spec = astrolift_store::testing::triage_env_spec("proj-1");
     state.put_env_spec(&spec).await.expect("env spec");
     let request = SyncRequest {
         repository: REPO.to_owned(),
