@@ -8,7 +8,11 @@
 //!   validated like GitHub (422 otherwise), state kept, annotations appended;
 //! - `GET /repos/{owner}/{repo}/compare/{base}...{head}`: `status` (`ahead`,
 //!   `behind`, `identical`, `diverged`) over a commit graph the test sets
-//!   ([`FakeGitHub::add_commit`]), 404 for an unknown SHA.
+//!   ([`FakeGitHub::add_commit`]), 404 for an unknown SHA;
+//! - `GET /repos/{owner}/{repo}/pulls/{n}/files` and `.../reviews`, paginated
+//!   with `Link` headers, and `POST .../pulls/{n}/reviews`, validated like
+//!   GitHub (422 `Unprocessable Entity` for a comment off the diff), over
+//!   pull requests the test sets ([`FakeGitHub::add_pull_request`]).
 //!
 //! Faults are injected per test ([`Fault`]) and every request is recorded
 //! ([`RecordedRequest`]), authorization values redacted.
@@ -20,6 +24,7 @@ mod auth;
 mod checks;
 mod compare;
 mod faults;
+mod pulls;
 mod tarball;
 
 use std::collections::HashMap;
@@ -36,6 +41,7 @@ use serde_json::{Value, json};
 
 pub use checks::FakeCheckRun;
 pub use faults::{Fault, FaultKind, RecordedRequest};
+pub use pulls::{FakePullRequest, FakePullRequestFile, FakeReview};
 
 /// The App id the fake accepts JWTs for.
 pub const TEST_APP_ID: u64 = 4242;
@@ -74,6 +80,10 @@ pub(crate) struct State {
     pub check_runs: Vec<FakeCheckRun>,
     /// Parents per commit, per `(owner, repo)`.
     pub commit_graphs: HashMap<(String, String), compare::CommitGraph>,
+    /// Pull requests by `(owner, repo, number)`.
+    pub pull_requests: HashMap<(String, String, u64), FakePullRequest>,
+    /// Where `Link` headers point (`base_url` unless moved).
+    pub link_base_url: String,
 }
 
 impl State {
@@ -125,6 +135,7 @@ impl FakeGitHub {
             let mut state = state.lock();
             state.base_url = base_url.clone();
             state.download_base_url = base_url.clone();
+            state.link_base_url = base_url.clone();
         }
         let app = router(state.clone());
         let server = tokio::spawn(async move {
@@ -184,6 +195,68 @@ impl FakeGitHub {
         let mut state = self.state.lock();
         let graph = state.commit_graphs.entry(key).or_default();
         graph.insert(sha.to_owned(), parents);
+    }
+
+    /// Opens pull request `number` of `owner/repo` with head `head_sha` and
+    /// these files (replacing one opened before under that number, reviews kept).
+    pub fn add_pull_request(
+        &self,
+        owner: &str,
+        repo: &str,
+        number: u64,
+        head_sha: &str,
+        files: Vec<FakePullRequestFile>,
+    ) {
+        let key = (owner.to_owned(), repo.to_owned(), number);
+        let mut state = self.state.lock();
+        let pull = state.pull_requests.entry(key).or_default();
+        pull.head_sha = head_sha.to_owned();
+        pull.files = files;
+    }
+
+    /// Adds `review` to a pull request opened before (its id is assigned).
+    pub fn add_review(&self, owner: &str, repo: &str, number: u64, mut review: FakeReview) {
+        let key = (owner.to_owned(), repo.to_owned(), number);
+        let mut state = self.state.lock();
+        review.id = 6_000
+            + state
+                .pull_requests
+                .values()
+                .map(|p| p.reviews.len())
+                .sum::<usize>() as u64;
+        if let Some(pull) = state.pull_requests.get_mut(&key) {
+            pull.reviews.push(review);
+        }
+    }
+
+    /// The reviews of a pull request, in creation order.
+    pub fn reviews(&self, owner: &str, repo: &str, number: u64) -> Vec<FakeReview> {
+        let key = (owner.to_owned(), repo.to_owned(), number);
+        let state = self.state.lock();
+        state
+            .pull_requests
+            .get(&key)
+            .map(|pull| pull.reviews.clone())
+            .unwrap_or_default()
+    }
+
+    /// Makes `Link` headers point at `http://localhost:PORT` (the same server
+    /// under another host name): a client must not follow them with its token.
+    pub fn page_links_to_another_host(&self) {
+        let mut state = self.state.lock();
+        state.link_base_url = state.base_url.replace("127.0.0.1", "localhost");
+    }
+
+    /// Issues an installation token, as GitHub Actions hands one to a
+    /// workflow (`GITHUB_TOKEN`), valid for an hour.
+    pub fn issue_token(&self) -> String {
+        let mut state = self.state.lock();
+        let token = format!("ghs_fakeactions{:04}", state.tokens.len());
+        let expires_at = state.now() + Duration::from_secs(3600);
+        state
+            .tokens
+            .insert(token.clone(), IssuedToken { expires_at });
+        token
     }
 
     /// An outage: every request answers 503 for `duration` from now.
@@ -257,6 +330,14 @@ fn router(state: Shared) -> Router {
         .route(
             "/repos/{owner}/{repo}/check-runs/{id}",
             patch(checks::update),
+        )
+        .route(
+            "/repos/{owner}/{repo}/pulls/{number}/files",
+            get(pulls::files),
+        )
+        .route(
+            "/repos/{owner}/{repo}/pulls/{number}/reviews",
+            get(pulls::reviews).post(pulls::create_review),
         )
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(

@@ -21,9 +21,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use octocrab::service::middleware::base_uri::BaseUriLayer;
 use octocrab::service::middleware::extra_headers::ExtraHeadersLayer;
-use octocrab::{AuthState, OctoBody, Octocrab, OctocrabBuilder};
+use octocrab::{AuthState, FromResponse, OctoBody, Octocrab, OctocrabBuilder};
 use secrecy::{ExposeSecret, SecretString};
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
@@ -225,7 +224,9 @@ struct Inner {
     /// without the base URI and never with octocrab's own auth.
     downloads: OnceLock<Octocrab>,
     config: GitHubConfig,
-    credentials: AppCredentials,
+    /// `None` for a client that only acts with a token handed in
+    /// ([`Installation::with_token`]).
+    credentials: Option<AppCredentials>,
     tokens: TokenCache,
 }
 
@@ -240,6 +241,13 @@ impl fmt::Debug for Inner {
 
 impl GitHubApp {
     pub fn new(config: GitHubConfig, credentials: AppCredentials) -> Result<Self, GitHubError> {
+        Self::build(config, Some(credentials))
+    }
+
+    fn build(
+        config: GitHubConfig,
+        credentials: Option<AppCredentials>,
+    ) -> Result<Self, GitHubError> {
         let inner = Inner {
             transport: Transport::new(&config)?,
             api: OnceLock::new(),
@@ -283,6 +291,7 @@ impl GitHubApp {
         Installation {
             app: self.clone(),
             id: installation_id,
+            handed_in: None,
         }
     }
 
@@ -326,7 +335,12 @@ impl GitHubApp {
     ) -> Result<InstallationToken, GitHubError> {
         let id = installation_id.to_string();
         let segments = ["app", "installations", id.as_str(), "access_tokens"];
-        let jwt = self.inner.credentials.jwt(self.inner.config.clock.now())?;
+        let credentials = self
+            .inner
+            .credentials
+            .as_ref()
+            .ok_or(CredentialsError::Missing("GITHUB_APP_ID"))?;
+        let jwt = credentials.jwt(self.inner.config.clock.now())?;
         let answer: TokenAnswer = self
             .send_json(&jwt, JsonMethod::Post, &segments, None::<&()>)
             .await?;
@@ -351,20 +365,45 @@ impl GitHubApp {
         body: Option<&B>,
     ) -> Result<T, GitHubError>
     where
-        T: DeserializeOwned + Send + 'static,
+        T: FromResponse + Send + 'static,
         B: Serialize + ?Sized + Sync,
     {
-        let url = self.api_url(segments);
+        self.send(bearer, method, &self.api_url(segments), body)
+            .await
+    }
+
+    /// One call through octocrab as `bearer` to `url`, an API URL (its
+    /// query kept; its origin is the API's, as [`GitHubApp::api_url`] and
+    /// [`GitHubApp::same_api`] make sure). The answer is JSON, or a
+    /// [`octocrab::Page`] of JSON with the `Link` header read.
+    pub(crate) async fn send<T, B>(
+        &self,
+        bearer: &SecretString,
+        method: JsonMethod,
+        url: &Url,
+        body: Option<&B>,
+    ) -> Result<T, GitHubError>
+    where
+        T: FromResponse + Send + 'static,
+        B: Serialize + ?Sized + Sync,
+    {
         let path = url.path().to_owned();
-        let route = relative_route(&url);
+        let route = relative_route(url);
         let crab = self.as_bearer(bearer, &method.method(), &path)?;
         let answer = match method {
-            // No query parameters: `body` is a request body, and GETs send none.
+            // No query parameters beyond the URL's: `body` is a request body, and GETs send none.
             JsonMethod::Get => crab.get(route, None::<&()>).await,
             JsonMethod::Post => crab.post(route, body).await,
             JsonMethod::Patch => crab.patch(route, body).await,
         };
         answer.map_err(|error| from_octocrab(&method.method(), &path, error))
+    }
+
+    /// `url` (a `Link` header's next page, say) when it is on the API's
+    /// origin and under its base path: only then may it carry our token.
+    pub(crate) fn same_api(&self, url: &Url) -> bool {
+        let api = &self.inner.config.api_url;
+        url.origin() == api.origin() && url.path().starts_with(api.path().trim_end_matches('/'))
     }
 
     /// A streamed `GET` of `url` (absolute), with `bearer` only when `url`
@@ -601,21 +640,40 @@ pub(crate) fn protocol(method: &Method, path: &str, reason: &str) -> GitHubError
     }
 }
 
-/// The App acting as one installation: tarballs and check runs.
+/// The App acting as one installation: tarballs, check runs, pull requests.
+///
+/// Or a session with a token handed in ([`Installation::with_token`]): a
+/// workflow's `GITHUB_TOKEN` is itself an installation token (of the GitHub
+/// Actions app), so every call here works the same with it.
 #[derive(Debug, Clone)]
 pub struct Installation {
     pub(crate) app: GitHubApp,
     pub(crate) id: u64,
+    /// The token handed in, used instead of the App's cached one.
+    handed_in: Option<SecretString>,
 }
 
 impl Installation {
+    /// A session acting with `token` (e.g. `GITHUB_TOKEN` in GitHub
+    /// Actions), without App credentials. Its [`id`](Self::id) is 0.
+    pub fn with_token(config: GitHubConfig, token: SecretString) -> Result<Self, GitHubError> {
+        Ok(Self {
+            app: GitHubApp::build(config, None)?,
+            id: 0,
+            handed_in: Some(token),
+        })
+    }
+
     pub fn id(&self) -> u64 {
         self.id
     }
 
-    /// The installation token (cached).
+    /// The installation token (cached), or the token handed in.
     pub async fn token(&self) -> Result<SecretString, GitHubError> {
-        self.app.installation_token(self.id).await
+        match &self.handed_in {
+            Some(token) => Ok(token.clone()),
+            None => self.app.installation_token(self.id).await,
+        }
     }
 
     /// One JSON call as this installation. A 401 means the token was revoked
@@ -628,13 +686,28 @@ impl Installation {
         body: Option<&B>,
     ) -> Result<T, GitHubError>
     where
-        T: DeserializeOwned + Send + 'static,
+        T: FromResponse + Send + 'static,
+        B: Serialize + ?Sized + Sync,
+    {
+        self.send(method, &self.app.api_url(segments), body).await
+    }
+
+    /// [`Installation::send_json`] to an API URL (see [`GitHubApp::send`]).
+    pub(crate) async fn send<T, B>(
+        &self,
+        method: JsonMethod,
+        url: &Url,
+        body: Option<&B>,
+    ) -> Result<T, GitHubError>
+    where
+        T: FromResponse + Send + 'static,
         B: Serialize + ?Sized + Sync,
     {
         let token = self.token().await?;
-        let answer = self.app.send_json(&token, method, segments, body).await;
+        let answer = self.app.send(&token, method, url, body).await;
         if let Err(error) = &answer
             && error.status() == Some(StatusCode::UNAUTHORIZED)
+            && self.handed_in.is_none()
         {
             self.app.forget_token(self.id).await;
         }

@@ -1,5 +1,6 @@
 //! The GitHub REST side, on `octocrab`: App auth, the client, the retry
-//! layer, tarballs, check runs, commit comparison.
+//! layer, tarballs, check runs, commit comparison, pull-request files and
+//! reviews.
 //!
 //! ```text
 //! let app = GitHubApp::from_env()?;                  // GITHUB_API_URL, GITHUB_APP_ID, key
@@ -9,6 +10,9 @@
 //!     .read_blocking(move |r| SourceTarball::read(r, &limits)).await?;
 //! let status = gh.compare(&repo, registered, pushed).await?;   // ahead | behind | ...
 //! gh.complete(&repo, run, Conclusion::of(&diagnostics), output).await?;  // or gh.fail_run(..)
+//! let files = gh.pull_request_files(&repo, 7).await?;          // with each file's `patch`
+//! gh.create_review(&repo, 7, &NewReview { .. }).await?;       // event COMMENT, ≤ 50 comments
+//! let action = Installation::with_token(config, token)?;      // a workflow's GITHUB_TOKEN
 //! ```
 
 mod app;
@@ -16,6 +20,7 @@ mod checks;
 mod client;
 mod compare;
 mod layers;
+mod pulls;
 pub mod retry;
 mod tarball;
 
@@ -32,5 +37,9 @@ pub use client::{
     Installation, RepoPath,
 };
 pub use compare::CompareStatus;
+pub use pulls::{
+    COMMENTS_PER_REVIEW, MAX_PAGES, NewReview, PullRequestFile, Review, ReviewComment, ReviewUser,
+    Side,
+};
 pub use retry::RetryPolicy;
 pub use tarball::TarballDownload;

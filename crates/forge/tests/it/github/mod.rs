@@ -4,6 +4,7 @@ mod auth;
 mod checks;
 mod compare;
 mod faults;
+mod pulls;
 mod tarball;
 
 use std::sync::{Arc, Mutex};
@@ -114,4 +115,12 @@ fn futures_are_send(gh: Installation, repo: RepoPath) {
     send(gh.create_in_progress(&repo, SHA, "Astrolift"));
     send(gh.complete(&repo, 1, Conclusion::Success, CheckRunOutput::default()));
     send(gh.fail_run(&repo, 1, "why"));
+    send(gh.pull_request_files(&repo, 1));
+    send(gh.pull_request_reviews(&repo, 1));
+    let review = astrolift_forge::github::NewReview {
+        commit_id: SHA.to_owned(),
+        body: "b".to_owned(),
+        comments: Vec::new(),
+    };
+    send(async move { gh.create_review(&repo, 1, &review).await });
 }

@@ -1,0 +1,247 @@
+//! Pull requests: the files a pull request changes (with their patches),
+//! its reviews, and creating a review of comments.
+//!
+//! Sent through octocrab's generic JSON calls and forge's retry layer, with
+//! our own lean types: octocrab's typed pull-request API builds routes from
+//! `/repos/...`, not under a GitHub Enterprise base path, and its `Review`
+//! and `DiffEntry` models require fields we never read. Lists are read with
+//! octocrab's [`octocrab::Page`] (the `Link` header), 100 items a page.
+//!
+//! Limits:
+//! - a list is read for at most [`MAX_PAGES`] pages (GitHub lists at most
+//!   3,000 files of a pull request: 30 pages of 100); a longer list is an
+//!   error rather than a partial answer;
+//! - a `next` link is followed only on the API's own origin and base path,
+//!   so the token is never sent to another host;
+//! - a review is created with at most [`COMMENTS_PER_REVIEW`] comments.
+//!   GitHub documents no cap, but a large review-creation request is slow
+//!   and trips its secondary rate limits, so forge refuses more, as it
+//!   batches check-run annotations by 50. More comments are more reviews
+//!   (the caller's choice): ⌈n/50⌉ requests, where review plus single
+//!   review comments would make one request per comment past the first 50.
+
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use super::client::{GitHubError, Installation, JsonMethod, RepoPath, protocol};
+
+/// Comments sent in one review-creation request.
+pub const COMMENTS_PER_REVIEW: usize = 50;
+/// Pages read of one list.
+pub const MAX_PAGES: usize = 30;
+/// Items asked for per page (GitHub's maximum).
+const PER_PAGE: &str = "100";
+
+/// One file of a pull request (the fields we read).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRequestFile {
+    pub filename: String,
+    /// `added`, `modified`, `removed`, `renamed`, ...
+    #[serde(default)]
+    pub status: String,
+    /// The unified diff of the file; absent for binary files and for
+    /// diffs too large for GitHub to show.
+    #[serde(default)]
+    pub patch: Option<String>,
+}
+
+/// A review's author.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ReviewUser {
+    pub login: String,
+    /// `User` or `Bot` (an App, or GitHub Actions).
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+}
+
+/// A review as GitHub lists it (the fields we read).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Review {
+    pub id: u64,
+    /// The commit the review was made on.
+    #[serde(default)]
+    pub commit_id: Option<String>,
+    #[serde(default)]
+    pub body: Option<String>,
+    #[serde(default)]
+    pub user: Option<ReviewUser>,
+    #[serde(default)]
+    pub state: Option<String>,
+}
+
+impl Review {
+    /// True when a bot (an App or GitHub Actions) wrote it: a person cannot
+    /// post a review whose author is a bot.
+    pub fn by_a_bot(&self) -> bool {
+        self.user
+            .as_ref()
+            .is_some_and(|user| user.kind.as_deref() == Some("Bot"))
+    }
+}
+
+/// Which side of the diff a comment is on; suggestions are on the new side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Side {
+    Right,
+}
+
+/// One comment of a new review: on `line`, or on `start_line..=line`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReviewComment {
+    pub path: String,
+    pub line: u32,
+    pub side: Side,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_line: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_side: Option<Side>,
+    pub body: String,
+}
+
+impl ReviewComment {
+    /// A comment on the new side of `path`, lines `start_line..=line`
+    /// (`start_line` only when the range spans more than one line).
+    pub fn on_new_lines(path: &str, start_line: Option<u32>, line: u32, body: String) -> Self {
+        let start_line = start_line.filter(|start| *start < line);
+        Self {
+            path: path.to_owned(),
+            line,
+            side: Side::Right,
+            start_line,
+            start_side: start_line.map(|_| Side::Right),
+            body,
+        }
+    }
+}
+
+/// A review posted as `COMMENT` (neither approving nor requesting changes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NewReview {
+    /// The head commit the comments' lines refer to.
+    pub commit_id: String,
+    /// Required by GitHub for a `COMMENT` review.
+    pub body: String,
+    pub comments: Vec<ReviewComment>,
+}
+
+#[derive(Serialize)]
+struct CreateReview<'a> {
+    commit_id: &'a str,
+    body: &'a str,
+    event: &'static str,
+    comments: &'a [ReviewComment],
+}
+
+impl Installation {
+    /// `GET /repos/{owner}/{repo}/pulls/{number}/files`, every page.
+    pub async fn pull_request_files(
+        &self,
+        repo: &RepoPath,
+        number: u64,
+    ) -> Result<Vec<PullRequestFile>, GitHubError> {
+        self.list_all(pulls_segments(repo, number, "files")).await
+    }
+
+    /// `GET /repos/{owner}/{repo}/pulls/{number}/reviews`, every page.
+    pub async fn pull_request_reviews(
+        &self,
+        repo: &RepoPath,
+        number: u64,
+    ) -> Result<Vec<Review>, GitHubError> {
+        self.list_all(pulls_segments(repo, number, "reviews")).await
+    }
+
+    /// `POST /repos/{owner}/{repo}/pulls/{number}/reviews` with `event`
+    /// `COMMENT`. Refuses (without a request) more than
+    /// [`COMMENTS_PER_REVIEW`] comments, or an empty body.
+    pub async fn create_review(
+        &self,
+        repo: &RepoPath,
+        number: u64,
+        review: &NewReview,
+    ) -> Result<Review, GitHubError> {
+        let segments = pulls_segments(repo, number, "reviews");
+        let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+        let url = self.app.api_url(&segments);
+        if review.comments.len() > COMMENTS_PER_REVIEW || review.body.trim().is_empty() {
+            let reason = format!(
+                "a review needs a body and at most {COMMENTS_PER_REVIEW} comments (got {})",
+                review.comments.len()
+            );
+            return Err(protocol(&http::Method::POST, url.path(), &reason));
+        }
+        let body = CreateReview {
+            commit_id: &review.commit_id,
+            body: &review.body,
+            event: "COMMENT",
+            comments: &review.comments,
+        };
+        self.send(JsonMethod::Post, &url, Some(&body)).await
+    }
+
+    /// Every item of a paginated list, following `next` links on the API.
+    async fn list_all<T>(&self, segments: Vec<String>) -> Result<Vec<T>, GitHubError>
+    where
+        T: serde::de::DeserializeOwned + Send + 'static,
+    {
+        let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+        let mut url = self.app.api_url(&segments);
+        url.query_pairs_mut().append_pair("per_page", PER_PAGE);
+        let first_path = url.path().to_owned();
+        let mut items = Vec::new();
+        for _ in 0..MAX_PAGES {
+            let page: octocrab::Page<T> = self.send(JsonMethod::Get, &url, None::<&()>).await?;
+            items.extend(page.items);
+            match page.next {
+                None => return Ok(items),
+                Some(next) => url = self.next_page(&first_path, &next)?,
+            }
+        }
+        let reason = format!("the list has more than {MAX_PAGES} pages");
+        Err(protocol(&http::Method::GET, &first_path, &reason))
+    }
+
+    /// A `next` link, accepted only on the API's origin and base path.
+    fn next_page(&self, path: &str, next: &http::Uri) -> Result<Url, GitHubError> {
+        Url::parse(&next.to_string())
+            .ok()
+            .filter(|url| self.app.same_api(url))
+            .ok_or_else(|| {
+                let reason = "the next page link is not on the API's origin";
+                protocol(&http::Method::GET, path, reason)
+            })
+    }
+}
+
+fn pulls_segments(repo: &RepoPath, number: u64, what: &str) -> Vec<String> {
+    [
+        "repos",
+        &repo.owner,
+        &repo.name,
+        "pulls",
+        &number.to_string(),
+        what,
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_single_line_comment_has_no_start() {
+        let one = ReviewComment::on_new_lines("a.toml", Some(4), 4, "b".into());
+        let json = serde_json::to_value(&one).unwrap_or_default();
+        assert_eq!(
+            json,
+            serde_json::json!({"path": "a.toml", "line": 4, "side": "RIGHT", "body": "b"})
+        );
+        let range = ReviewComment::on_new_lines("a.toml", Some(2), 4, "b".into());
+        let json = serde_json::to_value(&range).unwrap_or_default();
+        assert_eq!(json["start_line"], 2);
+        assert_eq!(json["start_side"], "RIGHT");
+    }
+}
