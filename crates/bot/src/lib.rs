@@ -10,7 +10,11 @@
 //!   delivery id), the in-process per-repository queue of `serve`, and a
 //!   recording queue for tests.
 //! - [`runner`]: a job in → check run `in_progress` → tarball streamed →
-//!   [`astrolift_sync::sync`] in check or apply mode → check run completed.
+//!   [`astrolift_sync::sync`] in check or apply mode → for a pull request,
+//!   suggested fixes posted as a review ([`suggest`]) → check run completed.
+//! - [`suggest`]: a pull request's fixable diagnostics on lines it adds →
+//!   one `COMMENT` review per head (batches of 50), idempotent by a hidden
+//!   marker; shared with `astrolift suggest` (GitHub Actions).
 //! - [`commit_order`]: the sync's ancestry oracle, from GitHub's compare API
 //!   (asked only when a push is not a fast-forward of the registered commit).
 //! - [`config`]: the parts built from the environment once per process.
@@ -30,6 +34,8 @@
 //! - **Only pushes to the registered ref apply.** Unregistered repositories,
 //!   other refs, pull requests (forks above all) and re-requested checks are
 //!   checked only, and the check run says why.
+//! - **Nothing is pushed.** Fixes reach a branch only as review suggestions
+//!   that a person commits; a failure to post them never fails the run.
 //!
 //! Deliberately absent: HTTP servers and Lambda event types (`serve` in the
 //! CLI and `functions/*` map requests to [`ingress::Ingress::receive`] and
@@ -43,6 +49,7 @@ pub mod ingress;
 pub mod job;
 pub mod queue;
 pub mod runner;
+pub mod suggest;
 pub mod telemetry;
 pub mod triggers;
 

@@ -3,7 +3,9 @@
 //!
 //! Order: create the check run `in_progress` → decide check or apply from the
 //! repository's registration → stream the tarball of the head commit → sync
-//! (discover, validate, package, plan, apply) → render and complete the run.
+//! (discover, validate, package, plan, apply) → render → for a pull request,
+//! post the suggested fixes as a review ([`crate::suggest`]; a failure there
+//! is a warning in the run, never a failed run) → complete the run.
 //! Whatever fails after the run exists, the run is completed as `failure`
 //! with a plain explanation: no run is left `in_progress`.
 
@@ -13,7 +15,7 @@ use std::time::{Duration, Instant};
 use astrolift_forge::github::{
     CheckRunOutput, Conclusion, GitHubApp, GitHubError, Installation, RepoPath,
 };
-use astrolift_manifest::{Limits, ValidateOptions};
+use astrolift_manifest::{Limits, SourceTree, ValidateOptions};
 use astrolift_package::{SourceTarball, TarballError, TarballTree};
 use astrolift_store::StoreError;
 use astrolift_store::state::{EnvSpec, RepoRegistration};
@@ -24,6 +26,7 @@ use tracing::Instrument as _;
 use crate::commit_order::{GitHubCommitOrder, is_retryable};
 use crate::ingress::now;
 use crate::job::{JobTrigger, SyncJob};
+use crate::suggest::{PullRequest, drop_suggested_annotations, post_suggestions, warn_not_posted};
 use crate::telemetry::{self, Metric};
 
 /// `ENOSPC` on Linux (Lambda and serve's platforms): older kernels' errors
@@ -169,8 +172,18 @@ impl SyncRunner {
                 return Err(error);
             }
         };
-        let (report, context) = checked;
-        let (conclusion, output) = render(&report, &context);
+        let (report, context, tree) = checked;
+        let (conclusion, mut output) = render(&report, &context);
+        if let (JobTrigger::PullRequest, Some(number)) = (job.trigger, job.pull_request) {
+            let pull = PullRequest {
+                repo: &repo,
+                number,
+                head_sha: &job.head_sha,
+            };
+            self.suggest(&installation, pull, &report, &tree, &mut output)
+                .await;
+        }
+        drop(tree);
         self.complete(&installation, &repo, run_id, conclusion, output)
             .await?;
         Ok(JobOutcome {
@@ -187,7 +200,7 @@ impl SyncRunner {
         installation: &Installation,
         repo: &RepoPath,
         job: &SyncJob,
-    ) -> Result<(Report, RenderContext), JobError> {
+    ) -> Result<(Report, RenderContext, TarballTree), JobError> {
         let registrations = self
             .stores
             .state
@@ -212,7 +225,7 @@ impl SyncRunner {
                 config_paths: self.config_paths(&job.repository).await?,
             },
         };
-        let report = self.sync_off_the_async_workers(tree, request).await?;
+        let (report, tree) = self.sync_off_the_async_workers(tree, request).await?;
         let trigger_paths = self.trigger_paths(&job.repository).await?;
         Ok((
             report,
@@ -221,7 +234,41 @@ impl SyncRunner {
                 trigger_paths,
                 docs_url: crate::config::docs_url(),
             },
+            tree,
         ))
+    }
+
+    /// Posts the fixes of `report` on lines `pull` adds as a review, and
+    /// drops their annotations from `output`; if GitHub refuses or is
+    /// down, says so first in the run's text and keeps every annotation.
+    async fn suggest(
+        &self,
+        installation: &Installation,
+        pull: PullRequest<'_>,
+        report: &Report,
+        tree: &TarballTree,
+        output: &mut CheckRunOutput,
+    ) {
+        let limit = self.limits.manifest_file;
+        let text_of = |path: &str| tree.read_text(path, limit).ok();
+        match post_suggestions(installation, pull, &report.diagnostics, &text_of).await {
+            Ok(posted) => {
+                if !posted.suggested.is_empty() {
+                    tracing::info!(
+                        pull_request = pull.number,
+                        suggestions = posted.suggested.len(),
+                        reviews_created = posted.created,
+                        reviews_found = posted.found,
+                        "suggested fixes on the pull request"
+                    );
+                }
+                drop_suggested_annotations(output, &posted.suggested);
+            }
+            Err(error) => {
+                tracing::warn!(pull_request = pull.number, error = %error, "cannot post the suggested fixes");
+                warn_not_posted(output, &error);
+            }
+        }
     }
 
     /// Runs the pipeline on a blocking thread: validation, config assembly,
@@ -233,16 +280,19 @@ impl SyncRunner {
         &self,
         tree: TarballTree,
         request: SyncRequest,
-    ) -> Result<Report, JobError> {
+    ) -> Result<(Report, TarballTree), JobError> {
         let stores = self.stores.clone();
         let runtime = tokio::runtime::Handle::current();
         let span = tracing::Span::current();
         let blocking = tokio::task::spawn_blocking(move || {
             let _entered = span.enter();
-            runtime.block_on(async move { sync(&tree, &request, &stores, &|_, _| {}).await })
+            runtime.block_on(async move {
+                let report = sync(&tree, &request, &stores, &|_, _| {}).await;
+                report.map(|report| (report, tree))
+            })
         });
         match blocking.await {
-            Ok(report) => Ok(report?),
+            Ok(synced) => Ok(synced?),
             // A panic in the pipeline stays a panic of this job, as it was inline.
             Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
             Err(_) => Err(JobError::Interrupted),

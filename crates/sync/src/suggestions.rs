@@ -13,11 +13,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use astrolift_forge::github::trim_chars;
 use astrolift_manifest::fix::apply;
 use astrolift_manifest::{Diagnostic, Edit};
 
-/// Review comments per request (the same batch as annotations).
-pub const COMMENTS_PER_REVIEW: usize = 50;
+/// Review comments per request (the same batch as annotations; forge
+/// refuses more).
+pub use astrolift_forge::github::COMMENTS_PER_REVIEW;
 /// GitHub refuses a comment body over 65,536 characters; a suggestion
 /// that would not fit stays an annotation.
 pub const MAX_COMMENT_CHARS: usize = 65_536;
@@ -32,11 +34,13 @@ pub struct SuggestionComment {
     pub body: String,
 }
 
-/// What to post for one head: reviews of comments, and the diagnostics
-/// whose fixes could not be suggested (they stay annotations).
+/// What to post for one head: reviews of comments, the diagnostics
+/// suggested (in comment order), and those whose fixes could not be
+/// suggested (they stay annotations).
 #[derive(Debug, Default)]
 pub struct SuggestionPlan<'d> {
     pub reviews: Vec<Vec<SuggestionComment>>,
+    pub suggested: Vec<&'d Diagnostic>,
     pub not_suggested: Vec<&'d Diagnostic>,
 }
 
@@ -84,7 +88,10 @@ pub fn plan<'d>(
     let mut comments = Vec::new();
     for diagnostic in diagnostics.iter().filter(|d| d.fix.is_some()) {
         match suggestion(diagnostic, added, &text_of) {
-            Some(comment) => comments.push(comment),
+            Some(comment) => {
+                comments.push(comment);
+                plan.suggested.push(diagnostic);
+            }
             None => plan.not_suggested.push(diagnostic),
         }
     }
@@ -112,8 +119,8 @@ fn suggestion(
     }
     let text = text_of(path)?;
     let replacement = replaced_lines(&text, &fix.edits, first, last)?;
-    let body = body(diagnostic, &fix.description, &replacement);
-    (body.chars().count() <= MAX_COMMENT_CHARS).then(|| SuggestionComment {
+    let body = body(diagnostic, &fix.description, &replacement)?;
+    Some(SuggestionComment {
         path: path.clone(),
         start_line: (first != last).then_some(first),
         line: last,
@@ -156,8 +163,10 @@ fn replaced_lines(text: &str, edits: &[Edit], first: u32, last: u32) -> Option<S
 }
 
 /// The comment: code, message and fix, then the suggestion block, fenced
-/// with more backticks than the content holds in a row.
-fn body(diagnostic: &Diagnostic, description: &str, replacement: &str) -> String {
+/// with more backticks than the content holds in a row. At most
+/// [`MAX_COMMENT_CHARS`]: the explanation is cut (with a note) to make
+/// room, the suggestion never is; `None` when the block alone is too long.
+fn body(diagnostic: &Diagnostic, description: &str, replacement: &str) -> Option<String> {
     let longest = replacement
         .split(|c| c != '`')
         .map(str::len)
@@ -169,13 +178,21 @@ fn body(diagnostic: &Diagnostic, description: &str, replacement: &str) -> String
     } else {
         format!("{replacement}\n")
     };
-    format!(
-        "**{}** ({}): {}\n\nFix: {}\n\n{fence}suggestion\n{replacement}{fence}\n",
+    let block = format!("{fence}suggestion\n{replacement}{fence}\n");
+    let explanation = format!(
+        "**{}** ({}): {}\n\nFix: {}\n\n",
         diagnostic.code,
         diagnostic.severity,
         diagnostic.message.replace('\n', " "),
         description,
-    )
+    );
+    let room = MAX_COMMENT_CHARS.checked_sub(block.chars().count())?;
+    if explanation.chars().count() <= room {
+        return Some(format!("{explanation}{block}"));
+    }
+    let note = " … (cut)\n\n";
+    let kept = trim_chars(&explanation, room.checked_sub(note.chars().count())?);
+    Some(format!("{kept}{note}{block}"))
 }
 
 #[cfg(test)]
@@ -259,6 +276,26 @@ mod tests {
         let sizes: Vec<usize> = plan.reviews.iter().map(Vec::len).collect();
         assert_eq!(sizes, [50, 50, 20]);
         assert!(plan.not_suggested.is_empty());
+    }
+
+    #[test]
+    fn a_long_explanation_is_cut_and_the_suggestion_kept_whole() {
+        let mut long = fixed(2, edit(2, 1, 2, 5, "name"));
+        long.message = "m".repeat(MAX_COMMENT_CHARS);
+        let cut = plan(std::slice::from_ref(&long), &added(&[2]), |_| {
+            Some(TEXT.to_owned())
+        });
+        let body = &cut.reviews[0][0].body;
+        assert_eq!(body.chars().count(), MAX_COMMENT_CHARS);
+        assert!(body.ends_with(" … (cut)\n\n```suggestion\nname = \"x\"\n```\n"));
+        // A suggestion that alone passes the limit stays an annotation.
+        let line = "v".repeat(MAX_COMMENT_CHARS);
+        let huge = fixed(2, edit(2, 1, 2, 5, &line));
+        let refused = plan(std::slice::from_ref(&huge), &added(&[2]), |_| {
+            Some(TEXT.to_owned())
+        });
+        assert!(refused.reviews.is_empty());
+        assert_eq!(refused.not_suggested.len(), 1);
     }
 
     #[test]

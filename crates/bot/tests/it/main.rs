@@ -7,4 +7,5 @@ mod ingress;
 mod queue;
 mod registrations;
 mod runner;
+mod suggestions;
 mod support;
