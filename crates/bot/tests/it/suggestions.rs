@@ -187,13 +187,17 @@ fn many_typos(dir: &Path) -> String {
     text
 }
 
+/// A pull request that adds the whole manifest of [`many_typos`].
+async fn many_typos_pull_request(tree: &Path) -> FakeGitHub {
+    let text = many_typos(tree);
+    let files = vec![FakePullRequestFile::added("astrolift.toml", &text)];
+    fake_pull_request(tree, files).await
+}
+
 #[tokio::test]
 async fn one_hundred_and_twenty_fixes_are_three_reviews_of_at_most_fifty() {
     let (stores, dir) = embedded_stores().await;
-    let tree = dir.path().join("repo");
-    let text = many_typos(&tree);
-    let files = vec![FakePullRequestFile::added("astrolift.toml", &text)];
-    let github = fake_pull_request(&tree, files).await;
+    let github = many_typos_pull_request(&dir.path().join("repo")).await;
     let runner = runner(&github, &stores);
     let outcome = run(&runner, "d-1", false).await;
     let fixable = outcome
@@ -232,10 +236,7 @@ async fn one_hundred_and_twenty_fixes_are_three_reviews_of_at_most_fifty() {
 #[tokio::test]
 async fn a_review_lost_half_way_is_completed_by_the_next_delivery() {
     let (stores, dir) = embedded_stores().await;
-    let tree = dir.path().join("repo");
-    let text = many_typos(&tree);
-    let files = vec![FakePullRequestFile::added("astrolift.toml", &text)];
-    let github = fake_pull_request(&tree, files).await;
+    let github = many_typos_pull_request(&dir.path().join("repo")).await;
     // Part 1 was posted by an earlier delivery; a person quoting the marker
     // of part 2 does not count as our review.
     let marker = |part: u32| format!("<!-- astrolift:suggestions head={HEAD} part={part}/3 -->");
