@@ -26,6 +26,8 @@ struct Cli {
 enum Command {
     /// Discover and validate every agent manifest of a repository.
     Validate(cmd::validate::Args),
+    /// Post a pull request's fixes on lines it adds as review suggestions (GITHUB_TOKEN).
+    Suggest(cmd::suggest::Args),
     /// Print a config manifest with its includes merged, as JSON.
     Assemble(cmd::assemble::Args),
     /// Print the environment drift between two checkouts.
@@ -114,6 +116,7 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Validate(args) => cmd::validate::run(args),
+        Command::Suggest(args) => cmd::suggest::run(args),
         Command::Assemble(args) => cmd::assemble::run(args),
         Command::Drift(args) => cmd::drift::run(args),
         Command::Package(args) => cmd::package::run(args),

@@ -12,6 +12,7 @@ pub mod registry;
 pub mod serve;
 mod serve_limits;
 pub mod stores;
+pub mod suggest;
 pub mod triggers;
 pub mod validate;
 pub mod workflows;

@@ -19,6 +19,7 @@ mod sarif_schema;
 mod sentinel;
 mod serve;
 mod serve_process;
+mod suggest;
 mod support;
 mod triggers;
 mod workflows;
