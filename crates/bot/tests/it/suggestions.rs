@@ -74,6 +74,11 @@ fn annotations(github: &FakeGitHub) -> Vec<(u64, String)> {
         .collect()
 }
 
+fn fixable(outcome: &JobOutcome) -> usize {
+    let diagnostics = outcome.report.diagnostics.iter();
+    diagnostics.filter(|d| d.fix.is_some()).count()
+}
+
 fn suggested_lines(comments: &[Value]) -> Vec<u64> {
     comments.iter().filter_map(|c| c["line"].as_u64()).collect()
 }
@@ -84,12 +89,7 @@ async fn fixes_on_added_lines_are_one_review_and_the_others_stay_annotations() {
     let github = fake_pull_request(&fixture(), typos_pull_request()).await;
     let runner = runner(&github, &stores);
     let outcome = run(&runner, "d-1", false).await;
-    let fixable = outcome
-        .report
-        .diagnostics
-        .iter()
-        .filter(|d| d.fix.is_some());
-    assert_eq!(fixable.count(), 4, "{:#?}", outcome.report.diagnostics);
+    assert_eq!(fixable(&outcome), 4, "{:#?}", outcome.report.diagnostics);
 
     let reviews = github.reviews("octo", "agents", PR);
     assert_eq!(reviews.len(), 1);
@@ -200,13 +200,7 @@ async fn one_hundred_and_twenty_fixes_are_three_reviews_of_at_most_fifty() {
     let github = many_typos_pull_request(&dir.path().join("repo")).await;
     let runner = runner(&github, &stores);
     let outcome = run(&runner, "d-1", false).await;
-    let fixable = outcome
-        .report
-        .diagnostics
-        .iter()
-        .filter(|d| d.fix.is_some())
-        .count();
-    assert_eq!(fixable, 120);
+    assert_eq!(fixable(&outcome), 120);
 
     let posts = github.requests_to("POST", REVIEWS);
     let sizes: Vec<usize> = posts

@@ -36,6 +36,23 @@ pub fn open_dir(dir: &Path, limits: &Limits) -> anyhow::Result<DirTree> {
         .with_context(|| format!("cannot list {}", dir.display()))
 }
 
+/// The validation options of a command on `dir`: `limits`, and each
+/// `--config` path made repo-relative.
+pub fn validate_options(
+    dir: &Path,
+    configs: &[std::path::PathBuf],
+    limits: Limits,
+) -> anyhow::Result<astrolift_manifest::ValidateOptions> {
+    let config_paths = configs
+        .iter()
+        .map(|path| repo_relative(dir, path))
+        .collect::<anyhow::Result<_>>()?;
+    Ok(astrolift_manifest::ValidateOptions {
+        limits,
+        config_paths,
+    })
+}
+
 /// One line per diagnostic on stderr, for commands whose stdout is a document.
 pub fn print_diagnostics(diagnostics: &[Diagnostic]) {
     for d in diagnostics {

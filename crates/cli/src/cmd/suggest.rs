@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use astrolift_bot::suggest::{PullRequest, post_suggestions};
 use astrolift_forge::github::{GitHubConfig, Installation, RepoPath};
-use astrolift_manifest::{Limits, SourceTree, ValidateOptions, validate_repository};
+use astrolift_manifest::{Limits, SourceTree, validate_repository};
 use secrecy::SecretString;
 
 use super::stores::runtime;
@@ -55,15 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let github = Installation::with_token(GitHubConfig::from_env()?, SecretString::from(token))?;
     let limits = Limits::DEFAULT;
     let tree = super::open_dir(&args.dir, &limits)?;
-    let config_paths = args
-        .configs
-        .iter()
-        .map(|path| super::repo_relative(&args.dir, path))
-        .collect::<anyhow::Result<_>>()?;
-    let options = ValidateOptions {
-        limits,
-        config_paths,
-    };
+    let options = super::validate_options(&args.dir, &args.configs, limits)?;
     let validation = validate_repository(&tree, &options);
     let pull = PullRequest {
         repo: &repo,

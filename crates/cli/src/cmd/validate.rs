@@ -13,9 +13,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use astrolift_cli::render::{self, Format, Report, Style};
-use astrolift_manifest::{
-    DirTree, Limits, SourceTree, ValidateOptions, diagnostic, validate_repository,
-};
+use astrolift_manifest::{DirTree, Limits, SourceTree, diagnostic, validate_repository};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -43,15 +41,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let limits = Limits::DEFAULT;
     let mut tree = super::open_dir(&args.dir, &limits)?;
-    let config_paths = args
-        .configs
-        .iter()
-        .map(|path| super::repo_relative(&args.dir, path))
-        .collect::<anyhow::Result<_>>()?;
-    let options = ValidateOptions {
-        limits,
-        config_paths,
-    };
+    let options = super::validate_options(&args.dir, &args.configs, limits)?;
     if args.fix {
         let fixed = super::fix::plan(&tree, &options)?;
         if args.dry_run {
