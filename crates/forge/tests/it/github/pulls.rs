@@ -4,7 +4,7 @@
 
 use astrolift_fake_github::{FakePullRequestFile, FakeReview};
 use astrolift_forge::github::{
-    COMMENTS_PER_REVIEW, GitHubConfig, Installation, NewReview, ReviewComment,
+    COMMENTS_PER_REVIEW, GitHubConfig, Installation, MAX_PAGES, NewReview, ReviewComment,
 };
 use secrecy::SecretString;
 
@@ -219,4 +219,22 @@ async fn a_handed_in_token_acts_without_app_credentials() {
         .await
         .expect_err("401");
     assert_eq!(error.status().map(|s| s.as_u16()), Some(401));
+}
+
+#[tokio::test]
+async fn thirty_pages_are_read_and_a_thirty_first_is_refused() {
+    let setup = with_pull(1).await;
+    let (gh, repo) = (setup.installation(), setup.repo());
+    let review = || FakeReview::by_a_person("octocat", SHA, "lgtm");
+    for _ in 0..MAX_PAGES * 100 {
+        setup.fake.add_review(OWNER, REPO, PR, review());
+    }
+    let listed = gh.pull_request_reviews(&repo, PR).await.expect("30 pages");
+    assert_eq!(listed.len(), 3000);
+    setup.fake.add_review(OWNER, REPO, PR, review());
+    let error = gh
+        .pull_request_reviews(&repo, PR)
+        .await
+        .expect_err("31 pages");
+    assert!(error.to_string().contains("more than 30 pages"), "{error}");
 }
