@@ -460,6 +460,10 @@ impl StateStore for FaultyStateStore {
     fn workflows(&self) -> &dyn crate::state::WorkflowStore {
         self.inner.workflows()
     }
+
+    fn tasks(&self) -> &dyn crate::state::TaskStore {
+        self.inner.tasks()
+    }
 }
 
 /// The local AWS endpoint, or `None` when the AWS tests must be skipped.

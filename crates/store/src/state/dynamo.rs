@@ -29,6 +29,7 @@ use crate::{BoxFuture, StoreError, StoreResult};
 
 type Item = HashMap<String, AttributeValue>;
 
+mod tasks;
 mod workflows;
 
 /// The DynamoDB state store.
@@ -1318,19 +1319,26 @@ impl StateStore for DynamoStateStore {
         dispatch: &'a Dispatch,
     ) -> BoxFuture<'a, StoreResult<DispatchOutcome>> {
         Box::pin(async move {
-            let item = record_item(
-                dispatch,
-                key(dispatch_pk(&dispatch.idempotency_key), "DISPATCH"),
-            )?;
-            if self.put_if(item, "attribute_not_exists(#pk)", &[]).await? {
-                return Ok(DispatchOutcome::New);
+            let dispatch_key = key(dispatch_pk(&dispatch.idempotency_key), "DISPATCH");
+            let mut writes = vec![(
+                self.put_if_absent(record_item(dispatch, dispatch_key.clone())?)?,
+                format!("dispatch {}", dispatch.idempotency_key),
+            )];
+            if !dispatch.task_id.is_empty() {
+                writes.extend(self.task_writes(dispatch)?);
             }
-            let existing: Dispatch = self
-                .get(key(dispatch_pk(&dispatch.idempotency_key), "DISPATCH"))
-                .await?
-                .ok_or_else(|| {
-                    StoreError::Unavailable("dispatch vanished after a conditional failure".into())
-                })?;
+            let (writes, names): (Vec<_>, Vec<_>) = writes.into_iter().unzip();
+            match self.transact(writes, &names).await {
+                Ok(()) => return Ok(DispatchOutcome::New),
+                Err(StoreError::Conflict(_)) => {}
+                Err(other) => return Err(other),
+            }
+            let existing: Dispatch = self.get(dispatch_key).await?.ok_or_else(|| {
+                StoreError::Conflict(format!(
+                    "dispatch {} was refused, but no dispatch has its key",
+                    dispatch.id
+                ))
+            })?;
             Ok(DispatchOutcome::Existing(existing.id))
         })
     }
@@ -1351,6 +1359,10 @@ impl StateStore for DynamoStateStore {
     }
 
     fn workflows(&self) -> &dyn super::workflows::WorkflowStore {
+        self
+    }
+
+    fn tasks(&self) -> &dyn super::tasks::TaskStore {
         self
     }
 }

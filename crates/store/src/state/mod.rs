@@ -1,10 +1,12 @@
-//! Registration state: repositories, agents, audit history, deliveries, triggers, dispatches.
+//! Registration state: repositories, agents, audit history, deliveries, triggers, dispatches
+//! and their tasks.
 
 mod change;
 mod dynamo;
 mod model;
 mod sqlite;
 mod table;
+pub mod tasks;
 pub mod workflows;
 
 use std::fmt;
@@ -20,6 +22,7 @@ pub use dynamo::DynamoStateStore;
 pub use model::*;
 pub use sqlite::SqliteStateStore;
 pub use table::{AttributeShape, IndexShape, KeyShape, TableShape, table_definition};
+pub use tasks::{DispatchTask, ReportOutcome, TaskReport, TaskStatus, TaskStore};
 pub use workflows::{
     RunStatus, StageResult, StageState, StageStatus, WorkflowRecord, WorkflowRun, WorkflowStatus,
     WorkflowStore,
@@ -220,7 +223,10 @@ pub trait StateStore: Send + Sync + fmt::Debug {
         })
     }
 
-    /// Stores a dispatch unless one with its idempotency key exists.
+    /// Stores a dispatch unless one with its idempotency key exists, and with it, in the same
+    /// conditional write, its task ([`DispatchTask::queued`], found by task id and by
+    /// dispatch id through [`StateStore::tasks`]); a dispatch without a task id (the shape of
+    /// records written before tasks existed) gets none.
     fn record_dispatch<'a>(
         &'a self,
         dispatch: &'a Dispatch,
@@ -238,6 +244,9 @@ pub trait StateStore: Send + Sync + fmt::Debug {
 
     /// Workflows, runs and stage results ([`workflows`]).
     fn workflows(&self) -> &dyn WorkflowStore;
+
+    /// The tasks of dispatches: renders and callbacks ([`tasks`]).
+    fn tasks(&self) -> &dyn TaskStore;
 
     /// Explicit teardown: marks the agent `torn_down` (conditional on its current version),
     /// deletes its trigger bindings and appends a `torn_down` audit event. The agent record

@@ -18,6 +18,7 @@ use super::model::*;
 use super::{StateCounters, StateStats, StateStore};
 use crate::{BoxFuture, StoreError, StoreResult};
 
+mod tasks;
 mod workflows;
 
 const SCHEMA: &str = "
@@ -233,6 +234,7 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
     connection
         .execute_batch(workflows::SCHEMA)
         .map_err(sql_error)?;
+    connection.execute_batch(tasks::SCHEMA).map_err(sql_error)?;
     migrate(&connection)?;
     migrate_registrations(&connection)?;
     Ok(connection)
@@ -768,32 +770,13 @@ impl StateStore for SqliteStateStore {
         &'a self,
         dispatch: &'a Dispatch,
     ) -> BoxFuture<'a, StoreResult<DispatchOutcome>> {
+        let dispatch = dispatch.clone();
         Box::pin(async move {
-            let (key, id, body) = (
-                dispatch.idempotency_key.clone(),
-                dispatch.id.clone(),
-                to_json(dispatch)?,
-            );
-            let (inserted, existing_id) = self
-                .with_connection(move |c| {
-                    let inserted = c
-                        .execute(
-                            "INSERT INTO dispatches (idempotency_key, id, body) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
-                            params![key, id, body],
-                        )
-                        .map_err(sql_error)?;
-                    let existing: String = c
-                        .query_row("SELECT id FROM dispatches WHERE idempotency_key = ?1", [key], |row| row.get(0))
-                        .map_err(sql_error)?;
-                    Ok((inserted, existing))
-                })
+            let (outcome, written) = self
+                .with_connection(move |c| tasks::insert_dispatch(c, &dispatch))
                 .await?;
-            self.counters.wrote(inserted as u64);
-            Ok(if inserted == 1 {
-                DispatchOutcome::New
-            } else {
-                DispatchOutcome::Existing(existing_id)
-            })
+            self.counters.wrote(written);
+            Ok(outcome)
         })
     }
 
@@ -820,6 +803,10 @@ impl StateStore for SqliteStateStore {
     }
 
     fn workflows(&self) -> &dyn super::workflows::WorkflowStore {
+        self
+    }
+
+    fn tasks(&self) -> &dyn super::tasks::TaskStore {
         self
     }
 }

@@ -6,12 +6,38 @@
 //! The AWS runs need `moto_server`: `eval "$(scripts/moto.sh start)"`. Without
 //! `AWS_ENDPOINT_URL` they are skipped with a note, or fail when `ASTROLIFT_REQUIRE_AWS=1`.
 
+/// Runs each named contract test against SQLite and DynamoDB on a two-thread runtime (the
+/// tests that race two writers need one): the workflow and task contracts.
+macro_rules! concurrent_contract_tests {
+    ($($test:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    super::$test(crate::state_contract::sqlite_subject().await).await;
+                }
+            )*
+        }
+        mod dynamodb {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    if let Some(subject) = crate::state_contract::dynamo_subject(stringify!($test)).await {
+                        super::$test(subject).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
 mod aws_errors;
 mod blob_contract;
 mod fs_blob;
 mod state_backends;
 mod state_contract;
 mod support;
+mod task_contract;
 mod template_shape;
 mod timing;
 mod workflow_contract;

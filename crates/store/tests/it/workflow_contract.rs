@@ -187,30 +187,7 @@ pub async fn the_first_stage_report_wins(subject: Subject) {
     assert_eq!(stages, ["another", "collect"]);
 }
 
-macro_rules! workflow_contract_tests {
-    ($($test:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() {
-                    super::$test(crate::state_contract::sqlite_subject().await).await;
-                }
-            )*
-        }
-        mod dynamodb {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() {
-                    if let Some(subject) = crate::state_contract::dynamo_subject(stringify!($test)).await {
-                        super::$test(subject).await;
-                    }
-                }
-            )*
-        }
-    };
-}
-
-workflow_contract_tests!(
+concurrent_contract_tests!(
     workflows_are_registered_with_versions,
     runs_move_only_from_the_version_read,
     concurrent_run_updates_store_one,
