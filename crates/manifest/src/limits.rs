@@ -35,6 +35,8 @@ pub struct Limits {
     /// Stages of one workflow (each stage is a dispatch and a slot of the
     /// run's state record).
     pub workflow_stages: usize,
+    /// The `result` of a callback (`POST /callbacks/{task_id}`), as serialized, bytes.
+    pub callback_result: u64,
 }
 
 pub const KIB: u64 = 1024;
@@ -56,6 +58,7 @@ impl Limits {
         idempotency_key: 256,
         tarball_path: 4096,
         workflow_stages: 64,
+        callback_result: 256 * KIB,
     };
 }
 

@@ -479,6 +479,22 @@ impl BlobContent {
         self.kept.keep(hash, Arc::clone(&read));
         Ok(read)
     }
+
+    /// The content of a dispatch of the snapshot `snapshot_hash`: the kept snapshot and
+    /// prompt texts, and a package URL presigned now (what a render reads).
+    pub async fn snapshot_dispatch_content(
+        &self,
+        snapshot_hash: &str,
+        now: UnixSeconds,
+    ) -> Result<DispatchContent, ContentError> {
+        let read = self.snapshot_content(snapshot_hash).await?;
+        content_with_url(self.blobs.as_ref(), &read, self.urls, now).await
+    }
+
+    /// The blob store's location (`file:DIR`, `s3://…`).
+    pub fn blob_location(&self) -> String {
+        self.blobs.location()
+    }
 }
 
 impl ContentSource for BlobContent {
@@ -487,10 +503,7 @@ impl ContentSource for BlobContent {
         agent: &'a Agent,
         now: UnixSeconds,
     ) -> BoxFuture<'a, Result<DispatchContent, ContentError>> {
-        Box::pin(async move {
-            let read = self.snapshot_content(&agent.snapshot_hash).await?;
-            content_with_url(self.blobs.as_ref(), &read, self.urls, now).await
-        })
+        Box::pin(self.snapshot_dispatch_content(&agent.snapshot_hash, now))
     }
 }
 

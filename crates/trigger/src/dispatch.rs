@@ -315,6 +315,42 @@ pub trait DispatchQueue: Send + Sync + std::fmt::Debug {
     fn has_room(&self) -> BoxFuture<'_, Result<(), DispatchError>> {
         Box::pin(async { Ok(()) })
     }
+
+    /// Where published messages wait (what `dispatch --tail` says of a queued dispatch).
+    fn destination(&self) -> QueueDestination {
+        QueueDestination::Memory
+    }
+}
+
+/// Where a [`DispatchQueue`] keeps the messages it was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueueDestination {
+    /// The durable local outbox at this path ([`crate::outbox`]).
+    Outbox(std::path::PathBuf),
+    /// The SQS queue of this URL.
+    Sqs(String),
+    /// In memory (tests).
+    Memory,
+}
+
+impl QueueDestination {
+    /// `{"queue":"outbox","outbox":PATH}`, `{"queue":"sqs","queue_url":URL}` or
+    /// `{"queue":"memory"}`.
+    pub fn to_json(&self) -> serde_json::Map<String, Value> {
+        let mut fields = serde_json::Map::new();
+        let (kind, detail) = match self {
+            QueueDestination::Outbox(path) => {
+                ("outbox", Some(("outbox", path.display().to_string())))
+            }
+            QueueDestination::Sqs(url) => ("sqs", Some(("queue_url", url.clone()))),
+            QueueDestination::Memory => ("memory", None),
+        };
+        fields.insert("queue".to_owned(), Value::String(kind.to_owned()));
+        if let Some((name, value)) = detail {
+            fields.insert(name.to_owned(), Value::String(value));
+        }
+        fields
+    }
 }
 
 /// An in-memory queue, for unit tests only (`serve` and the CLI use the
@@ -421,6 +457,10 @@ impl SqsDispatchQueue {
 }
 
 impl DispatchQueue for SqsDispatchQueue {
+    fn destination(&self) -> QueueDestination {
+        QueueDestination::Sqs(self.queue_url.clone())
+    }
+
     fn publish<'a>(
         &'a self,
         message: &'a DispatchMessage,

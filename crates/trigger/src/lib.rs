@@ -31,7 +31,13 @@
 //!   from the blob store (snapshot, prompt texts, presigned package URL).
 //! - [`outbox`]: the durable, bounded local outbox used when no dispatch
 //!   queue is configured, drained to SQS when one is.
-//! - [`env`]: `render_runtime_env`, seed 000's runtime environment table.
+//! - [`env`]: `render_runtime_env`, seed 000's runtime environment table;
+//!   [`render`]: `render_dispatch`, a recorded dispatch rendered into it (a cluster key
+//!   minted per render, its hash kept as the task's latest): what `astrolift render` and a
+//!   controller call.
+//! - [`callback`]: `POST /callbacks/{task_id}` (Bearer cluster key, constant-time; the
+//!   task's `running` and one terminal report; a workflow stage's run advanced), through
+//!   [`TriggerService::callback`].
 //! - [`workflow`]: workflow runs: start a run, fold each stage's terminal
 //!   report into it with conditional writes (exactly once), and dispatch the
 //!   stages whose needs are done with their payloads evaluated in the sandbox.
@@ -83,6 +89,7 @@
 //! `astrolift-cli`.
 #![forbid(unsafe_code)]
 
+pub mod callback;
 pub mod content;
 pub mod dispatch;
 pub mod env;
@@ -90,6 +97,7 @@ mod error;
 mod evaluate;
 pub mod message;
 pub mod outbox;
+pub mod render;
 pub mod sandbox;
 pub mod secrets;
 pub mod service;

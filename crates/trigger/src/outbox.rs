@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use astrolift_store::BoxFuture;
 use rusqlite::{Connection, params};
 
-use crate::dispatch::{DispatchError, DispatchMessage, DispatchQueue};
+use crate::dispatch::{DispatchError, DispatchMessage, DispatchQueue, QueueDestination};
 
 /// Default bound on undrained messages.
 pub const DEFAULT_OUTBOX_MAX: u64 = 10_000;
@@ -174,6 +174,10 @@ impl SqliteOutbox {
 }
 
 impl DispatchQueue for SqliteOutbox {
+    fn destination(&self) -> QueueDestination {
+        QueueDestination::Outbox(self.path.clone())
+    }
+
     fn publish<'a>(
         &'a self,
         message: &'a DispatchMessage,

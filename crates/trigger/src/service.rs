@@ -161,6 +161,30 @@ impl TriggerService {
         self
     }
 
+    /// One `POST /callbacks/{task_id}` ([`crate::callback`]): the report recorded on the
+    /// service's state, a workflow stage's run advanced with the service's queue, content
+    /// and callback route.
+    pub async fn callback(
+        &self,
+        task_id: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> TriggerResponse {
+        let dispatcher = crate::workflow::RecordingDispatcher {
+            state: self.state.as_ref(),
+            queue: Some(self.queue.as_ref()),
+            content: self.content.as_ref(),
+            callback_base: self.callback_base.as_deref(),
+        };
+        let context = crate::callback::CallbackContext {
+            state: self.state.as_ref(),
+            dispatcher: &dispatcher,
+            limits: &self.limits,
+            now: now_seconds(),
+        };
+        crate::callback::handle_callback(context, task_id, headers, body).await
+    }
+
     /// How many times a binding's programs were compiled since `new`.
     pub fn compilations(&self) -> u64 {
         self.compilations.load(Ordering::Relaxed)

@@ -1,6 +1,7 @@
 //! Integration tests of astrolift-trigger (one binary).
 
 mod aws;
+mod callback;
 mod containment;
 mod dispatch;
 mod env;
@@ -9,6 +10,7 @@ mod evaluate;
 mod github;
 mod message;
 mod outbox;
+mod render;
 mod runaway;
 mod service;
 mod support;

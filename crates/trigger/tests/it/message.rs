@@ -131,7 +131,8 @@ fn content_source(blobs: Arc<dyn BlobStore>) -> BlobContent {
     BlobContent::new(blobs, UrlOptions::default(), Limits::DEFAULT)
 }
 
-fn request<'a>(
+/// A dispatch request of `agent` without an idempotency key or env spec, at a fixed time.
+pub(crate) fn request<'a>(
     agent: &'a Agent,
     source: Source,
     payload: Option<&'a Value>,

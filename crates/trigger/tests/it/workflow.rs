@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 
 use crate::support::limits;
 
-const REPO: &str = "octo/flows";
+pub(crate) const REPO: &str = "octo/flows";
 
 /// A state store with two active agents and one inactive one.
 struct Subject {
@@ -72,7 +72,7 @@ fn agent(name: &str, status: AgentStatus) -> AgentChange {
     AgentChange::new(agent, None, AuditAction::Added, "c1", "test", 1)
 }
 
-fn stage(name: &str, agent: &str, needs: &[&str], payload: Option<&str>) -> Stage {
+pub(crate) fn stage(name: &str, agent: &str, needs: &[&str], payload: Option<&str>) -> Stage {
     Stage {
         name: name.to_owned(),
         agent: agent.to_owned(),
@@ -112,14 +112,14 @@ fn triage() -> Workflow {
 async fn register(subject: &Subject, workflow: &Workflow) -> WorkflowRecord {
     let known = subject.state.list_agents(REPO).await.expect("agents").len();
     if known == 0 {
-        register_agents(subject).await;
+        register_agents(subject.state.as_ref()).await;
     }
-    put_workflow(subject, workflow).await
+    put_workflow(subject.state.as_ref(), workflow).await
 }
 
-async fn register_agents(subject: &Subject) {
-    subject
-        .state
+/// Registers the active agents `triage` and `reporter` and the orphaned `retired` in `REPO`.
+pub(crate) async fn register_agents(state: &dyn StateStore) {
+    state
         .apply(ChangeSet {
             repository: REPO.to_owned(),
             agents: vec![
@@ -133,7 +133,8 @@ async fn register_agents(subject: &Subject) {
         .expect("agents");
 }
 
-async fn put_workflow(subject: &Subject, workflow: &Workflow) -> WorkflowRecord {
+/// Registers `workflow` in `REPO`.
+pub(crate) async fn put_workflow(state: &dyn StateStore, workflow: &Workflow) -> WorkflowRecord {
     let definition = serde_json::to_string(workflow).expect("json");
     let record = WorkflowRecord {
         repository: REPO.to_owned(),
@@ -146,8 +147,7 @@ async fn put_workflow(subject: &Subject, workflow: &Workflow) -> WorkflowRecord 
         updated_at: 1,
         version: 1,
     };
-    subject
-        .state
+    state
         .workflows()
         .put_workflow(&record, None)
         .await

@@ -1,0 +1,257 @@
+//! `POST /callbacks/{task_id}`: a runtime reports its task's status (docs/reference.md §8).
+//!
+//! `Authorization: Bearer <ASTROLIFT_CLUSTER_KEY>` and a JSON body
+//! `{"status":"running"|"succeeded"|"failed"|"cancelled","result":<JSON>}`.
+//!
+//! | Status | When | Body |
+//! |---|---|---|
+//! | 202 | `running` recorded (any number of times before a terminal status) | `{"task_id","dispatch_id","status"}` |
+//! | 200 | the terminal status recorded, with its result and time | `{"task_id","dispatch_id","status"}` (plus `"workflow_run"` for a workflow stage) |
+//! | 400 | the body is not JSON, or `status` is not one of the four | `{"error","task_id"}` |
+//! | 401 | no `Bearer` key, or not the key of the task's latest render (an earlier render's key included) | `{"error","task_id"}` |
+//! | 404 | no such task | `{"error","task_id"}` |
+//! | 409 | the task has a terminal status already; nothing changes | `{"error","task_id","status"}` |
+//! | 413 | the body is over [`callback_body_limit`], or `result` is over `Limits::callback_result` as serialized | `{"error","task_id"}` |
+//! | 503 | the state store is unavailable, or the report was recorded but its workflow run could not advance (a retry, answered 409, advances it) | `{"error","task_id"}` |
+//!
+//! The key is checked before the body is parsed, and compared as sha256 digests in constant
+//! time; no answer or log line carries it. A terminal report of a workflow stage's dispatch
+//! advances its run ([`crate::workflow::advance_workflow_on_callback`]) with the status and
+//! result the task stores, on the first report and on every repeat (a repeat changes
+//! nothing: stage reports are stored once).
+
+use astrolift_manifest::Limits;
+use astrolift_store::state::tasks::report_task;
+use astrolift_store::state::{
+    DispatchTask, ReportOutcome, StageStatus, TaskReport, TaskStatus, UnixSeconds,
+};
+use astrolift_store::{StateStore, StoreError};
+use http::HeaderMap;
+use serde_json::{Value, json};
+use subtle::ConstantTimeEq;
+
+use crate::render::key_hash;
+use crate::service::TriggerResponse;
+use crate::workflow::{StageDispatcher, advance_workflow_on_callback};
+
+/// Bytes a callback body may have besides its `result` (the status and the JSON around it).
+pub const CALLBACK_ENVELOPE_BYTES: u64 = 4 * 1024;
+/// Longer task ids are not ours (ours are GUIDs).
+pub const MAX_TASK_ID: usize = 128;
+
+/// The largest callback body read: the result limit plus [`CALLBACK_ENVELOPE_BYTES`].
+pub fn callback_body_limit(limits: &Limits) -> u64 {
+    limits
+        .callback_result
+        .saturating_add(CALLBACK_ENVELOPE_BYTES)
+}
+
+/// What a callback needs besides the request.
+#[derive(Clone, Copy)]
+pub struct CallbackContext<'a> {
+    pub state: &'a dyn StateStore,
+    /// Dispatches the workflow stages a terminal report makes ready.
+    pub dispatcher: &'a dyn StageDispatcher,
+    pub limits: &'a Limits,
+    pub now: UnixSeconds,
+}
+
+impl std::fmt::Debug for CallbackContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallbackContext")
+            .field("state", &self.state)
+            .field("now", &self.now)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One `POST /callbacks/{task_id}` (see the module docs for every answer).
+pub async fn handle_callback(
+    context: CallbackContext<'_>,
+    task_id: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> TriggerResponse {
+    match accept(context, task_id, headers, body).await {
+        Ok(answer) | Err(answer) => answer,
+    }
+}
+
+type Answer = Result<TriggerResponse, TriggerResponse>;
+
+async fn accept(
+    context: CallbackContext<'_>,
+    task_id: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Answer {
+    let refuse = |status: u16, error: &str| refusal(status, error, task_id);
+    if task_id.is_empty() || task_id.len() > MAX_TASK_ID {
+        return Err(refusal(404, "no such task", ""));
+    }
+    if body.len() as u64 > callback_body_limit(context.limits) {
+        return Err(refuse(413, "the callback body is over its limit"));
+    }
+    let key = bearer_key(headers).ok_or_else(|| refuse(401, "a Bearer cluster key is required"))?;
+    let task = context
+        .state
+        .tasks()
+        .get_task(task_id)
+        .await
+        .map_err(|e| store_refusal(&e, task_id))?
+        .ok_or_else(|| refuse(404, "no such task"))?;
+    if !key_matches(&task, key) {
+        return Err(refuse(
+            401,
+            "the cluster key is not the one of the task's latest render",
+        ));
+    }
+    let report =
+        parse_report(body, context.limits).map_err(|(status, error)| refuse(status, &error))?;
+    let outcome = report_task(context.state.tasks(), task_id, &report, context.now)
+        .await
+        .map_err(|e| store_refusal(&e, task_id))?;
+    let (task, recorded) = match outcome {
+        ReportOutcome::Recorded(task) => (task, true),
+        ReportOutcome::AlreadyFinished(task) => (task, false),
+    };
+    let workflow_run = advance_workflow(context, &task).await?;
+    if !recorded {
+        let mut answer = refuse(409, "the task has a terminal status already");
+        answer.body["status"] = json!(task.status.as_str());
+        return Err(answer);
+    }
+    let mut body = json!({
+        "task_id": task.task_id,
+        "dispatch_id": task.dispatch_id,
+        "status": task.status.as_str(),
+    });
+    if let Some(run_id) = workflow_run {
+        body["workflow_run"] = json!(run_id);
+    }
+    let status = if task.status.is_terminal() { 200 } else { 202 };
+    Ok(TriggerResponse { status, body })
+}
+
+/// The key of `Authorization: Bearer <key>` (the scheme in any case), if any.
+fn bearer_key(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, key) = value.trim().split_once(' ')?;
+    let key = key.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !key.is_empty()).then_some(key)
+}
+
+/// Whether `key` hashes to the task's latest render's key hash, compared in constant time.
+fn key_matches(task: &DispatchTask, key: &str) -> bool {
+    let Some(expected) = task
+        .cluster_key_sha256
+        .as_deref()
+        .and_then(|h| hex::decode(h).ok())
+    else {
+        return false;
+    };
+    let presented = hex::decode(key_hash(key)).unwrap_or_default();
+    expected.len() == presented.len() && bool::from(expected.ct_eq(&presented))
+}
+
+/// The report of a body: its status, and its result as compact JSON within the limit.
+fn parse_report(body: &[u8], limits: &Limits) -> Result<TaskReport, (u16, String)> {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        status: String,
+        #[serde(default)]
+        result: Option<Value>,
+    }
+    let parsed: Body = serde_json::from_slice(body)
+        .map_err(|e| (400, format!("the body is not a callback report: {e}")))?;
+    let status = TaskStatus::parse(&parsed.status)
+        .filter(|s| *s != TaskStatus::Queued)
+        .ok_or_else(|| {
+            (
+                400,
+                "status must be running, succeeded, failed or cancelled".to_owned(),
+            )
+        })?;
+    let result = parsed
+        .result
+        .map(|value| value.to_string())
+        .filter(|_| status.is_terminal());
+    if let Some(text) = &result
+        && text.len() as u64 > limits.callback_result
+    {
+        return Err((
+            413,
+            format!(
+                "result is {} bytes as serialized, over the {}-byte limit",
+                text.len(),
+                limits.callback_result
+            ),
+        ));
+    }
+    Ok(TaskReport { status, result })
+}
+
+/// For a terminal task of a workflow stage's dispatch: advances its run with the stored
+/// status and result, and returns the run's id (`None` for any other dispatch).
+async fn advance_workflow(
+    context: CallbackContext<'_>,
+    task: &DispatchTask,
+) -> Result<Option<String>, TriggerResponse> {
+    let Some(status) = stage_status(task.status) else {
+        return Ok(None);
+    };
+    let unavailable = |why: &str| {
+        tracing::warn!(task_id = %task.task_id, why, "a workflow run did not advance");
+        refusal(
+            503,
+            "the report is recorded, but its workflow run could not advance: retry",
+            &task.task_id,
+        )
+    };
+    let dispatch = match context.state.get_dispatch(&task.idempotency_key).await {
+        Ok(Some(dispatch)) => dispatch,
+        Ok(None) => return Ok(None),
+        Err(error) => return Err(unavailable(&error.to_string())),
+    };
+    let result: Option<Value> = task
+        .result
+        .as_deref()
+        .and_then(|text| serde_json::from_str(text).ok());
+    let progress = advance_workflow_on_callback(
+        context.state,
+        context.dispatcher,
+        &dispatch,
+        status,
+        result.as_ref(),
+        context.now,
+        context.limits,
+    )
+    .await
+    .map_err(|error| unavailable(&error.to_string()))?;
+    Ok(progress.map(|p| p.run.id))
+}
+
+fn stage_status(status: TaskStatus) -> Option<StageStatus> {
+    match status {
+        TaskStatus::Succeeded => Some(StageStatus::Succeeded),
+        TaskStatus::Failed => Some(StageStatus::Failed),
+        TaskStatus::Cancelled => Some(StageStatus::Cancelled),
+        TaskStatus::Queued | TaskStatus::Running => None,
+    }
+}
+
+fn refusal(status: u16, error: &str, task_id: &str) -> TriggerResponse {
+    TriggerResponse {
+        status,
+        body: json!({"error": error, "task_id": task_id}),
+    }
+}
+
+fn store_refusal(error: &StoreError, task_id: &str) -> TriggerResponse {
+    tracing::warn!(%task_id, %error, "a callback could not be recorded");
+    match error {
+        StoreError::NotFound(_) => refusal(404, "no such task", task_id),
+        StoreError::Invalid(_) => refusal(400, "the report is not valid", task_id),
+        _ => refusal(503, "the state store is unavailable; retry", task_id),
+    }
+}

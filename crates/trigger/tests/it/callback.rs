@@ -1,0 +1,323 @@
+//! `POST /callbacks/{task_id}` through `handle_callback`: every answer (202 running, 200
+//! terminal, 400, 401 for a missing, wrong or earlier render's key, 404, 409, 413 at the
+//! result limit and one byte past it), no answer naming the key, and a two-stage workflow
+//! advanced by its stages' callbacks, a duplicate changing nothing.
+
+use std::sync::Arc;
+
+use astrolift_manifest::Limits;
+use astrolift_manifest::workflow::Workflow;
+use astrolift_store::StateStore;
+use astrolift_store::state::tasks::record_render;
+use astrolift_store::state::{RunStatus, SqliteStateStore, TaskStatus, WorkflowRecord};
+use astrolift_trigger::TriggerResponse;
+use astrolift_trigger::callback::{CallbackContext, callback_body_limit, handle_callback};
+use astrolift_trigger::content::{ContentSource, RecordOnlyContent};
+use astrolift_trigger::dispatch::{MemoryDispatchQueue, record};
+use astrolift_trigger::message::Source;
+use astrolift_trigger::render::key_hash;
+use astrolift_trigger::workflow::{RecordingDispatcher, stage_key, start_run};
+use serde_json::{Value, json};
+
+use crate::message::request;
+use crate::support::{headers, limits};
+use crate::workflow::{REPO, put_workflow, register_agents, stage};
+
+const NOW: i64 = 1_767_225_600;
+const KEY: &str = "the-latest-cluster-key";
+
+struct Subject {
+    state: Arc<dyn StateStore>,
+    queue: MemoryDispatchQueue,
+    _dir: tempfile::TempDir,
+}
+
+const CONTENT: RecordOnlyContent = RecordOnlyContent { lenient: true };
+
+impl Subject {
+    async fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = SqliteStateStore::open(dir.path().join("state.db"))
+            .await
+            .expect("sqlite");
+        let subject = Subject {
+            state: Arc::new(state),
+            queue: MemoryDispatchQueue::new(),
+            _dir: dir,
+        };
+        register_agents(subject.state.as_ref()).await;
+        subject
+    }
+
+    fn dispatcher(&self) -> RecordingDispatcher<'_> {
+        RecordingDispatcher {
+            state: self.state.as_ref(),
+            queue: Some(&self.queue),
+            content: &CONTENT,
+            callback_base: None,
+        }
+    }
+
+    /// A manual dispatch of `triage`, rendered with `KEY`: its task id.
+    async fn rendered_dispatch(&self) -> String {
+        let agent = self
+            .state
+            .list_agents(REPO)
+            .await
+            .expect("agents")
+            .into_iter()
+            .find(|a| a.name == "triage")
+            .expect("triage");
+        let content = CONTENT.content(&agent, NOW).await.expect("content");
+        let request = request(&agent, Source::Manual, None, &content, None);
+        let task_id = record(self.state.as_ref(), &request)
+            .await
+            .expect("records")
+            .dispatch
+            .task_id;
+        self.render_with(&task_id, KEY).await;
+        task_id
+    }
+
+    async fn render_with(&self, task_id: &str, key: &str) {
+        record_render(self.state.tasks(), task_id, Some(&key_hash(key)), NOW)
+            .await
+            .expect("rendered");
+    }
+
+    /// A callback with `key` as its Bearer key.
+    async fn call(&self, task_id: &str, key: &str, body: &[u8]) -> TriggerResponse {
+        self.call_with(task_id, Some(&format!("Bearer {key}")), body)
+            .await
+    }
+
+    /// A callback with this `Authorization` header, if any.
+    async fn call_with(
+        &self,
+        task_id: &str,
+        authorization: Option<&str>,
+        body: &[u8],
+    ) -> TriggerResponse {
+        let headers = match authorization {
+            Some(value) => headers(&[("authorization", value)]),
+            None => headers(&[]),
+        };
+        let dispatcher = self.dispatcher();
+        let context = CallbackContext {
+            state: self.state.as_ref(),
+            dispatcher: &dispatcher,
+            limits: &limits(),
+            now: NOW + 10,
+        };
+        handle_callback(context, task_id, &headers, body).await
+    }
+}
+
+/// What a row sends and the status it gets: (what, task, Authorization, body, status).
+type Case<'a> = (&'a str, &'a str, Option<&'a str>, Vec<u8>, u16);
+
+fn report(status: &str, result: Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({"status": status, "result": result})).expect("json")
+}
+
+#[tokio::test]
+async fn every_answer_of_the_callback_route() {
+    let subject = Subject::new().await;
+    let task = subject.rendered_dispatch().await;
+    let running = report("running", json!({"step": 1}));
+    let bearer = format!("Bearer {KEY}");
+    let ours = Some(bearer.as_str());
+    // (what, task, Authorization, body, status), in order: each row sees the ones before.
+    let cases: Vec<Case<'_>> = vec![
+        ("no key", &task, None, running.clone(), 401),
+        (
+            "another scheme",
+            &task,
+            Some("Basic dXNlcjpwYXNz"),
+            running.clone(),
+            401,
+        ),
+        ("an empty key", &task, Some("Bearer "), running.clone(), 401),
+        (
+            "a wrong key",
+            &task,
+            Some("Bearer not-the-key"),
+            running.clone(),
+            401,
+        ),
+        (
+            "an unknown task",
+            "no-such-task",
+            ours,
+            running.clone(),
+            404,
+        ),
+        ("not JSON", &task, ours, b"{not json".to_vec(), 400),
+        ("no status", &task, ours, b"{\"result\":1}".to_vec(), 400),
+        (
+            "an unknown status",
+            &task,
+            ours,
+            report("done", json!(1)),
+            400,
+        ),
+        (
+            "queued is not reported",
+            &task,
+            ours,
+            report("queued", json!(1)),
+            400,
+        ),
+        ("running", &task, ours, running.clone(), 202),
+        ("running again", &task, ours, running.clone(), 202),
+        (
+            "succeeded",
+            &task,
+            ours,
+            report("succeeded", json!({"ok": true})),
+            200,
+        ),
+        (
+            "a second terminal report",
+            &task,
+            ours,
+            report("failed", json!(null)),
+            409,
+        ),
+        ("running after the end", &task, ours, running.clone(), 409),
+    ];
+    for (what, task_id, authorization, body, status) in cases {
+        let answer = subject.call_with(task_id, authorization, &body).await;
+        assert_eq!(answer.status, status, "{what}: {}", answer.body);
+        assert!(
+            !answer.body.to_string().contains(KEY),
+            "{what}: the key is never echoed"
+        );
+    }
+    let stored = subject
+        .state
+        .tasks()
+        .get_task(&task)
+        .await
+        .expect("read")
+        .expect("the task");
+    assert_eq!(
+        (stored.status, stored.result.as_deref(), stored.finished_at),
+        (TaskStatus::Succeeded, Some("{\"ok\":true}"), Some(NOW + 10))
+    );
+}
+
+#[tokio::test]
+async fn only_the_latest_render_key_is_accepted() {
+    let subject = Subject::new().await;
+    let task = subject.rendered_dispatch().await;
+    subject.render_with(&task, "a-later-key").await;
+    let body = report("succeeded", json!(1));
+    assert_eq!(subject.call(&task, KEY, &body).await.status, 401);
+    assert_eq!(subject.call(&task, "a-later-key", &body).await.status, 200);
+}
+
+#[tokio::test]
+async fn a_result_at_the_limit_is_recorded_and_one_byte_past_it_is_413() {
+    let subject = Subject::new().await;
+    let limit = usize::try_from(Limits::DEFAULT.callback_result).expect("fits");
+    // A JSON string of n characters serializes to n + 2 bytes.
+    for (extra, status) in [(0, 200), (1, 413)] {
+        let task = subject.rendered_dispatch().await;
+        let result = json!("x".repeat(limit - 2 + extra));
+        assert_eq!(result.to_string().len(), limit + extra);
+        let answer = subject.call(&task, KEY, &report("succeeded", result)).await;
+        assert_eq!(answer.status, status, "{extra} past: {}", answer.body);
+    }
+    let task = subject.rendered_dispatch().await;
+    let limit = usize::try_from(callback_body_limit(&Limits::DEFAULT)).expect("fits");
+    let huge = vec![b' '; limit + 1];
+    assert_eq!(subject.call(&task, KEY, &huge).await.status, 413);
+}
+
+async fn two_stage_workflow(subject: &Subject) -> WorkflowRecord {
+    let workflow = Workflow {
+        path: "workflows/triage.toml".to_owned(),
+        name: "triage".to_owned(),
+        description: None,
+        stages: vec![
+            stage("collect", "triage", &[], Some("{issue: .input.issue}")),
+            stage(
+                "report",
+                "reporter",
+                &["collect"],
+                Some("{summary: .stages.collect.result}"),
+            ),
+        ],
+    };
+    put_workflow(subject.state.as_ref(), &workflow).await
+}
+
+/// The task of a run's stage's dispatch, rendered with `KEY`.
+async fn stage_task(subject: &Subject, run_id: &str, stage: &str) -> String {
+    let dispatch = subject
+        .state
+        .get_dispatch(&stage_key(run_id, stage))
+        .await
+        .expect("read")
+        .expect("the stage's dispatch");
+    subject.render_with(&dispatch.task_id, KEY).await;
+    dispatch.task_id
+}
+
+#[tokio::test]
+async fn callbacks_advance_a_two_stage_workflow_once() {
+    let subject = Subject::new().await;
+    let record = two_stage_workflow(&subject).await;
+    let started = start_run(
+        subject.state.as_ref(),
+        &subject.dispatcher(),
+        &record,
+        &json!({"issue": 7}),
+        NOW,
+        &limits(),
+    )
+    .await
+    .expect("starts");
+    let run_id = started.run.id.clone();
+    let collect = stage_task(&subject, &run_id, "collect").await;
+    let done = report("succeeded", json!({"count": 2}));
+    let answer = subject.call(&collect, KEY, &done).await;
+    assert_eq!(
+        (answer.status, &answer.body["workflow_run"]),
+        (200, &json!(run_id))
+    );
+    let run = |subject: &Subject| {
+        let id = run_id.clone();
+        let state = Arc::clone(&subject.state);
+        async move {
+            state
+                .workflows()
+                .get_workflow_run(&id)
+                .await
+                .expect("read")
+                .expect("the run")
+        }
+    };
+    let after_first = run(&subject).await;
+    assert_eq!(after_first.stages["report"].status.as_str(), "dispatched");
+    assert_eq!(subject.queue.messages().len(), 2, "collect, then report");
+
+    // The same callback again: 409, and the run does not move.
+    let again = subject.call(&collect, KEY, &done).await;
+    assert_eq!(again.status, 409, "{}", again.body);
+    assert_eq!(run(&subject).await, after_first);
+    assert_eq!(subject.queue.messages().len(), 2);
+
+    let report_task = stage_task(&subject, &run_id, "report").await;
+    let reporter_message = &subject.queue.messages()[1];
+    assert_eq!(
+        reporter_message.payload,
+        Some(json!({"summary": {"count": 2}}))
+    );
+    let answer = subject
+        .call(&report_task, KEY, &report("succeeded", json!("sent")))
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(run(&subject).await.status, RunStatus::Succeeded);
+}
