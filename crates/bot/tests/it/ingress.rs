@@ -5,15 +5,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use astrolift_bot::queue::QueueError;
 use astrolift_bot::{
-    Answer, EventFanOut, FanOutDelivery, Ingress, JobQueue, JobTrigger, RecordingJobQueue,
+    EventFanOut, FanOutDelivery, Ingress, JobQueue, JobTrigger, RecordingJobQueue,
 };
-use astrolift_forge::webhook::{WebhookRequest, WebhookSecrets};
+use astrolift_forge::webhook::WebhookSecrets;
 use astrolift_manifest::Limits;
 use astrolift_store::BoxFuture;
 use astrolift_store::StateStore;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::support::{MAIN_SHA, REPO_ID, SECRET, embedded_stores, push, repository, signed};
+use crate::support::{MAIN_SHA, REPO_ID, SECRET, deliver, embedded_stores, push, repository};
 
 /// Counts fan-outs; "dispatches" one for `issues` events.
 #[derive(Debug, Default)]
@@ -68,23 +68,6 @@ async fn harness() -> Harness {
         state: stores.state,
         _dir: dir,
     }
-}
-
-async fn deliver(
-    ingress: &Ingress,
-    event: &str,
-    delivery: &str,
-    body: &Value,
-    secret: &str,
-) -> Answer {
-    let bytes = serde_json::to_vec(body).expect("json");
-    let headers = signed(event, delivery, &bytes, secret);
-    let request = WebhookRequest {
-        headers: &headers,
-        body: bytes.into(),
-        is_base64_encoded: false,
-    };
-    ingress.receive(request).await
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@ mod faults;
 mod ingress;
 mod queue;
 mod registrations;
+mod rerequests;
 mod runner;
 mod suggestions;
 mod support;

@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use astrolift_bot::{JobTrigger, SyncJob, SyncRunner};
+use astrolift_bot::{Answer, Ingress, JobTrigger, SyncJob, SyncRunner};
 use astrolift_fake_github::FakeGitHub;
 use astrolift_forge::github::{AppCredentials, GitHubApp, GitHubConfig};
-use astrolift_forge::webhook::sign;
+use astrolift_forge::webhook::{WebhookRequest, sign};
 use astrolift_manifest::Limits;
 use astrolift_store::blob::BlobOptions;
 use astrolift_store::state::RepoRegistration;
@@ -146,4 +146,22 @@ pub fn push_job(delivery: &str) -> SyncJob {
         default_branch: Some("main".into()),
         pull_request: None,
     }
+}
+
+/// Delivers `body` as event `event` to `ingress`, signed with `secret`.
+pub async fn deliver(
+    ingress: &Ingress,
+    event: &str,
+    delivery: &str,
+    body: &Value,
+    secret: &str,
+) -> Answer {
+    let bytes = serde_json::to_vec(body).expect("json");
+    let headers = signed(event, delivery, &bytes, secret);
+    let request = WebhookRequest {
+        headers: &headers,
+        body: bytes.into(),
+        is_base64_encoded: false,
+    };
+    ingress.receive(request).await
 }
