@@ -305,7 +305,19 @@ async fn webhooks_are_answered_promptly_while_two_large_syncs_run() {
     let repository = large_repository(8, 4);
     github.add_repo("octo", "big-a", "main", SHA_A, repository.path());
     github.add_repo("octo", "big-b", "main", SHA_B, repository.path());
-    let mut server = ServeProcess::start(&github, setup(Vec::new()));
+    // The profile that ships when scripts/test.sh built it (the figure the
+    // issue's 50 ms target is about); the test's own debug build otherwise.
+    let (mut server, profile) = match std::env::var_os("ASTROLIFT_RELEASE_BIN_DIR") {
+        Some(dir) => (
+            ServeProcess::start_binary(
+                &std::path::Path::new(&dir).join("astrolift"),
+                &github,
+                setup(Vec::new()),
+            ),
+            "release",
+        ),
+        None => (ServeProcess::start(&github, setup(Vec::new())), "debug"),
+    };
 
     for (delivery, repo, id, sha) in [
         ("d-big-a", "octo/big-a", 14_001, SHA_A),
@@ -353,7 +365,7 @@ async fn webhooks_are_answered_promptly_while_two_large_syncs_run() {
         .unwrap_or_default();
     let worst = latencies.last().copied().unwrap_or_default();
     eprintln!(
-        "capacity: {} pings during two large syncs: median {median:?}, worst {worst:?}",
+        "capacity: {} pings during two large syncs ({profile} serve): median {median:?}, worst {worst:?}",
         latencies.len()
     );
     assert!(
