@@ -464,6 +464,10 @@ impl StateStore for FaultyStateStore {
     fn tasks(&self) -> &dyn crate::state::TaskStore {
         self.inner.tasks()
     }
+
+    fn workspaces(&self) -> &dyn crate::state::WorkspaceStore {
+        self.inner.workspaces()
+    }
 }
 
 /// The local AWS endpoint, or `None` when the AWS tests must be skipped.

@@ -362,5 +362,6 @@ fn action_detail(action: AuditAction) -> &'static str {
         AuditAction::Orphaned => "manifest removed; kept until an explicit teardown",
         AuditAction::Reactivated => "manifest is back; reactivated",
         AuditAction::TornDown => "torn down",
+        AuditAction::DriftAccepted => "critical drift accepted on a pull request",
     }
 }

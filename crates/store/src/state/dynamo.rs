@@ -31,6 +31,7 @@ type Item = HashMap<String, AttributeValue>;
 
 mod tasks;
 mod workflows;
+mod workspaces;
 
 /// The DynamoDB state store.
 #[derive(Debug)]
@@ -1359,6 +1360,10 @@ impl StateStore for DynamoStateStore {
     }
 
     fn workflows(&self) -> &dyn super::workflows::WorkflowStore {
+        self
+    }
+
+    fn workspaces(&self) -> &dyn super::workspaces::WorkspaceStore {
         self
     }
 

@@ -8,6 +8,7 @@ mod sqlite;
 mod table;
 pub mod tasks;
 pub mod workflows;
+pub mod workspaces;
 
 use std::fmt;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ pub use workflows::{
     RunStatus, StageResult, StageState, StageStatus, WorkflowRecord, WorkflowRun, WorkflowStatus,
     WorkflowStore,
 };
+pub use workspaces::{WorkspaceRecord, WorkspaceStatus, WorkspaceStore, drift_acceptance};
 
 use crate::{BoxFuture, StoreError, StoreResult};
 
@@ -247,6 +249,9 @@ pub trait StateStore: Send + Sync + fmt::Debug {
 
     /// The tasks of dispatches: renders and callbacks ([`tasks`]).
     fn tasks(&self) -> &dyn TaskStore;
+
+    /// Registered workspace manifests and drift acceptances ([`workspaces`]).
+    fn workspaces(&self) -> &dyn WorkspaceStore;
 
     /// Explicit teardown: marks the agent `torn_down` (conditional on its current version),
     /// deletes its trigger bindings and appends a `torn_down` audit event. The agent record

@@ -241,6 +241,9 @@ pub enum AuditAction {
     Reactivated,
     /// Explicit teardown.
     TornDown,
+    /// A person with write permission accepted a pull request's critical drift of this
+    /// manifest at one head sha (see [`super::workspaces`]).
+    DriftAccepted,
 }
 
 /// An append-only record of one registration change. Its sequence number is the agent

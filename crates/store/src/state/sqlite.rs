@@ -20,6 +20,7 @@ use crate::{BoxFuture, StoreError, StoreResult};
 
 mod tasks;
 mod workflows;
+mod workspaces;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS repository_registrations (
@@ -233,6 +234,9 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
     connection.execute_batch(SCHEMA).map_err(sql_error)?;
     connection
         .execute_batch(workflows::SCHEMA)
+        .map_err(sql_error)?;
+    connection
+        .execute_batch(workspaces::SCHEMA)
         .map_err(sql_error)?;
     connection.execute_batch(tasks::SCHEMA).map_err(sql_error)?;
     migrate(&connection)?;
@@ -803,6 +807,10 @@ impl StateStore for SqliteStateStore {
     }
 
     fn workflows(&self) -> &dyn super::workflows::WorkflowStore {
+        self
+    }
+
+    fn workspaces(&self) -> &dyn super::workspaces::WorkspaceStore {
         self
     }
 

@@ -41,3 +41,4 @@ mod task_contract;
 mod template_shape;
 mod timing;
 mod workflow_contract;
+mod workspace_contract;

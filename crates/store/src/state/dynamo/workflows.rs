@@ -26,7 +26,7 @@ fn result_sk(stage: &str) -> String {
 }
 
 /// What a conditional put requires of the stored item.
-enum Expect {
+pub(super) enum Expect {
     Absent,
     Version(u64),
 }
@@ -34,7 +34,7 @@ enum Expect {
 impl DynamoStateStore {
     /// One conditional put ([`DynamoStateStore::put_if`]); `Ok(false)` when
     /// the condition failed.
-    async fn put_expecting(&self, item: Item, expect: Expect) -> StoreResult<bool> {
+    pub(super) async fn put_expecting(&self, item: Item, expect: Expect) -> StoreResult<bool> {
         match expect {
             Expect::Absent => self.put_if(item, "attribute_not_exists(#pk)", &[]).await,
             Expect::Version(version) => {
@@ -49,7 +49,29 @@ impl DynamoStateStore {
     }
 }
 
-fn expect(version: Option<u64>) -> Expect {
+impl DynamoStateStore {
+    /// Puts `record` under `keys` unless an item is there; returns the stored record (the
+    /// first one put). `what` names it in the error when it is neither written nor readable.
+    pub(super) async fn put_once<T>(
+        &self,
+        record: &T,
+        keys: Item,
+        what: impl FnOnce() -> String,
+    ) -> StoreResult<T>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned + Clone,
+    {
+        let item = record_item(record, keys.clone())?;
+        if self.put_expecting(item, Expect::Absent).await? {
+            return Ok(record.clone());
+        }
+        self.get(keys).await?.ok_or_else(|| {
+            StoreError::Unavailable(format!("{} was neither written nor readable", what()))
+        })
+    }
+}
+
+pub(super) fn expect(version: Option<u64>) -> Expect {
     version.map_or(Expect::Absent, Expect::Version)
 }
 
@@ -133,16 +155,13 @@ impl WorkflowStore for DynamoStateStore {
     ) -> BoxFuture<'a, StoreResult<StageResult>> {
         Box::pin(async move {
             let keys = key(run_pk(&result.run_id), result_sk(&result.stage));
-            let item = record_item(result, keys.clone())?;
-            if self.put_expecting(item, Expect::Absent).await? {
-                return Ok(result.clone());
-            }
-            self.get(keys).await?.ok_or_else(|| {
-                StoreError::Unavailable(format!(
-                    "the report of stage {} of run {} was neither written nor readable",
+            let what = || {
+                format!(
+                    "the report of stage {} of run {}",
                     result.stage, result.run_id
-                ))
-            })
+                )
+            };
+            self.put_once(result, keys, what).await
         })
     }
 

@@ -37,23 +37,58 @@ fn put_workflow_row(
     record: &WorkflowRecord,
     expected: Option<u64>,
 ) -> StoreResult<()> {
+    let row = VersionedRow {
+        table: "workflows",
+        key_column: "name",
+        repository: &record.repository,
+        key: &record.name,
+        version: record.version,
+        body: to_json(record)?,
+    };
+    put_versioned_row(connection, &row, expected, "workflow")
+}
+
+/// A row keyed by (repository, key) with a version and the record as JSON.
+pub(super) struct VersionedRow<'a> {
+    /// One of our table names (never input).
+    pub table: &'static str,
+    pub key_column: &'static str,
+    pub repository: &'a str,
+    pub key: &'a str,
+    pub version: u64,
+    pub body: String,
+}
+
+/// Writes `row` if its stored version is `expected` (`None`: no row), in one transaction;
+/// `Conflict` naming the `noun` otherwise.
+pub(super) fn put_versioned_row(
+    connection: &mut Connection,
+    row: &VersionedRow<'_>,
+    expected: Option<u64>,
+    noun: &str,
+) -> StoreResult<()> {
+    let VersionedRow {
+        table, key_column, ..
+    } = row;
     let tx = connection
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_error)?;
     let stored = stored_version(
         &tx,
-        "SELECT version FROM workflows WHERE repository = ?1 AND name = ?2",
-        params![record.repository, record.name],
+        &format!("SELECT version FROM {table} WHERE repository = ?1 AND {key_column} = ?2"),
+        params![row.repository, row.key],
     )?;
     if stored != expected {
         return Err(StoreError::Conflict(format!(
-            "workflow {}:{} is at version {stored:?}, expected {expected:?}",
-            record.repository, record.name
+            "{noun} {}:{} is at version {stored:?}, expected {expected:?}",
+            row.repository, row.key
         )));
     }
     tx.execute(
-        "INSERT OR REPLACE INTO workflows (repository, name, version, body) VALUES (?1, ?2, ?3, ?4)",
-        params![record.repository, record.name, integer(record.version)?, to_json(record)?],
+        &format!(
+            "INSERT OR REPLACE INTO {table} (repository, {key_column}, version, body) VALUES (?1, ?2, ?3, ?4)"
+        ),
+        params![row.repository, row.key, integer(row.version)?, row.body],
     )
     .map_err(sql_error)?;
     tx.commit().map_err(sql_error)
@@ -91,22 +126,33 @@ fn put_result_row(
     connection: &mut Connection,
     result: &StageResult,
 ) -> StoreResult<(StageResult, u64)> {
+    let body = to_json(result)?;
+    insert_once(
+        connection,
+        "INSERT INTO workflow_stage_results (run_id, stage, body) VALUES (?1, ?2, ?3)
+         ON CONFLICT DO NOTHING",
+        params![result.run_id, result.stage, body],
+        "SELECT body FROM workflow_stage_results WHERE run_id = ?1 AND stage = ?2",
+        params![result.run_id, result.stage],
+    )
+}
+
+/// Runs `insert` (an `INSERT … ON CONFLICT DO NOTHING`), then reads the row back with
+/// `select`, in one transaction: the stored record (the first one inserted under its key)
+/// and the rows written.
+pub(super) fn insert_once<T: serde::de::DeserializeOwned>(
+    connection: &mut Connection,
+    insert: &str,
+    insert_values: &[&dyn rusqlite::ToSql],
+    select: &str,
+    select_key: &[&dyn rusqlite::ToSql],
+) -> StoreResult<(T, u64)> {
     let tx = connection
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_error)?;
-    let inserted = tx
-        .execute(
-            "INSERT INTO workflow_stage_results (run_id, stage, body) VALUES (?1, ?2, ?3)
-             ON CONFLICT DO NOTHING",
-            params![result.run_id, result.stage, to_json(result)?],
-        )
-        .map_err(sql_error)?;
+    let inserted = tx.execute(insert, insert_values).map_err(sql_error)?;
     let body: String = tx
-        .query_row(
-            "SELECT body FROM workflow_stage_results WHERE run_id = ?1 AND stage = ?2",
-            params![result.run_id, result.stage],
-            |row| row.get(0),
-        )
+        .query_row(select, select_key, |row| row.get(0))
         .map_err(sql_error)?;
     tx.commit().map_err(sql_error)?;
     Ok((from_json(&body)?, inserted as u64))
