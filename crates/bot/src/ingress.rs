@@ -39,10 +39,23 @@ impl Answer {
 }
 
 /// GitHub-sourced trigger bindings, as the webhook sees them: evaluate and
-/// dispatch every binding of `repository` that matches the event. Returns how
-/// many were dispatched (duplicates and filtered-out ones not counted).
+/// dispatch every binding of `repository` that matches the event.
 pub trait EventFanOut: Send + Sync + fmt::Debug {
-    fn fan_out<'a>(&'a self, delivery: FanOutDelivery<'a>) -> BoxFuture<'a, usize>;
+    fn fan_out<'a>(&'a self, delivery: FanOutDelivery<'a>) -> BoxFuture<'a, FanOutSummary>;
+}
+
+/// What one delivery's fan-out did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FanOutSummary {
+    /// New dispatches (duplicates and filtered-out bindings not counted).
+    pub dispatched: usize,
+    /// Matching bindings that could not run for a reason that passes (a 503:
+    /// every jq evaluation slot taken, the state or secret store unavailable).
+    /// The delivery is then answered 503, so that GitHub shows it failed and
+    /// a redelivery (same delivery id, so the dispatches that were recorded
+    /// are not recorded twice) runs them; before, it was answered 200 and
+    /// those dispatches were lost.
+    pub unavailable: usize,
 }
 
 /// One verified delivery, for [`EventFanOut`].
@@ -121,9 +134,13 @@ impl Ingress {
     }
 
     /// Trigger fan-out, then the sync job if the event asks for one.
+    /// A fan-out with bindings that could not run now turns a success into
+    /// a 503 ([`FanOutSummary::unavailable`]); the sync job, if any, is
+    /// queued first either way, and a redelivery finds it recorded.
     async fn route(&self, accepted: &Accepted) -> Answer {
-        let dispatched = self.fan_out(accepted).await;
-        match job_for_event(&accepted.delivery_id, &accepted.event) {
+        let fan_out = self.fan_out(accepted).await;
+        let dispatched = fan_out.dispatched;
+        let answer = match job_for_event(&accepted.delivery_id, &accepted.event) {
             Ok(job) => {
                 tracing::Span::current().record("commit", job.head_sha.as_str());
                 self.queue_once(&accepted.delivery_id, &job).await
@@ -132,12 +149,20 @@ impl Ingress {
                 if dispatched > 0 { 202 } else { 200 },
                 json!({ "status": "ignored", "reason": no_job_reason(&reason), "dispatched": dispatched }),
             ),
+        };
+        if fan_out.unavailable == 0 || answer.status >= 500 {
+            return answer;
         }
+        let what = format!(
+            "{} trigger binding(s) could not run now ({dispatched} dispatched)",
+            fan_out.unavailable
+        );
+        self.unavailable(&what, &"evaluation slots or a store unavailable")
     }
 
-    async fn fan_out(&self, accepted: &Accepted) -> usize {
+    async fn fan_out(&self, accepted: &Accepted) -> FanOutSummary {
         let (Some(triggers), Some(repository)) = (&self.triggers, repository_of(accepted)) else {
-            return 0;
+            return FanOutSummary::default();
         };
         let action = action_of(accepted);
         let delivery = FanOutDelivery {
@@ -147,11 +172,11 @@ impl Ingress {
             delivery_id: &accepted.delivery_id,
             body: &accepted.body,
         };
-        let dispatched = triggers.fan_out(delivery).await;
-        if dispatched > 0 {
-            telemetry::count(self.function, Metric::Dispatches, dispatched as u64);
+        let summary = triggers.fan_out(delivery).await;
+        if summary.dispatched > 0 {
+            telemetry::count(self.function, Metric::Dispatches, summary.dispatched as u64);
         }
-        dispatched
+        summary
     }
 
     /// Records the delivery id, then queues the job. A delivery seen before is

@@ -53,7 +53,7 @@ pub mod suggest;
 pub mod telemetry;
 pub mod triggers;
 
-pub use ingress::{Answer, EventFanOut, FanOutDelivery, Ingress};
+pub use ingress::{Answer, EventFanOut, FanOutDelivery, FanOutSummary, Ingress};
 pub use job::{JobTrigger, SyncJob, job_for_event};
 pub use queue::{JobQueue, LocalJobQueue, RecordingJobQueue, SqsJobQueue};
 pub use runner::{CHECK_NAME, JobError, JobOutcome, SyncRunner};

@@ -14,7 +14,7 @@ use astrolift_trigger::{SecretError, SecretResolver, TriggerResponse, TriggerSer
 use http::HeaderMap;
 
 use crate::config::{ConfigError, Environment};
-use crate::ingress::{EventFanOut, FanOutDelivery};
+use crate::ingress::{EventFanOut, FanOutDelivery, FanOutSummary};
 use crate::telemetry::{self, Metric};
 
 /// The trigger service on `state` and `blobs` (each dispatch's snapshot,
@@ -168,8 +168,9 @@ pub async fn handle(
 
 impl EventFanOut for TriggerService {
     /// Every matching GitHub-sourced binding is evaluated and dispatched under
-    /// the delivery id; the count is of new dispatches (202).
-    fn fan_out<'a>(&'a self, delivery: FanOutDelivery<'a>) -> BoxFuture<'a, usize> {
+    /// the delivery id; counted are new dispatches (202) and bindings that
+    /// could not run now (503).
+    fn fan_out<'a>(&'a self, delivery: FanOutDelivery<'a>) -> BoxFuture<'a, FanOutSummary> {
         Box::pin(async move {
             let results = self
                 .fan_out_github(
@@ -187,7 +188,16 @@ impl EventFanOut for TriggerService {
                     "github-sourced trigger"
                 );
             }
-            results.iter().filter(|r| r.response.status == 202).count()
+            let count = |status: u16| {
+                results
+                    .iter()
+                    .filter(|r| r.response.status == status)
+                    .count()
+            };
+            FanOutSummary {
+                dispatched: count(202),
+                unavailable: count(503),
+            }
         })
     }
 }

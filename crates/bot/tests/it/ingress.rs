@@ -1,11 +1,11 @@
 //! Ingress: verify, record, fan out, dedupe, queue — against a real SQLite store.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use astrolift_bot::queue::QueueError;
 use astrolift_bot::{
-    EventFanOut, FanOutDelivery, Ingress, JobQueue, JobTrigger, RecordingJobQueue,
+    EventFanOut, FanOutDelivery, FanOutSummary, Ingress, JobQueue, JobTrigger, RecordingJobQueue,
 };
 use astrolift_forge::webhook::WebhookSecrets;
 use astrolift_manifest::Limits;
@@ -15,16 +15,24 @@ use serde_json::json;
 
 use crate::support::{MAIN_SHA, REPO_ID, SECRET, deliver, embedded_stores, push, repository};
 
-/// Counts fan-outs; "dispatches" one for `issues` events.
+/// Counts fan-outs; "dispatches" one for `issues` events, and while `busy`
+/// has one binding that cannot run now (every evaluation slot taken).
 #[derive(Debug, Default)]
 struct CountingFanOut {
     calls: AtomicUsize,
+    busy: AtomicBool,
 }
 
 impl EventFanOut for CountingFanOut {
-    fn fan_out<'a>(&'a self, delivery: FanOutDelivery<'a>) -> BoxFuture<'a, usize> {
+    fn fan_out<'a>(&'a self, delivery: FanOutDelivery<'a>) -> BoxFuture<'a, FanOutSummary> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        Box::pin(async move { usize::from(delivery.event_name == "issues") })
+        let unavailable = usize::from(self.busy.load(Ordering::SeqCst));
+        Box::pin(async move {
+            FanOutSummary {
+                dispatched: usize::from(delivery.event_name == "issues"),
+                unavailable,
+            }
+        })
     }
 }
 
@@ -210,6 +218,50 @@ async fn github_sourced_triggers_see_every_verified_event_of_a_repository() {
     );
     assert_eq!(h.fan_out.calls.load(Ordering::SeqCst), 1);
     assert!(h.jobs.jobs().is_empty());
+}
+
+#[tokio::test]
+async fn a_binding_that_cannot_run_now_fails_the_delivery_for_redelivery() {
+    let h = harness().await;
+    h.fan_out.busy.store(true, Ordering::SeqCst);
+    let issue = json!({ "action": "opened", "issue": { "number": 7 }, "repository": repository() });
+    let answer = deliver(&h.ingress, "issues", "d-busy", &issue, SECRET).await;
+    assert_eq!(answer.status, 503, "{}", answer.body);
+    let error = answer.body["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("1 trigger binding(s) could not run now (1 dispatched)"),
+        "{error}"
+    );
+    assert!(error.ends_with("redeliver later"), "{error}");
+
+    // A push whose fan-out was short: the job is queued once, the delivery
+    // still fails, and its redelivery (same id) is a duplicate that runs the
+    // fan-out again.
+    let answer = deliver(
+        &h.ingress,
+        "push",
+        "d-busy-push",
+        &push("main", MAIN_SHA),
+        SECRET,
+    )
+    .await;
+    assert_eq!(answer.status, 503, "{}", answer.body);
+    assert_eq!(h.jobs.jobs().len(), 1);
+    h.fan_out.busy.store(false, Ordering::SeqCst);
+    let again = deliver(
+        &h.ingress,
+        "push",
+        "d-busy-push",
+        &push("main", MAIN_SHA),
+        SECRET,
+    )
+    .await;
+    assert_eq!(
+        (again.status, again.body["status"].clone()),
+        (200, json!("duplicate"))
+    );
+    assert_eq!(h.jobs.jobs().len(), 1);
+    assert_eq!(h.fan_out.calls.load(Ordering::SeqCst), 3);
 }
 
 #[tokio::test]
