@@ -58,6 +58,8 @@ enum Command {
     Trigger(TriggerCommand),
     /// Record a manual dispatch of a registered agent, or start a workflow run (--workflow).
     Dispatch(cmd::triggers::DispatchArgs),
+    /// Print a dispatch's container environment (a fresh cluster key each time).
+    Render(cmd::render::Args),
     /// Inspect a workflow run, or report a stage's terminal status.
     #[command(subcommand)]
     WorkflowRun(WorkflowRunCommand),
@@ -132,6 +134,7 @@ fn main() -> ExitCode {
         Command::Triggers(TriggersCommand::List(args)) => cmd::triggers::list(args),
         Command::Trigger(TriggerCommand::Test(args)) => cmd::triggers::test(args),
         Command::Dispatch(args) => cmd::triggers::dispatch(args),
+        Command::Render(args) => cmd::render::run(args),
         Command::WorkflowRun(WorkflowRunCommand::Show(args)) => cmd::workflows::show(args),
         Command::WorkflowRun(WorkflowRunCommand::Report(args)) => cmd::workflows::report(args),
         Command::Import(args) => cmd::import::run(args),

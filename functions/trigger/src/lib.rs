@@ -1,11 +1,13 @@
-//! The trigger Lambda: `POST /triggers/{trigger_id}` (docs/reference.md §10).
+//! The trigger Lambda: `POST /triggers/{trigger_id}` (docs/reference.md §10) and
+//! `POST /callbacks/{task_id}` (§8).
 //!
 //! A thin shell around [`astrolift_trigger::TriggerService`]: [`handle`] takes
-//! the trigger id from the raw path (function URL events carry no path
-//! parameters), hands headers and body to the service, and turns its answer
-//! into an HTTP response. Every status and body is the service's (see
-//! `astrolift_trigger::service`); this file adds only 404 for any other path
-//! and 405 for any other method.
+//! the trigger or task id from the raw path (function URL events carry no path
+//! parameters; the function URL forwards every path, so no API route is needed),
+//! hands headers and body to the service, and turns its answer into an HTTP
+//! response. Every status and body is the service's (see
+//! `astrolift_trigger::service` and `astrolift_trigger::callback`); this file adds
+//! only 404 for any other path and 405 for any other method.
 //!
 //! [`service_from_env`] builds the clients once per container, before the
 //! first request:
@@ -27,7 +29,9 @@ pub const FUNCTION: &str = "trigger";
 
 /// The route's prefix; the rest of the path is the trigger id.
 const ROUTE: &str = "/triggers/";
-/// Longer ids are not ours (ours are `trg_` and 24 hex digits).
+/// The callback route's prefix; the rest of the path is the task id.
+const CALLBACK_ROUTE: &str = "/callbacks/";
+/// Longer ids are not ours (ours are `trg_` and 24 hex digits, and GUIDs).
 const MAX_TRIGGER_ID: usize = 128;
 
 /// Why the function cannot start.
@@ -54,15 +58,33 @@ pub fn init_logging() {
 
 /// The trigger id of `/triggers/{trigger_id}`: one non-empty segment.
 pub fn trigger_id_of(path: &str) -> Option<&str> {
-    let id = path.strip_prefix(ROUTE)?;
+    segment_after(path, ROUTE)
+}
+
+/// The task id of `/callbacks/{task_id}`: one non-empty segment.
+pub fn task_id_of(path: &str) -> Option<&str> {
+    segment_after(path, CALLBACK_ROUTE)
+}
+
+fn segment_after<'p>(path: &'p str, prefix: &str) -> Option<&'p str> {
+    let id = path.strip_prefix(prefix)?;
     let id = id.strip_suffix('/').unwrap_or(id);
     (!id.is_empty() && id.len() <= MAX_TRIGGER_ID && !id.contains('/')).then_some(id)
 }
 
+/// Which route a path is.
+enum Route<'p> {
+    Trigger(&'p str),
+    Callback(&'p str),
+}
+
 /// One request: routed, handed to the service, answered.
 pub async fn handle(service: &TriggerService, request: Request) -> Response<Body> {
-    let Some(trigger_id) = trigger_id_of(request.uri().path()) else {
-        return json_response(404, &json!({"error": "no such route"}));
+    let path = request.uri().path();
+    let route = match (trigger_id_of(path), task_id_of(path)) {
+        (Some(trigger_id), _) => Route::Trigger(trigger_id),
+        (None, Some(task_id)) => Route::Callback(task_id),
+        (None, None) => return json_response(404, &json!({"error": "no such route"})),
     };
     if request.method() != Method::POST {
         let mut response = json_response(405, &json!({"error": "use POST"}));
@@ -78,9 +100,13 @@ pub async fn handle(service: &TriggerService, request: Request) -> Response<Body
         // `Body` is non-exhaustive; a future kind is not a request we know.
         _ => return json_response(400, &json!({"error": "unsupported body"})),
     };
-    let answer =
-        astrolift_bot::triggers::handle(service, FUNCTION, trigger_id, request.headers(), body)
-            .await;
+    let answer = match route {
+        Route::Trigger(trigger_id) => {
+            astrolift_bot::triggers::handle(service, FUNCTION, trigger_id, request.headers(), body)
+                .await
+        }
+        Route::Callback(task_id) => service.callback(task_id, request.headers(), body).await,
+    };
     to_response(&answer)
 }
 

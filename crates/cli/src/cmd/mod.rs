@@ -9,6 +9,7 @@ mod fix;
 pub mod import;
 pub mod package;
 pub mod registry;
+pub mod render;
 pub mod serve;
 mod serve_limits;
 pub mod stores;

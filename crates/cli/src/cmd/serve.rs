@@ -2,7 +2,8 @@
 //! the Lambda functions, with an in-process queue that keeps each
 //! repository's jobs in order, on the configured stores.
 //!
-//! Routes: `POST /github/webhook`, `POST /triggers/{id}`, `GET /healthz`.
+//! Routes: `POST /github/webhook`, `POST /triggers/{id}`, `POST /callbacks/{task_id}`,
+//! `GET /healthz`.
 //! The queue lives in memory: jobs queued but not yet run when the process
 //! stops are lost, and their deliveries must be redelivered (README).
 
@@ -267,6 +268,7 @@ fn router(app: App) -> Router {
     Router::new()
         .route("/github/webhook", post(github_webhook))
         .route("/triggers/{trigger_id}", post(trigger))
+        .route("/callbacks/{task_id}", post(callback))
         .route("/healthz", get(healthz))
         .with_state(app)
 }
@@ -298,6 +300,28 @@ async fn trigger(
             Err(refused) => return refused,
         };
     let answer = triggers::handle(&app.triggers, "serve", &trigger_id, &headers, &body).await;
+    service_response(answer)
+}
+
+/// `POST /callbacks/{task_id}`: the body bounded by the callback limit before it is
+/// read, then the trigger service's handler (`astrolift_trigger::callback`).
+async fn callback(
+    State(app): State<App>,
+    Path(task_id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let limit = astrolift_trigger::callback::callback_body_limit(&app.limits);
+    let (body, _charge) = match read_body(body, &headers, limit, &app.bodies).await {
+        Ok(read) => read,
+        Err(refused) => return refused,
+    };
+    let answer = app.triggers.callback(&task_id, &headers, &body).await;
+    service_response(answer)
+}
+
+/// A trigger service's answer, with `Retry-After` on a 503.
+fn service_response(answer: astrolift_trigger::TriggerResponse) -> Response {
     let retry_after = answer.retry_after();
     let mut response = respond(Answer::new(answer.status, answer.body));
     if let Some(seconds) = retry_after {

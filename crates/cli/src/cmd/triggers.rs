@@ -4,9 +4,10 @@
 //! - `astrolift trigger test AGENT TRIGGER --body FILE [--header K:V]... [DIR]`:
 //!   one request evaluated locally against the manifest, with the payload and
 //!   the rendered runtime environment, secrets masked;
-//! - `astrolift dispatch AGENT --input JSON [--idempotency-key K]`: a manual
-//!   dispatch recorded on the configured stores (`--workflow NAME` starts a
-//!   workflow run instead: [`super::workflows`]).
+//! - `astrolift dispatch AGENT --input JSON [--idempotency-key K] [--tail]`: a manual
+//!   dispatch recorded on the configured stores; `--tail` then prints its task's status
+//!   changes until it ends (`--workflow NAME` starts a workflow run instead:
+//!   [`super::workflows`]).
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -18,12 +19,15 @@ use astrolift_bot::triggers::{callback_base_from_env, dispatch_queue_from_env};
 use astrolift_manifest::model::AgentManifest;
 use astrolift_manifest::triggers::Verify;
 use astrolift_manifest::{DirTree, Limits, ValidateOptions, validate_repository};
-use astrolift_store::state::{AgentStatus, env_spec_for_project};
+use astrolift_store::StateStore;
+use astrolift_store::state::{AgentStatus, DispatchTask, TaskStatus, env_spec_for_project};
 use astrolift_sync::check_run::shell_command;
 use astrolift_trigger::content::{
     BlobContent, ContentSource, UrlOptions, prompt_texts_of_manifest,
 };
-use astrolift_trigger::dispatch::{DispatchMessage, DispatchRequest, Origin, manual_key, record};
+use astrolift_trigger::dispatch::{
+    DispatchMessage, DispatchRequest, Origin, QueueDestination, manual_key, record,
+};
 use astrolift_trigger::env::{
     DispatchContext, RenderedEnv, RuntimeOptions, SnapshotView, non_empty_payload,
     render_runtime_env,
@@ -74,8 +78,9 @@ pub struct DispatchArgs {
     /// Start a run of this registered workflow instead of dispatching one agent.
     #[arg(long, value_name = "NAME", conflicts_with_all = ["idempotency_key", "env_spec"])]
     workflow: Option<String>,
-    /// With --workflow: print stage changes until the run ends (exit 0 when it succeeded).
-    #[arg(long, requires = "workflow")]
+    /// Print each status change until the dispatch (or, with --workflow, the run) ends:
+    /// exit 0 when it succeeded, 1 otherwise.
+    #[arg(long)]
     tail: bool,
     /// With --tail: stop waiting after this many seconds (exit 1).
     #[arg(
@@ -230,8 +235,67 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
             object.insert("env_spec".to_owned(), json!(name));
         }
         println!("{out}");
-        Ok(ExitCode::SUCCESS)
+        if !args.tail {
+            return Ok(ExitCode::SUCCESS);
+        }
+        let timeout = std::time::Duration::from_secs(args.timeout);
+        tail_dispatch(state.as_ref(), &recorded.id, &queue.destination(), timeout).await
     })
+}
+
+/// Prints the dispatch's task status each time it changes (`queued` with where the
+/// message waits, `running`, then the terminal one with its result) until it is terminal
+/// (exit 0 for `succeeded`, 1 otherwise) or `timeout` passes (exit 1).
+async fn tail_dispatch(
+    state: &dyn StateStore,
+    dispatch_id: &str,
+    destination: &QueueDestination,
+    timeout: std::time::Duration,
+) -> anyhow::Result<ExitCode> {
+    let fetch = || async {
+        state
+            .tasks()
+            .get_dispatch_task(dispatch_id)
+            .await?
+            .with_context(|| format!("dispatch {dispatch_id} has no task"))
+    };
+    let mut shown = None;
+    let show = |task: DispatchTask| {
+        if shown != Some(task.status) {
+            println!("{}", task_line(&task, destination));
+            shown = Some(task.status);
+        }
+        task.status.is_terminal().then_some(task.status)
+    };
+    let ended = super::workflows::poll_until(timeout, fetch, show).await?;
+    match ended {
+        Some(TaskStatus::Succeeded) => Ok(ExitCode::SUCCESS),
+        Some(_) => Ok(ExitCode::from(EXIT_FINDINGS)),
+        None => {
+            eprintln!(
+                "dispatch {dispatch_id} has not ended after {} s",
+                timeout.as_secs()
+            );
+            Ok(ExitCode::from(EXIT_FINDINGS))
+        }
+    }
+}
+
+/// `{"dispatch_id","task_id","status"}`, plus where it waits when queued and the result
+/// when terminal.
+fn task_line(task: &DispatchTask, destination: &QueueDestination) -> Value {
+    let mut line = serde_json::Map::new();
+    line.insert("dispatch_id".to_owned(), json!(task.dispatch_id));
+    line.insert("task_id".to_owned(), json!(task.task_id));
+    line.insert("status".to_owned(), json!(task.status.as_str()));
+    if task.status == TaskStatus::Queued {
+        line.extend(destination.to_json());
+    }
+    if let Some(result) = &task.result {
+        let result = serde_json::from_str(result).unwrap_or_else(|_| json!(result));
+        line.insert("result".to_owned(), result);
+    }
+    Value::Object(line)
 }
 
 /// Placeholders for the parts of the environment only a real dispatch has.

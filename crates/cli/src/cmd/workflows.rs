@@ -67,7 +67,7 @@ pub struct ReportArgs {
 }
 
 /// The callback's result limit (docs/reference.md §14).
-const MAX_RESULT_BYTES: usize = 256 * 1024;
+const MAX_RESULT_BYTES: u64 = Limits::DEFAULT.callback_result;
 
 pub fn dispatch(request: WorkflowDispatch<'_>) -> anyhow::Result<ExitCode> {
     let input: Value = serde_json::from_str(request.input).context("--input is not valid JSON")?;
@@ -112,7 +112,7 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         _ => StageStatus::Cancelled,
     };
     let result: Option<Value> = match &args.result {
-        Some(text) if text.len() > MAX_RESULT_BYTES => {
+        Some(text) if text.len() as u64 > MAX_RESULT_BYTES => {
             bail!(
                 "--result is {} bytes, over the {MAX_RESULT_BYTES}-byte limit",
                 text.len()
@@ -258,33 +258,44 @@ fn progress_json(progress: &RunProgress) -> Value {
     value
 }
 
+/// How often `--tail` reads the state.
+const TAIL_POLL: Duration = Duration::from_millis(500);
+
+/// Reads with `fetch` at once and then every [`TAIL_POLL`], handing each read to
+/// `observe`, until `observe` returns `Some`, or `timeout` passes (`None`): the loop of
+/// every `--tail`.
+pub async fn poll_until<S, T, Fut>(
+    timeout: Duration,
+    fetch: impl Fn() -> Fut,
+    mut observe: impl FnMut(S) -> Option<T>,
+) -> anyhow::Result<Option<T>>
+where
+    Fut: std::future::Future<Output = anyhow::Result<S>>,
+{
+    let started = Instant::now();
+    loop {
+        if let Some(done) = observe(fetch().await?) {
+            return Ok(Some(done));
+        }
+        if started.elapsed() >= timeout {
+            return Ok(None);
+        }
+        tokio::time::sleep(TAIL_POLL).await;
+    }
+}
+
 /// Prints stage changes until the run is terminal or `timeout` passes.
 async fn tail(
     state: &dyn StateStore,
-    mut run: WorkflowRun,
+    run: WorkflowRun,
     timeout: Duration,
 ) -> anyhow::Result<ExitCode> {
-    let started = Instant::now();
+    let run_id = run.id.clone();
     let mut shown: BTreeMap<String, &'static str> = stage_statuses(&run)
         .into_iter()
         .map(|(name, status)| (name.to_owned(), status))
         .collect();
-    loop {
-        match run.status {
-            RunStatus::Succeeded => return Ok(ExitCode::SUCCESS),
-            RunStatus::Failed => return Ok(ExitCode::from(EXIT_FINDINGS)),
-            RunStatus::Running => {}
-        }
-        if started.elapsed() >= timeout {
-            eprintln!(
-                "run {} is still running after {} s",
-                run.id,
-                timeout.as_secs()
-            );
-            return Ok(ExitCode::from(EXIT_FINDINGS));
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        run = read_run(state, &run.id).await?;
+    let show = |run: WorkflowRun| {
         for (name, status) in stage_statuses(&run) {
             if shown.get(name) != Some(&status) {
                 println!(
@@ -293,6 +304,19 @@ async fn tail(
                 );
                 shown.insert(name.to_owned(), status);
             }
+        }
+        run.status.is_terminal().then_some(run.status)
+    };
+    let ended = poll_until(timeout, || read_run(state, &run_id), show).await?;
+    match ended {
+        Some(RunStatus::Succeeded) => Ok(ExitCode::SUCCESS),
+        Some(_) => Ok(ExitCode::from(EXIT_FINDINGS)),
+        None => {
+            eprintln!(
+                "run {run_id} is still running after {} s",
+                timeout.as_secs()
+            );
+            Ok(ExitCode::from(EXIT_FINDINGS))
         }
     }
 }

@@ -2,6 +2,7 @@
 //! binary, one module per concern.
 
 mod abuse;
+mod callbacks;
 mod capacity;
 mod cli;
 mod containment;

@@ -160,6 +160,19 @@ impl ServeProcess {
         files
     }
 
+    /// POSTs `body` to `path` with `headers`: the status and the JSON answer (`null` when
+    /// it is not JSON).
+    pub async fn post(&self, path: &str, headers: &[(&str, &str)], body: Vec<u8>) -> (u16, Value) {
+        let mut request = reqwest::Client::new().post(format!("{}{path}", self.url));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.body(body).send().await.expect("serve answers");
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
     /// POSTs `body` to `/github/webhook` as delivery `delivery` of `event`, signed with `secret`.
     pub async fn deliver(
         &self,
@@ -169,19 +182,13 @@ impl ServeProcess {
         secret: &str,
     ) -> (u16, Value) {
         let signature = sign(&body, secret);
-        let response = reqwest::Client::new()
-            .post(format!("{}/github/webhook", self.url))
-            .header("content-type", "application/json")
-            .header("x-github-event", event)
-            .header("x-github-delivery", delivery)
-            .header("x-hub-signature-256", signature)
-            .body(body)
-            .send()
-            .await
-            .expect("serve answers");
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap_or_default();
-        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+        let headers = [
+            ("content-type", "application/json"),
+            ("x-github-event", event),
+            ("x-github-delivery", delivery),
+            ("x-hub-signature-256", signature.as_str()),
+        ];
+        self.post("/github/webhook", &headers, body).await
     }
 
     /// Delivers a push of `sha` to `branch` through `installation`, signed with `secret`.

@@ -172,7 +172,7 @@ fn the_generic_event_targets_the_placeholder_id() {
 }
 
 #[test]
-fn only_post_on_the_trigger_route_is_served() {
+fn only_post_on_the_trigger_and_callback_routes_is_served() {
     assert_eq!(
         astrolift_fn_trigger::trigger_id_of("/triggers/trg_1"),
         Some("trg_1")
@@ -188,6 +188,18 @@ fn only_post_on_the_trigger_route_is_served() {
         "/triggers/a/b",
     ] {
         assert_eq!(astrolift_fn_trigger::trigger_id_of(path), None, "{path}");
+    }
+    assert_eq!(
+        astrolift_fn_trigger::task_id_of("/callbacks/0b0e7e57-0000-4000-8000-00000000cafe"),
+        Some("0b0e7e57-0000-4000-8000-00000000cafe")
+    );
+    for path in [
+        "/callbacks/",
+        "/callbacks",
+        "/callbacks/a/b",
+        "/triggers/trg_1",
+    ] {
+        assert_eq!(astrolift_fn_trigger::task_id_of(path), None, "{path}");
     }
 }
 
