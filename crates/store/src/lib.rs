@@ -7,7 +7,8 @@
 //! - [`StateStore`]: the entities of docs/reference.md §7 (registrations per (repository,
 //!   manifest path), a manifest covered by at most one, and the synced
 //!   commits, installations, agents, audit events, webhook deliveries, env specs, trigger
-//!   bindings, dispatches). Implementations: [`state::SqliteStateStore`] (`sqlite:PATH`, the
+//!   bindings, dispatches and their tasks: [`state::tasks`], the run of a dispatch as
+//!   renders and callbacks move it). Implementations: [`state::SqliteStateStore`] (`sqlite:PATH`, the
 //!   embedded default) and [`state::DynamoStateStore`] (`dynamodb:TABLE`), whose single
 //!   table's shape is defined once, in [`state::table_definition`].
 //! - The fault-injecting wrappers of [`testing`] (feature `testing`), for crash tests.
