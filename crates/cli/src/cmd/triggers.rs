@@ -301,7 +301,7 @@ fn task_line(task: &DispatchTask, destination: &QueueDestination) -> Value {
 /// Placeholders for the parts of the environment only a real dispatch has.
 const TEST_TASK_ID: &str = "task-trigger-test";
 const TEST_CONTROLLER_URL: &str = "http://localhost:8080";
-const TEST_CALLBACK_URL: &str = "http://localhost:8080/callback/task-trigger-test";
+const TEST_CALLBACK_URL: &str = "http://localhost:8080/callbacks/task-trigger-test";
 const TEST_WORKSPACE: &str = "/workspace";
 const MASK: &str = "********";
 
