@@ -14,6 +14,15 @@
 #          fails on the fake: no such repository); every later one is
 #          verified, parsed, and answered 200 "duplicate" after one SQLite
 #          conditional insert (`record_delivery`).
+#   issues `issues.opened` on `local/monorepo` (examples/monorepo, registered
+#          with `check --apply` before serve starts): the trigger fan-out as
+#          production runs it: a keyed read of the repository's `issues`
+#          bindings, the trust policy, the jq payload mapping in the worker
+#          pool, and the dispatch's idempotent insert (recorded once, then a
+#          duplicate); answered 202.
+#   issues-new  the same with a fresh delivery id per request: every request
+#          records a new dispatch and a message in the local outbox (its bound
+#          raised to OUTBOX_MAX, 10,000,000 here, for the run's length).
 # Concurrency rises with wrk's connection count (wrk is closed-loop: the
 # rate is what serve sustains at that concurrency).
 #
@@ -27,7 +36,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${1:-${TMPDIR:-/tmp}/astrolift-bench-load}
 DURATION=${DURATION:-60}
 CONNECTIONS=${CONNECTIONS:-"1 8 64"}
-CASES=${CASES:-"ping star push"}
+CASES=${CASES:-"ping star push issues issues-new"}
 SECRET=load-bench-webhook-secret
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 if [ -z "${BIN:-}" ]; then
@@ -62,8 +71,17 @@ else
   KEY_FILE=$(sed -n 's/^GITHUB_APP_PRIVATE_KEY_FILE=//p' fake.out)
 fi
 
+# The example monorepo registered under project `local` (as scripts/demo.sh does),
+# so the `issues` cases fan out to its triage agent's GitHub-sourced binding.
+"$BIN" env-spec upsert triage-prod --project-id local --agent-type claude \
+  --runtime claude-code --config-repo local/monorepo \
+  --manifest-path config/triage/config.toml \
+  --state "sqlite:$WORK/state.db" > setup.log 2>&1
+"$BIN" check --apply "$ROOT/examples/monorepo" \
+  --state "sqlite:$WORK/state.db" --blobs "file:$WORK/blobs" >> setup.log 2>&1
+
 PORT=$(free_port)
-GITHUB_API_URL=http://127.0.0.1:$FAKE_PORT GITHUB_APP_ID=$APP_ID \
+ASTROLIFT_OUTBOX_MAX=${OUTBOX_MAX:-10000000} GITHUB_API_URL=http://127.0.0.1:$FAKE_PORT GITHUB_APP_ID=$APP_ID \
   GITHUB_APP_PRIVATE_KEY="$(cat "$KEY_FILE")" GITHUB_WEBHOOK_SECRET=$SECRET \
   ASTROLIFT_LOG_LEVEL=info \
   taskset -c 0 "$BIN" serve --listen "127.0.0.1:$PORT" \

@@ -2,8 +2,16 @@
 """Helpers of bench/load.sh.
 
   load_requests.py SECRET WORKDIR
-      writes WORKDIR/{ping,star,push}.lua: wrk scripts that POST one fixed,
-      correctly signed GitHub delivery (X-Hub-Signature-256 over the body).
+      writes WORKDIR/{ping,star,push,issues,issues-new}.lua: wrk scripts that
+      POST one fixed, correctly signed GitHub delivery (X-Hub-Signature-256
+      over the body). `issues` and `issues-new` are `issues.opened` on the
+      registered example repository (`local/monorepo`, whose triage agent has
+      a GitHub-sourced binding for it), so they run the trigger fan-out:
+      `issues` repeats one delivery id (the dispatch is recorded once, every
+      later request is a duplicate after the jq payload mapping);
+      `issues-new` gives every request a fresh delivery id (the signature
+      covers the body only), so every request records a new dispatch in the
+      outbox.
   load_requests.py --summarize CASE CONNECTIONS WRK_OUTPUT
       prints one Markdown row from wrk --latency output.
 """
@@ -23,6 +31,16 @@ REPOSITORY = {
     "private": True,
     "owner": {"login": "octo", "id": 1},
 }
+# The repository `astrolift check --apply examples/monorepo` registers.
+REGISTERED = {
+    "id": 90002,
+    "full_name": "local/monorepo",
+    "name": "monorepo",
+    "default_branch": "main",
+    "fork": False,
+    "private": True,
+    "owner": {"login": "local", "id": 2},
+}
 SHA = "abcdefabcdefabcdefabcdefabcdefabcdefabcd"
 
 EVENTS = {
@@ -40,7 +58,31 @@ EVENTS = {
         "installation": {"id": 77},
         "sender": {"login": "dev", "id": 5},
     },
+    "issues": {
+        "action": "opened",
+        "issue": {
+            "number": 7,
+            "title": "Triage me",
+            "user": {"login": "dev", "id": 5},
+            "author_association": "OWNER",
+        },
+        "repository": REGISTERED,
+        "installation": {"id": 77},
+        "sender": {"login": "dev", "id": 5},
+    },
 }
+
+# A fresh delivery id per request (wrk's `request` hook); the time prefix keeps
+# ids of later runs apart from earlier ones.
+FRESH_DELIVERY = """
+local prefix = "load-issues-new-" .. os.time() .. "-"
+local counter = 0
+request = function()
+  counter = counter + 1
+  wrk.headers["X-GitHub-Delivery"] = prefix .. counter
+  return wrk.format()
+end
+"""
 
 
 def write_scripts(secret: str, workdir: str) -> None:
@@ -60,6 +102,9 @@ def write_scripts(secret: str, workdir: str) -> None:
         )
         with open(f"{workdir}/{event}.lua", "w", encoding="utf-8") as out:
             out.write(script)
+        if event == "issues":
+            with open(f"{workdir}/issues-new.lua", "w", encoding="utf-8") as out:
+                out.write(script + FRESH_DELIVERY)
 
 
 def milliseconds(value: str) -> float:
