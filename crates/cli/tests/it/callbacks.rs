@@ -171,8 +171,20 @@ async fn trigger_dispatch_render_callback_through_serve() {
         "{}",
         listener.stdout
     );
-    let key = env_value(&listener.stdout, "ASTROLIFT_CLUSTER_KEY");
-    assert_ne!(key, stale_key, "each render mints a key");
+    let listener_key = env_value(&listener.stdout, "ASTROLIFT_CLUSTER_KEY");
+    assert_ne!(listener_key, stale_key, "each render mints a key");
+    // The env lines read back exactly in a POSIX shell (prompts hold quotes and newlines).
+    let lines = cli(
+        &server,
+        &["render", &dispatch_id],
+        &[("ASTROLIFT_CONTROLLER_URL", CONTROLLER)],
+    );
+    assert_eq!(lines.code, 0, "{}", lines.stderr);
+    let sourced = sourced(&server, &lines.stdout, "AGENT_SYSTEM");
+    assert_eq!(json!(sourced), env["AGENT_SYSTEM"]);
+    assert!(sourced.contains('\''), "the brief holds a quote: {sourced}");
+    let key = sourced(&server, &lines.stdout, "ASTROLIFT_CLUSTER_KEY");
+    assert_ne!(key, listener_key);
     let unknown = cli(
         &server,
         &["render", "d-nothing"],
@@ -203,6 +215,21 @@ async fn trigger_dispatch_render_callback_through_serve() {
     );
     assert_eq!(callback(&server, &task_id, &key, &done).await.0, 409);
     assert_eq!(callback(&server, "no-such-task", &key, &done).await.0, 404);
+}
+
+/// `$NAME` after `sh` sources `lines`.
+fn sourced(server: &ServeProcess, lines: &str, name: &str) -> String {
+    let file = server.home.path().join("task.env");
+    std::fs::write(&file, lines).expect("writes");
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(format!(". \"$1\" && printf '%s' \"${name}\""))
+        .arg("sh")
+        .arg(&file)
+        .output()
+        .expect("sh runs");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).expect("utf-8")
 }
 
 /// The value of `NAME='…'` in `astrolift render`'s env lines.
