@@ -86,6 +86,34 @@ async fn accept(
     body: &[u8],
 ) -> Answer {
     let refuse = |status: u16, error: &str| refusal(status, error, task_id);
+    authenticated_task(context, task_id, headers, body).await?;
+    let report =
+        parse_report(body, context.limits).map_err(|(status, error)| refuse(status, &error))?;
+    let outcome = report_task(context.state.tasks(), task_id, &report, context.now)
+        .await
+        .map_err(|e| store_refusal(&e, task_id))?;
+    let (task, recorded) = match outcome {
+        ReportOutcome::Recorded(task) => (task, true),
+        ReportOutcome::AlreadyFinished(task) => (task, false),
+    };
+    let workflow_run = advance_workflow(context, &task).await?;
+    if !recorded {
+        let mut answer = refuse(409, "the task has a terminal status already");
+        answer.body["status"] = json!(task.status.as_str());
+        return Err(answer);
+    }
+    Ok(recorded_answer(&task, workflow_run))
+}
+
+/// The task, once the request is within its bounds and carries the key of the task's
+/// latest render: checked before the body is parsed.
+async fn authenticated_task(
+    context: CallbackContext<'_>,
+    task_id: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<DispatchTask, TriggerResponse> {
+    let refuse = |status: u16, error: &str| refusal(status, error, task_id);
     if task_id.is_empty() || task_id.len() > MAX_TASK_ID {
         return Err(refusal(404, "no such task", ""));
     }
@@ -106,21 +134,11 @@ async fn accept(
             "the cluster key is not the one of the task's latest render",
         ));
     }
-    let report =
-        parse_report(body, context.limits).map_err(|(status, error)| refuse(status, &error))?;
-    let outcome = report_task(context.state.tasks(), task_id, &report, context.now)
-        .await
-        .map_err(|e| store_refusal(&e, task_id))?;
-    let (task, recorded) = match outcome {
-        ReportOutcome::Recorded(task) => (task, true),
-        ReportOutcome::AlreadyFinished(task) => (task, false),
-    };
-    let workflow_run = advance_workflow(context, &task).await?;
-    if !recorded {
-        let mut answer = refuse(409, "the task has a terminal status already");
-        answer.body["status"] = json!(task.status.as_str());
-        return Err(answer);
-    }
+    Ok(task)
+}
+
+/// 202 for `running`, 200 for a terminal status (with the workflow run it advanced).
+fn recorded_answer(task: &DispatchTask, workflow_run: Option<String>) -> TriggerResponse {
     let mut body = json!({
         "task_id": task.task_id,
         "dispatch_id": task.dispatch_id,
@@ -130,7 +148,7 @@ async fn accept(
         body["workflow_run"] = json!(run_id);
     }
     let status = if task.status.is_terminal() { 200 } else { 202 };
-    Ok(TriggerResponse { status, body })
+    TriggerResponse { status, body }
 }
 
 /// The key of `Authorization: Bearer <key>` (the scheme in any case), if any.

@@ -28,11 +28,12 @@ use astrolift_store::{StateStore, StoreError};
 use sha2::{Digest, Sha256};
 
 use crate::content::{BlobContent, ContentError};
-use crate::dispatch::{DispatchError, message_of};
+use crate::dispatch::{DispatchError, DispatchMessage, message_of};
 use crate::env::{
     DispatchContext, RenderError, RenderedEnv, RuntimeOptions, SnapshotUpload, VncOptions,
     render_runtime_env,
 };
+use crate::message::DispatchContent;
 
 /// `ASTROLIFT_WORKSPACE` unless the caller chooses another.
 pub const DEFAULT_WORKSPACE: &str = "/workspace";
@@ -118,16 +119,8 @@ pub async fn render_dispatch(
             dispatch_id: dispatch_id.to_owned(),
             source,
         })?;
-    let runtime_name = message.env_spec.as_ref().and_then(|s| s.runtime.as_deref());
-    let runtime = RuntimeOptions {
-        controller_url: options.controller_url.clone(),
-        workspace: options.workspace.clone(),
-        callback_url: message.callback.as_ref().map(|c| c.url.clone()),
-        listener_mode: options.listener,
-        payload_url: read.package.as_ref().and_then(|p| p.url.clone()),
-        vnc: vnc_options(runtime_name, Some(&content.blob_location()), &task.task_id),
-        prompts: read.prompts.clone(),
-    };
+    let blobs = content.blob_location();
+    let runtime = runtime_options(&message, &read, options, &blobs, &task.task_id);
     let context = DispatchContext {
         task_id: task.task_id.clone(),
         payload: message.payload.clone(),
@@ -145,6 +138,26 @@ pub async fn render_dispatch(
         env,
         secrets: message.secrets,
     })
+}
+
+/// What the message, the content read now and the options say of the runtime.
+fn runtime_options(
+    message: &DispatchMessage,
+    read: &DispatchContent,
+    options: &RenderOptions,
+    blobs: &str,
+    task_id: &str,
+) -> RuntimeOptions {
+    let runtime_name = message.env_spec.as_ref().and_then(|s| s.runtime.as_deref());
+    RuntimeOptions {
+        controller_url: options.controller_url.clone(),
+        workspace: options.workspace.clone(),
+        callback_url: message.callback.as_ref().map(|c| c.url.clone()),
+        listener_mode: options.listener,
+        payload_url: read.package.as_ref().and_then(|p| p.url.clone()),
+        vnc: vnc_options(runtime_name, Some(blobs), task_id),
+        prompts: read.prompts.clone(),
+    }
 }
 
 /// The VNC settings of `runtime` (a `*-vnc` name only); snapshots go under `blobs` (the

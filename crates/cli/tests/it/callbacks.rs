@@ -180,9 +180,9 @@ async fn trigger_dispatch_render_callback_through_serve() {
         &[("ASTROLIFT_CONTROLLER_URL", CONTROLLER)],
     );
     assert_eq!(lines.code, 0, "{}", lines.stderr);
-    let sourced = sourced(&server, &lines.stdout, "AGENT_SYSTEM");
-    assert_eq!(json!(sourced), env["AGENT_SYSTEM"]);
-    assert!(sourced.contains('\''), "the brief holds a quote: {sourced}");
+    let system = sourced(&server, &lines.stdout, "AGENT_SYSTEM");
+    assert_eq!(json!(system), env["AGENT_SYSTEM"]);
+    assert!(system.contains('\''), "the brief holds a quote: {system}");
     let key = sourced(&server, &lines.stdout, "ASTROLIFT_CLUSTER_KEY");
     assert_ne!(key, listener_key);
     let unknown = cli(
