@@ -237,25 +237,12 @@ async fn a_binding_that_cannot_run_now_fails_the_delivery_for_redelivery() {
     // A push whose fan-out was short: the job is queued once, the delivery
     // still fails, and its redelivery (same id) is a duplicate that runs the
     // fan-out again.
-    let answer = deliver(
-        &h.ingress,
-        "push",
-        "d-busy-push",
-        &push("main", MAIN_SHA),
-        SECRET,
-    )
-    .await;
+    let push = push("main", MAIN_SHA);
+    let answer = deliver(&h.ingress, "push", "d-busy-push", &push, SECRET).await;
     assert_eq!(answer.status, 503, "{}", answer.body);
     assert_eq!(h.jobs.jobs().len(), 1);
     h.fan_out.busy.store(false, Ordering::SeqCst);
-    let again = deliver(
-        &h.ingress,
-        "push",
-        "d-busy-push",
-        &push("main", MAIN_SHA),
-        SECRET,
-    )
-    .await;
+    let again = deliver(&h.ingress, "push", "d-busy-push", &push, SECRET).await;
     assert_eq!(
         (again.status, again.body["status"].clone()),
         (200, json!("duplicate"))
