@@ -57,6 +57,19 @@ pub struct SyncJob {
     pub default_branch: Option<String>,
     /// The pull request number.
     pub pull_request: Option<u64>,
+    /// A click on the check run's "Accept drift" (trigger `rerequest`): the run to
+    /// complete again and who clicked. Absent from other jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_drift: Option<AcceptDriftRequest>,
+}
+
+/// Who asked to accept the critical drift shown on which check run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AcceptDriftRequest {
+    /// The run whose button was clicked: completed again, not a new one.
+    pub check_run_id: u64,
+    /// The sender's GitHub login (whose permission is asked before anything is recorded).
+    pub sender: String,
 }
 
 /// The current message format.
@@ -122,6 +135,7 @@ pub fn job_for_event(delivery_id: &str, event: &Event) -> Result<SyncJob, NoJob>
             before: None,
             default_branch: repository.default_branch.clone(),
             pull_request: None,
+            accept_drift: None,
         })
     };
     match event {
@@ -164,7 +178,22 @@ pub fn job_for_event(delivery_id: &str, event: &Event) -> Result<SyncJob, NoJob>
             job.branch = suite.check_suite.head_branch.clone();
             Ok(job)
         }
+        Event::CheckRun(run)
+            if run.action == "requested_action" && !run.requests_accept_drift() =>
+        {
+            Err(NoJob::NotASync)
+        }
         Event::CheckRun(run) => {
+            let accept_drift = match run.requests_accept_drift() {
+                true => {
+                    let sender = run.sender.as_ref().ok_or(NoJob::NotASync)?;
+                    Some(AcceptDriftRequest {
+                        check_run_id: run.check_run.id,
+                        sender: sender.login.clone(),
+                    })
+                }
+                false => None,
+            };
             let installation = run.installation.as_ref().map(|i| i.id);
             let head = &run.check_run.head_sha;
             let mut job = job(JobTrigger::Rerequest, &run.repository, installation, head)?;
@@ -173,6 +202,7 @@ pub fn job_for_event(delivery_id: &str, event: &Event) -> Result<SyncJob, NoJob>
                 .check_suite
                 .as_ref()
                 .and_then(|s| s.head_branch.clone());
+            job.accept_drift = accept_drift;
             Ok(job)
         }
         _ => Err(NoJob::NotASync),

@@ -15,6 +15,9 @@
 //! - [`suggest`]: a pull request's fixable diagnostics on lines it adds →
 //!   one `COMMENT` review per head (batches of 50), idempotent by a hidden
 //!   marker; shared with `astrolift suggest` (GitHub Actions).
+//! - `accept`: the check run's "Accept drift" requested action, honoured
+//!   only for a sender with write permission (GitHub's collaborator
+//!   permission), recorded as audit events keyed by head sha.
 //! - [`commit_order`]: the sync's ancestry oracle, from GitHub's compare API
 //!   (asked only when a push is not a fast-forward of the registered commit).
 //! - [`config`]: the parts built from the environment once per process.
@@ -43,6 +46,7 @@
 //! planning (the `sync` pipeline's).
 #![forbid(unsafe_code)]
 
+mod accept;
 pub mod commit_order;
 pub mod config;
 pub mod ingress;
@@ -54,6 +58,6 @@ pub mod telemetry;
 pub mod triggers;
 
 pub use ingress::{Answer, EventFanOut, FanOutDelivery, FanOutSummary, Ingress};
-pub use job::{JobTrigger, SyncJob, job_for_event};
+pub use job::{AcceptDriftRequest, JobTrigger, SyncJob, job_for_event};
 pub use queue::{JobQueue, LocalJobQueue, RecordingJobQueue, SqsJobQueue};
 pub use runner::{CHECK_NAME, JobError, JobOutcome, SyncRunner};

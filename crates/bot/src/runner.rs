@@ -5,7 +5,9 @@
 //! repository's registration → stream the tarball of the head commit → sync
 //! (discover, validate, package, plan, apply) → render → for a pull request,
 //! post the suggested fixes as a review ([`crate::suggest`]; a failure there
-//! is a warning in the run, never a failed run) → complete the run.
+//! is a warning in the run, never a failed run) → settle a request to accept
+//! the head's critical drift ([`crate::accept`]) → complete the run (the
+//! clicked one, for "Accept drift").
 //! Whatever fails after the run exists, the run is completed as `failure`
 //! with a plain explanation: no run is left `in_progress`.
 
@@ -23,6 +25,7 @@ use astrolift_sync::check_run::{CheckOnlyReason, RenderContext, register_command
 use astrolift_sync::{Coverage, Mode, Report, Stores, SyncError, SyncRequest, sync};
 use tracing::Instrument as _;
 
+use crate::accept::settle_acceptance;
 use crate::commit_order::{GitHubCommitOrder, is_retryable};
 use crate::ingress::now;
 use crate::job::{JobTrigger, SyncJob};
@@ -161,9 +164,15 @@ impl SyncRunner {
     async fn run_in_span(&self, job: &SyncJob) -> Result<JobOutcome, JobError> {
         let installation = self.github.installation(job.installation_id);
         let repo = RepoPath::parse(&job.repository)?;
-        let run_id = installation
-            .create_in_progress(&repo, &job.head_sha, CHECK_NAME)
-            .await?;
+        // "Accept drift" completes the run whose button was clicked again.
+        let run_id = match &job.accept_drift {
+            Some(request) => request.check_run_id,
+            None => {
+                installation
+                    .create_in_progress(&repo, &job.head_sha, CHECK_NAME)
+                    .await?
+            }
+        };
         let checked = match self.check(&installation, &repo, job).await {
             Ok(checked) => checked,
             Err(error) => {
@@ -227,12 +236,16 @@ impl SyncRunner {
         };
         let (report, tree) = self.sync_off_the_async_workers(tree, request).await?;
         let trigger_paths = self.trigger_paths(&job.repository).await?;
+        let state = self.stores.state.as_ref();
+        let acceptance = settle_acceptance(installation, repo, state, job, &report, now()).await?;
         Ok((
             report,
             RenderContext {
                 check_only,
                 trigger_paths,
                 docs_url: crate::config::docs_url(),
+                drift_accepted: acceptance.accepted,
+                acceptance_refused: acceptance.refused,
             },
             tree,
         ))

@@ -400,6 +400,10 @@ impl DriftReport {
     }
 }
 
+/// Resolved environments by id (`workspace/<slug>`, `agent/<name>`): each one's manifest
+/// path and its resolved environment.
+pub type Environments = BTreeMap<String, (String, ResolvedEnvironment)>;
+
 /// Compares two trees: the workspace manifests (as [`crate::discovery`]
 /// finds them, federation globs included), matched by `metadata.slug`, and
 /// the native agents, matched by name. A manifest with errors still resolves
@@ -412,12 +416,21 @@ pub fn drift_between_trees(
     let mut diagnostics = Vec::new();
     let old_envs = resolve_tree(old, limits, &mut diagnostics);
     let new_envs = resolve_tree(new, limits, &mut diagnostics);
-    let ids: BTreeSet<&String> = old_envs.keys().chain(new_envs.keys()).collect();
-    let environments = ids
-        .into_iter()
+    DriftReport {
+        environments: compare_environments(&old_envs, &new_envs),
+        diagnostics,
+    }
+}
+
+/// The drift of every environment from `old` to `new`, by id: added, removed, changed
+/// (with its drifts) or unchanged. What `astrolift drift` prints and what the sync
+/// reports of a pull request's workspace manifests against the registered ones.
+pub fn compare_environments(old: &Environments, new: &Environments) -> Vec<EnvironmentDrift> {
+    let ids: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    ids.into_iter()
         .map(|id| {
-            let before = old_envs.get(id);
-            let after = new_envs.get(id);
+            let before = old.get(id);
+            let after = new.get(id);
             let (status, drifts) = match (before, after) {
                 (Some((_, b)), Some((_, a))) => {
                     let drifts = drift(b, a);
@@ -439,11 +452,7 @@ pub fn drift_between_trees(
                 drifts,
             }
         })
-        .collect();
-    DriftReport {
-        environments,
-        diagnostics,
-    }
+        .collect()
 }
 
 /// `workspace/<slug>` (or the path, when the slug is missing) and
@@ -452,7 +461,7 @@ fn resolve_tree(
     tree: &dyn SourceTree,
     limits: &Limits,
     diagnostics: &mut Vec<Diagnostic>,
-) -> BTreeMap<String, (String, ResolvedEnvironment)> {
+) -> Environments {
     let options = ValidateOptions {
         limits: *limits,
         ..ValidateOptions::default()
@@ -465,7 +474,7 @@ fn resolve_tree(
             .into_iter()
             .filter(|d| d.severity != Severity::Notice),
     );
-    let mut out = BTreeMap::new();
+    let mut out = resolve_workspaces(tree, &validation.workspace_manifests, limits);
     for agent in &validation.agents {
         let runtime = AgentRuntime::from_agent(agent);
         let mut resolved =
@@ -477,16 +486,30 @@ fn resolve_tree(
             (agent.manifest.clone(), resolved),
         );
     }
-    for path in validation.workspace_manifests {
-        // validate_repository already reported this file's diagnostics.
-        let (manifest, _) = validate_workspace(tree, &path, limits);
+    out
+}
+
+/// The workspace manifests at `paths` (as validation discovered them), resolved, by
+/// `workspace/<slug>` (or `workspace/<path>` when the slug is missing). A manifest that
+/// cannot be read at all is left out; its diagnostics are validation's to report.
+pub fn resolve_workspaces(
+    tree: &dyn SourceTree,
+    paths: &[String],
+    limits: &Limits,
+) -> Environments {
+    let mut out = BTreeMap::new();
+    for path in paths {
+        let (manifest, _) = validate_workspace(tree, path, limits);
         if let Some(manifest) = manifest {
             let key = if manifest.metadata.slug.is_empty() {
                 format!("workspace/{path}")
             } else {
                 format!("workspace/{}", manifest.metadata.slug)
             };
-            out.insert(key, (path, ResolvedEnvironment::resolve(&manifest, None)));
+            out.insert(
+                key,
+                (path.clone(), ResolvedEnvironment::resolve(&manifest, None)),
+            );
         }
     }
     out

@@ -33,14 +33,20 @@
 
 use std::fmt::Write as _;
 
-use astrolift_forge::github::{Annotation, CheckRunOutput, Conclusion, MAX_OUTPUT_TEXT};
+use astrolift_forge::github::{
+    Annotation, CheckRunAction, CheckRunOutput, Conclusion, MAX_OUTPUT_TEXT,
+};
 use astrolift_manifest::diagnostic::{DIAGNOSTICS_URL, doc_url};
+use astrolift_manifest::drift::{
+    DriftSeverity as ManifestDriftSeverity, EnvironmentDrift, EnvironmentStatus,
+};
 use astrolift_manifest::{Counts, Diagnostic, Severity};
 
 use crate::drift::{DriftItem, DriftSeverity};
 use crate::plan::{PlanEntry, PlanStatus};
 use crate::report::{Mode, Report, Uncovered};
 use crate::workflows::WorkflowPlanEntry;
+use crate::workspaces::drifted;
 
 /// Hex digits of a digest shown in the summary table.
 const SHORT_DIGEST: usize = 12;
@@ -197,6 +203,28 @@ pub struct RenderContext {
     /// [`DIAGNOSTICS_URL`] (the operator's `ASTROLIFT_DOCS_URL`): each code
     /// in the summary, the text and the annotations links to its section.
     pub docs_url: Option<String>,
+    /// Acceptances of this head's critical drift (the audit trail's), by manifest: with
+    /// every critically drifted manifest accepted, the run is `neutral`, not
+    /// `action_required`.
+    pub drift_accepted: Vec<AcceptedDrift>,
+    /// A request to accept the drift that was refused (the sender may not write).
+    pub acceptance_refused: Option<AcceptanceRefusal>,
+}
+
+/// One manifest's critical drift accepted at the head being checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcceptedDrift {
+    pub manifest_path: String,
+    /// The GitHub login of the person who accepted it.
+    pub login: String,
+}
+
+/// Who asked to accept the drift, and what GitHub says they may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcceptanceRefusal {
+    pub login: String,
+    /// Their permission on the repository; `None`: not a collaborator.
+    pub permission: Option<String>,
 }
 
 impl RenderContext {
@@ -220,14 +248,90 @@ pub fn render(report: &Report, context: &RenderContext) -> (Conclusion, CheckRun
             Some(annotation)
         })
         .collect();
+    let conclusion = conclusion(report, context);
+    let actions = match conclusion {
+        Conclusion::ActionRequired => vec![CheckRunAction::accept_drift()],
+        _ => Vec::new(),
+    };
     let output = CheckRunOutput {
         title: title(report),
-        summary: summary(report, context),
+        summary: summary(report, context, conclusion),
         text: details(report, context),
         annotations,
+        actions,
     };
     // Trims title, summary and text (with `trim_with_note`) and each annotation.
-    (Conclusion::of(&report.diagnostics), output.within_limits())
+    (conclusion, output.within_limits())
+}
+
+/// docs/reference.md §9: `failure` with any error; else, when a check (not an apply) finds
+/// critical drift against the registered state, `action_required`, or `neutral` once every
+/// critically drifted manifest's drift is accepted for this commit; else `neutral` with
+/// warnings or notices, `success` with none.
+pub fn conclusion(report: &Report, context: &RenderContext) -> Conclusion {
+    let by_diagnostics = Conclusion::of(&report.diagnostics);
+    let critical = report.critical_drift();
+    if by_diagnostics == Conclusion::Failure || report.mode.applies() || critical.is_empty() {
+        return by_diagnostics;
+    }
+    let accepted = |path: &&str| {
+        context
+            .drift_accepted
+            .iter()
+            .any(|a| a.manifest_path == *path)
+    };
+    if critical.iter().all(accepted) {
+        Conclusion::Neutral
+    } else {
+        Conclusion::ActionRequired
+    }
+}
+
+/// What the run says of critical drift: that it needs accepting, who accepted it, or why
+/// a request to accept it was refused. Empty without critical drift.
+fn drift_outcome(report: &Report, context: &RenderContext, conclusion: Conclusion) -> String {
+    let mut out = String::new();
+    if let Some(refused) = &context.acceptance_refused {
+        let has = refused.permission.as_deref().map_or_else(
+            || "is not a collaborator of the repository".to_owned(),
+            |p| format!("has {} permission on the repository", code(p)),
+        );
+        let _ = write!(
+            out,
+            "\n\n**Drift not accepted:** @{} asked to accept it, but {has}; accepting drift \
+             needs write, maintain or admin permission.",
+            text(&refused.login)
+        );
+    }
+    let commit = code(short(&report.commit, SHORT_DIGEST));
+    match conclusion {
+        Conclusion::ActionRequired => {
+            let _ = write!(
+                out,
+                "\n\n**Action required:** merging commit {commit} causes critical drift of {} \
+                 (below). A person with write permission can accept it with **Accept drift**; \
+                 a new push needs a new acceptance.",
+                plural(report.critical_drift().len(), "manifest")
+            );
+        }
+        Conclusion::Neutral if !report.critical_drift().is_empty() => {
+            let mut logins: Vec<String> = context
+                .drift_accepted
+                .iter()
+                .map(|a| format!("@{}", text(&a.login)))
+                .collect();
+            logins.sort();
+            logins.dedup();
+            let _ = write!(
+                out,
+                "\n\n**Drift accepted** by {} for commit {commit} only: the critical drift \
+                 below no longer needs action.",
+                logins.join(", ")
+            );
+        }
+        _ => {}
+    }
+    out
 }
 
 /// `2 added, 1 changed · 0 errors, 3 warnings`.
@@ -276,15 +380,17 @@ fn plural(count: usize, noun: &str) -> String {
 
 /// The table gets what the other parts leave of GitHub's limit, in whole
 /// rows, so a repository with thousands of agents still shows its counts.
-fn summary(report: &Report, context: &RenderContext) -> String {
+fn summary(report: &Report, context: &RenderContext, conclusion: Conclusion) -> String {
     let counts = Counts::of(&report.diagnostics);
     let mut tail = String::new();
     workflow_table(&report.workflows, &mut tail);
+    workspace_table(&report.workspaces, &mut tail);
     let _ = write!(tail, "\n**Diagnostics:** {}\n", diagnostic_counts(&counts));
     repository_diagnostics(&report.diagnostics, context, &mut tail);
     uncovered_manifests(&report.uncovered, &mut tail);
     trigger_paths(&context.trigger_paths, &mut tail);
     let mut out = outcome(report, context);
+    out.push_str(&drift_outcome(report, context, conclusion));
     out.push_str("\n\n");
     let budget = MAX_OUTPUT_TEXT.saturating_sub(out.len() + tail.len() + TABLE_NOTE_RESERVE);
     agent_table(&report.plan, budget, &mut out);
@@ -383,28 +489,84 @@ fn workflow_table(workflows: &[WorkflowPlanEntry], out: &mut String) {
     if workflows.is_empty() {
         return;
     }
-    let mut table =
-        String::from("\n| Workflow | File | Plan | Stages | Hash |\n|---|---|---|---|---|\n");
-    for (shown, entry) in workflows.iter().enumerate() {
+    let rows = workflows.iter().map(|entry| {
         let hash = entry
             .content_hash
             .as_deref()
             .map(|h| cell(&code(short(h, SHORT_DIGEST))))
             .unwrap_or_else(|| "—".to_owned());
-        let row = format!(
+        format!(
             "| {} | {} | {} | {} | {} |\n",
             text(&entry.name),
             cell(&code(&entry.path)),
             entry.status.as_str(),
             entry.stages,
             hash,
+        )
+    });
+    let header = "\n| Workflow | File | Plan | Stages | Hash |\n|---|---|---|---|---|\n";
+    bounded_table(header, rows, "workflows", out);
+}
+
+/// The workspace manifests that drift from the registered ones: one row per change, with
+/// its severity (subjects only: an environment variable's or credential's value never
+/// shows), in at most [`WORKFLOW_TABLE_BUDGET`] bytes; a line when none drifts.
+fn workspace_table(workspaces: &[EnvironmentDrift], out: &mut String) {
+    if workspaces.is_empty() {
+        return;
+    }
+    let mut rows = Vec::new();
+    for workspace in drifted(workspaces) {
+        let manifest = workspace
+            .new_path
+            .as_deref()
+            .or(workspace.old_path.as_deref());
+        let lead = format!(
+            "| {} | {} | ",
+            cell(&code(&workspace.id)),
+            cell(&code(manifest.unwrap_or_default()))
         );
+        if workspace.drifts.is_empty() {
+            let status = match workspace.status {
+                EnvironmentStatus::Added => "added",
+                _ => "removed",
+            };
+            rows.push(format!("{lead}{status} | — | — |\n"));
+        }
+        for drift in &workspace.drifts {
+            let severity = match drift.severity {
+                ManifestDriftSeverity::Critical => "**critical**",
+                ManifestDriftSeverity::Warning => "warning",
+            };
+            let subject = cell(&code(&drift.subject));
+            rows.push(format!("{lead}{} | {severity} | {subject} |\n", drift.kind));
+        }
+    }
+    if rows.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n**Workspace manifests:** {}, no drift from the registered ones.",
+            plural(workspaces.len(), "manifest")
+        );
+        return;
+    }
+    let header = "\n### Workspace drift\n\n| Workspace | Manifest | Change | Severity | Subject |\n|---|---|---|---|---|\n";
+    bounded_table(header, rows.into_iter(), "workspace changes", out);
+}
+
+/// `header` and as many whole `rows` as fit [`WORKFLOW_TABLE_BUDGET`] bytes, then a note
+/// counting the `noun` left out.
+fn bounded_table(
+    header: &str,
+    rows: impl ExactSizeIterator<Item = String>,
+    noun: &str,
+    out: &mut String,
+) {
+    let total = rows.len();
+    let mut table = String::from(header);
+    for (shown, row) in rows.enumerate() {
         if table.len() + row.len() > WORKFLOW_TABLE_BUDGET {
-            let _ = writeln!(
-                table,
-                "\n… {} more workflows not shown.",
-                workflows.len() - shown
-            );
+            let _ = writeln!(table, "\n… {} more {noun} not shown.", total - shown);
             break;
         }
         table.push_str(&row);
@@ -670,6 +832,7 @@ mod tests {
             plan,
             uncovered: Vec::new(),
             workflows: Vec::new(),
+            workspaces: Vec::new(),
             diagnostics,
             counts: ReportCounts::default(),
         }

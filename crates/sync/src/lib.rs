@@ -54,6 +54,7 @@ pub mod report;
 mod scope;
 pub mod suggestions;
 pub mod workflows;
+pub mod workspaces;
 
 pub use drift::{DriftItem, DriftSeverity};
 pub use order::{CommitOrder, Order, OrderError, OrderFuture};

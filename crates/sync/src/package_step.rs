@@ -75,6 +75,8 @@ pub(crate) struct Prepared {
     diagnostics: Vec<Diagnostic>,
     /// The repository's workflows, each with whether it has errors.
     pub workflows: Vec<crate::workflows::FoundWorkflow>,
+    /// Repo-relative paths of the discovered workspace manifests.
+    pub workspace_manifests: Vec<String>,
 }
 
 impl Prepared {
@@ -129,6 +131,7 @@ pub(crate) fn validate_and_prepare(tree: &dyn PayloadTree, options: &ValidateOpt
         agents,
         diagnostics,
         workflows,
+        workspace_manifests: validation.workspace_manifests,
     }
 }
 

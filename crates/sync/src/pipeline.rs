@@ -26,6 +26,7 @@ use crate::plan::{Plan, PlanContext, PlanStatus, plan};
 use crate::report::{Mode, Report, ReportCounts};
 use crate::scope::Scope;
 use crate::workflows::{WorkflowContext, apply_workflows, plan_workflows};
+use crate::workspaces::{WorkspaceContext, apply_workspaces, plan_workspaces};
 
 /// The stores a sync reads and writes.
 #[derive(Debug, Clone)]
@@ -72,6 +73,7 @@ pub async fn sync(
     let scope = Scope::read(&request.mode, &request.repository, stores.state.as_ref()).await?;
     let mut prepared = validate_and_prepare(tree, &request.validate);
     let found_workflows = std::mem::take(&mut prepared.workflows);
+    let workspace_paths = std::mem::take(&mut prepared.workspace_manifests);
     check_env_specs(&mut prepared, tree, stores.state.as_ref(), request, &scope).await?;
     let stored = stored_outputs(stores.blobs.as_ref(), &prepared).await;
     let packaging = package(prepared, stored, tree, applying, progress)?;
@@ -123,12 +125,37 @@ pub async fn sync(
         },
     )?;
     report.workflows = workflow_plan.entries;
+    let registers = |path: &str| applying && scope.project_of(path).is_some();
+    let workspace_context = WorkspaceContext {
+        repository: &request.repository,
+        commit: &request.commit,
+        now: request.now,
+        limits: &request.validate.limits,
+        registers: &registers,
+    };
+    let workspace_plan = plan_workspaces(
+        tree,
+        &workspace_paths,
+        stores.state.as_ref(),
+        stores.blobs.as_ref(),
+        &workspace_context,
+    )
+    .await?;
+    report.workspaces = workspace_plan.environments.clone();
     if applying {
         apply(request, stores, tree, &packaging, planned, &mut report).await?;
         // Agents first: a workflow names agents (see `crate::workflows`).
         if report.applied && report.skipped.is_none() {
             report.counts.state_writes +=
                 apply_workflows(stores.state.as_ref(), &workflow_plan.writes).await?;
+            let (puts, writes) = apply_workspaces(
+                &workspace_plan,
+                stores.state.as_ref(),
+                stores.blobs.as_ref(),
+            )
+            .await?;
+            report.counts.blob_puts += puts;
+            report.counts.state_writes += writes;
         }
     }
     report.recount();
@@ -151,6 +178,7 @@ fn new_report(
         plan: planned.entries.clone(),
         uncovered: Vec::new(),
         workflows: Vec::new(),
+        workspaces: Vec::new(),
         diagnostics,
         counts: ReportCounts::default(),
     }
@@ -171,14 +199,19 @@ async fn add_drift(planned: &mut Plan, packaging: &Packaging, blobs: &dyn BlobSt
         };
         let new = artifacts_for(packaging, &entry.manifest)
             .and_then(|(_, a)| serde_json::from_slice::<serde_json::Value>(&a.snapshot_json).ok());
-        let (Some(old), Some(new)) = (read_snapshot(blobs, old).await, new) else {
+        let old = read_snapshot::<serde_json::Value>(blobs, old).await;
+        let (Some(old), Some(new)) = (old, new) else {
             continue;
         };
         entry.drift = snapshot_drift(&old, &new);
     }
 }
 
-async fn read_snapshot(blobs: &dyn BlobStore, hash: &str) -> Option<serde_json::Value> {
+/// The snapshot blob `hash`, parsed; `None` when it is missing or unreadable.
+pub(crate) async fn read_snapshot<T: serde::de::DeserializeOwned>(
+    blobs: &dyn BlobStore,
+    hash: &str,
+) -> Option<T> {
     let key = BlobKey::snapshot(hash).ok()?;
     let bytes = blobs.get(&key).await.ok()?;
     serde_json::from_slice(&bytes).ok()

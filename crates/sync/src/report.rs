@@ -3,9 +3,12 @@
 
 use std::collections::BTreeMap;
 
+use astrolift_manifest::drift::DriftSeverity::Critical;
+use astrolift_manifest::drift::EnvironmentDrift;
 use astrolift_manifest::{Counts, Diagnostic};
 use serde::Serialize;
 
+use crate::drift::DriftSeverity;
 use crate::plan::{PlanEntry, PlanStatus};
 use crate::workflows::WorkflowPlanEntry;
 
@@ -87,6 +90,10 @@ pub struct Report {
     /// The workflows' plan (absent from JSON when the repository has none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workflows: Vec<WorkflowPlanEntry>,
+    /// The workspace manifests against the registered ones: each environment's status and
+    /// drift, each drift with its severity (absent from JSON when the repository has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workspaces: Vec<EnvironmentDrift>,
     pub diagnostics: Vec<Diagnostic>,
     pub counts: ReportCounts,
 }
@@ -116,6 +123,47 @@ pub struct ReportCounts {
 impl Report {
     pub fn has_errors(&self) -> bool {
         self.counts.diagnostics.errors > 0
+    }
+
+    /// The manifests whose drift from the registered state is critical (seed 001: the
+    /// agent changed, a required credential removed, a credential's kind changed): agents
+    /// by their plan's drift, workspace manifests by theirs. In manifest order.
+    pub fn critical_drift(&self) -> Vec<&str> {
+        let agents = self
+            .plan
+            .iter()
+            .filter(|e| {
+                e.drift
+                    .iter()
+                    .any(|d| d.severity == DriftSeverity::Critical)
+            })
+            .map(|e| e.manifest.as_str());
+        let workspaces = self
+            .workspaces
+            .iter()
+            .filter(|w| w.drifts.iter().any(|d| d.severity == Critical))
+            .filter_map(|w| w.new_path.as_deref().or(w.old_path.as_deref()));
+        agents.chain(workspaces).collect()
+    }
+
+    /// The critical changes of the manifest at `manifest_path`, each as `kind subject`
+    /// (`credential-removed GITHUB_TOKEN`): what an acceptance of its drift records.
+    pub fn critical_changes(&self, manifest_path: &str) -> Vec<String> {
+        let agents = self
+            .plan
+            .iter()
+            .filter(|e| e.manifest == manifest_path)
+            .flat_map(|e| &e.drift)
+            .filter(|d| d.severity == DriftSeverity::Critical)
+            .map(|d| format!("{} {}", d.kind, d.detail));
+        let workspaces = self
+            .workspaces
+            .iter()
+            .filter(|w| w.new_path.as_deref().or(w.old_path.as_deref()) == Some(manifest_path))
+            .flat_map(|w| &w.drifts)
+            .filter(|d| d.severity == Critical)
+            .map(|d| format!("{} {}", d.kind, d.subject));
+        agents.chain(workspaces).collect()
     }
 
     /// Entries with `status`.

@@ -34,6 +34,7 @@ const CONCLUSIONS: &[&str] = &[
 ];
 const LEVELS: &[&str] = &["notice", "warning", "failure"];
 const MAX_ANNOTATIONS: usize = 50;
+const MAX_ACTIONS: usize = 3;
 const MAX_OUTPUT_TEXT: usize = 65_535;
 
 /// A check run as the fake holds it.
@@ -53,6 +54,8 @@ pub struct FakeCheckRun {
     pub annotations: Vec<Value>,
     /// Requests that created or updated this run.
     pub requests: usize,
+    /// The requested actions (buttons), as the last request that sent `actions` set them.
+    pub actions: Vec<Value>,
 }
 
 impl FakeCheckRun {
@@ -82,6 +85,9 @@ impl FakeCheckRun {
         if let Some(conclusion) = body.get("conclusion").and_then(Value::as_str) {
             self.conclusion = Some(conclusion.to_owned());
             self.status = "completed".to_owned();
+        }
+        if let Some(actions) = body.get("actions").and_then(Value::as_array) {
+            self.actions.clone_from(actions);
         }
         if let Some(output) = body.get("output").and_then(Value::as_object) {
             let text = |key: &str| output.get(key).and_then(Value::as_str).map(str::to_owned);
@@ -129,6 +135,7 @@ pub(crate) async fn create(
         text: None,
         annotations: Vec::new(),
         requests: 0,
+        actions: Vec::new(),
     };
     run.apply(&body);
     let answer = run.to_json(&state.base_url);
@@ -203,6 +210,9 @@ fn parse_body(bytes: &[u8], creating: bool) -> Result<Map<String, Value>, String
     if let Some(output) = body.get("output") {
         check_output(output)?;
     }
+    if let Some(actions) = body.get("actions") {
+        check_actions(actions)?;
+    }
     Ok(body)
 }
 
@@ -235,6 +245,38 @@ fn check_output(output: &Value) -> Result<(), String> {
         ));
     }
     annotations.iter().try_for_each(check_annotation)
+}
+
+/// GitHub's schema of `actions`: at most 3, each with a `label` of at most 20
+/// characters, a `description` of at most 40 and an `identifier` of at most 20.
+fn check_actions(actions: &Value) -> Result<(), String> {
+    let Value::Array(actions) = actions else {
+        return Err("For 'properties/actions', it is not an array.".to_owned());
+    };
+    if actions.len() > MAX_ACTIONS {
+        return Err(format!(
+            "For 'properties/actions', {} is more than the maximum of {MAX_ACTIONS} items.",
+            actions.len()
+        ));
+    }
+    for action in actions {
+        let Value::Object(action) = action else {
+            return Err("For 'items', it is not an object.".to_owned());
+        };
+        for (key, max) in [("label", 20), ("description", 40), ("identifier", 20)] {
+            required_string(action, key, "actions/")?;
+            let chars = action
+                .get(key)
+                .and_then(Value::as_str)
+                .map_or(0, |s| s.chars().count());
+            if chars > max {
+                return Err(format!(
+                    "For 'properties/{key}', the text is too long (maximum is {max} characters)."
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn check_annotation(annotation: &Value) -> Result<(), String> {

@@ -5,14 +5,18 @@
 //! - `GET /repos/{owner}/{repo}/tarball/{ref}`: 302 to `/_codeload/...`,
 //!   which serves a GitHub-shaped `tar.gz` built from a fixture directory;
 //! - `POST /repos/{owner}/{repo}/check-runs` and `PATCH .../check-runs/{id}`:
-//!   validated like GitHub (422 otherwise), state kept, annotations appended;
+//!   validated like GitHub (422 otherwise), state kept, annotations appended,
+//!   requested actions (`actions`) kept as the last request set them;
 //! - `GET /repos/{owner}/{repo}/compare/{base}...{head}`: `status` (`ahead`,
 //!   `behind`, `identical`, `diverged`) over a commit graph the test sets
 //!   ([`FakeGitHub::add_commit`]), 404 for an unknown SHA;
 //! - `GET /repos/{owner}/{repo}/pulls/{n}/files` and `.../reviews`, paginated
 //!   with `Link` headers, and `POST .../pulls/{n}/reviews`, validated like
 //!   GitHub (422 `Unprocessable Entity` for a comment off the diff), over
-//!   pull requests the test sets ([`FakeGitHub::add_pull_request`]).
+//!   pull requests the test sets ([`FakeGitHub::add_pull_request`]);
+//! - `GET /repos/{owner}/{repo}/collaborators/{username}/permission`, over
+//!   the roles the test sets ([`FakeGitHub::add_collaborator`]), 404 for
+//!   anyone else.
 //!
 //! Faults are injected per test ([`Fault`]) and every request is recorded
 //! ([`RecordedRequest`]), authorization values redacted.
@@ -22,6 +26,7 @@
 
 mod auth;
 mod checks;
+mod collaborators;
 mod compare;
 mod faults;
 mod pulls;
@@ -84,6 +89,8 @@ pub(crate) struct State {
     pub pull_requests: HashMap<(String, String, u64), FakePullRequest>,
     /// Where `Link` headers point (`base_url` unless moved).
     pub link_base_url: String,
+    /// Collaborators' roles by `(owner, repo, lowercased login)`.
+    pub collaborators: HashMap<(String, String, String), String>,
 }
 
 impl State {
@@ -214,6 +221,13 @@ impl FakeGitHub {
         pull.files = files;
     }
 
+    /// Makes `login` a collaborator of `owner/repo` with `role` (`admin`,
+    /// `maintain`, `write`, `triage` or `read`); others answer 404.
+    pub fn add_collaborator(&self, owner: &str, repo: &str, login: &str, role: &str) {
+        let key = (owner.to_owned(), repo.to_owned(), login.to_lowercase());
+        self.state.lock().collaborators.insert(key, role.to_owned());
+    }
+
     /// Adds `review` to a pull request opened before (its id is assigned).
     pub fn add_review(&self, owner: &str, repo: &str, number: u64, mut review: FakeReview) {
         let key = (owner.to_owned(), repo.to_owned(), number);
@@ -330,6 +344,10 @@ fn router(state: Shared) -> Router {
         .route(
             "/repos/{owner}/{repo}/check-runs/{id}",
             patch(checks::update),
+        )
+        .route(
+            "/repos/{owner}/{repo}/collaborators/{username}/permission",
+            get(collaborators::permission),
         )
         .route(
             "/repos/{owner}/{repo}/pulls/{number}/files",

@@ -23,6 +23,7 @@ fn job(delivery: &str, trigger: JobTrigger, branch: &str, fork: bool) -> SyncJob
         before: None,
         default_branch: Some("main".to_owned()),
         pull_request: fork.then_some(7),
+        accept_drift: None,
     }
 }
 

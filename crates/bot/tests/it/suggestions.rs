@@ -36,6 +36,7 @@ fn pull_request_job(delivery: &str, fork: bool) -> SyncJob {
         before: None,
         default_branch: Some("main".into()),
         pull_request: Some(PR),
+        accept_drift: None,
     }
 }
 

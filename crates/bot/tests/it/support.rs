@@ -145,6 +145,7 @@ pub fn push_job(delivery: &str) -> SyncJob {
         before: None,
         default_branch: Some("main".into()),
         pull_request: None,
+        accept_drift: None,
     }
 }
 

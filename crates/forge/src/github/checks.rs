@@ -29,6 +29,32 @@ pub const MAX_TITLE_CHARS: usize = 255;
 /// Annotation `message` and `raw_details`, bytes.
 pub const MAX_ANNOTATION_TEXT: usize = 64 * 1024;
 
+/// The identifier of the "Accept drift" requested action.
+pub const ACCEPT_DRIFT: &str = "accept-drift";
+
+/// A button on a check run (GitHub's `actions`): a click is a `check_run`
+/// delivery with action `requested_action` and this `identifier`. GitHub
+/// allows at most 3, `label` ≤ 20 characters, `description` ≤ 40,
+/// `identifier` ≤ 20.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckRunAction {
+    pub label: String,
+    pub description: String,
+    pub identifier: String,
+}
+
+impl CheckRunAction {
+    /// "Accept drift" ([`ACCEPT_DRIFT`]), on a run that concludes `action_required`
+    /// for critical drift.
+    pub fn accept_drift() -> Self {
+        Self {
+            label: "Accept drift".to_owned(),
+            description: "Accept this commit's critical drift".to_owned(),
+            identifier: ACCEPT_DRIFT.to_owned(),
+        }
+    }
+}
+
 /// How a completed run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -153,6 +179,11 @@ pub struct CheckRunOutput {
     pub text: Option<String>,
     #[serde(default)]
     pub annotations: Vec<Annotation>,
+    /// The run's requested actions (buttons). Not part of GitHub's `output`:
+    /// [`Installation::complete`] sends them beside it, always (an empty list
+    /// removes the buttons of an earlier completion).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<CheckRunAction>,
 }
 
 impl CheckRunOutput {
@@ -168,6 +199,7 @@ impl CheckRunOutput {
                 .into_iter()
                 .map(Annotation::within_limits)
                 .collect(),
+            actions: self.actions,
         }
     }
 
@@ -234,6 +266,7 @@ impl Installation {
             "status": "completed",
             "conclusion": conclusion,
             "output": output.body(last, true),
+            "actions": output.actions,
         });
         self.update(repo, id, body).await
     }
@@ -251,6 +284,7 @@ impl Installation {
             summary: explanation.to_owned(),
             text: None,
             annotations: Vec::new(),
+            actions: Vec::new(),
         };
         self.complete(repo, id, Conclusion::Failure, output).await
     }

@@ -1,6 +1,6 @@
 //! The GitHub REST side, on `octocrab`: App auth, the client, the retry
-//! layer, tarballs, check runs, commit comparison, pull-request files and
-//! reviews.
+//! layer, tarballs, check runs (with requested actions), commit comparison,
+//! collaborators' permissions, pull-request files and reviews.
 //!
 //! ```text
 //! let app = GitHubApp::from_env()?;                  // GITHUB_API_URL, GITHUB_APP_ID, key
@@ -10,6 +10,7 @@
 //!     .read_blocking(move |r| SourceTarball::read(r, &limits)).await?;
 //! let status = gh.compare(&repo, registered, pushed).await?;   // ahead | behind | ...
 //! gh.complete(&repo, run, Conclusion::of(&diagnostics), output).await?;  // or gh.fail_run(..)
+//! let who = gh.collaborator_permission(&repo, "mona").await?;  // None: not a collaborator
 //! let files = gh.pull_request_files(&repo, 7).await?;          // with each file's `patch`
 //! gh.create_review(&repo, 7, &NewReview { .. }).await?;       // event COMMENT, ≤ 50 comments
 //! let action = Installation::with_token(config, token)?;      // a workflow's GITHUB_TOKEN
@@ -20,6 +21,7 @@ mod checks;
 mod client;
 mod compare;
 mod layers;
+mod permissions;
 mod pulls;
 pub mod retry;
 mod tarball;
@@ -29,14 +31,16 @@ pub use app::{
     JWT_LIFETIME, SystemClock, TOKEN_REFRESH_MARGIN,
 };
 pub use checks::{
-    ANNOTATIONS_PER_REQUEST, Annotation, AnnotationLevel, CHECK_RUN_NAME, CheckRun, CheckRunOutput,
-    Conclusion, MAX_ANNOTATION_TEXT, MAX_OUTPUT_TEXT, MAX_TITLE_CHARS, trim_chars, trim_with_note,
+    ACCEPT_DRIFT, ANNOTATIONS_PER_REQUEST, Annotation, AnnotationLevel, CHECK_RUN_NAME, CheckRun,
+    CheckRunAction, CheckRunOutput, Conclusion, MAX_ANNOTATION_TEXT, MAX_OUTPUT_TEXT,
+    MAX_TITLE_CHARS, trim_chars, trim_with_note,
 };
 pub use client::{
     API_VERSION, DEFAULT_API_URL, DEFAULT_MAX_TARBALL_BYTES, GitHubApp, GitHubConfig, GitHubError,
     Installation, RepoPath,
 };
 pub use compare::CompareStatus;
+pub use permissions::RepositoryPermission;
 pub use pulls::{
     COMMENTS_PER_REVIEW, MAX_PAGES, NewReview, PullRequestFile, Review, ReviewComment, ReviewUser,
     Side,

@@ -128,6 +128,36 @@ pub struct CheckRunEvent {
     pub repository: RepositoryRef,
     #[serde(default)]
     pub installation: Option<InstallationRef>,
+    /// The button clicked, on `requested_action`.
+    #[serde(default)]
+    pub requested_action: Option<RequestedAction>,
+    /// Who clicked or re-requested.
+    #[serde(default)]
+    pub sender: Option<Sender>,
+}
+
+impl CheckRunEvent {
+    /// A click on our "Accept drift" button
+    /// ([`crate::github::ACCEPT_DRIFT`]); another app's identifier is not ours.
+    pub fn requests_accept_drift(&self) -> bool {
+        self.action == "requested_action"
+            && self
+                .requested_action
+                .as_ref()
+                .is_some_and(|a| a.identifier == crate::github::ACCEPT_DRIFT)
+    }
+}
+
+/// A check run's requested action, as its delivery names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestedAction {
+    pub identifier: String,
+}
+
+/// The user who caused an event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sender {
+    pub login: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -210,7 +240,7 @@ pub enum Event {
 
 const PULL_REQUEST_ACTIONS: &[&str] = &["opened", "synchronize", "reopened", "ready_for_review"];
 const CHECK_SUITE_ACTIONS: &[&str] = &["requested", "rerequested"];
-const CHECK_RUN_ACTIONS: &[&str] = &["rerequested"];
+const CHECK_RUN_ACTIONS: &[&str] = &["rerequested", "requested_action"];
 
 /// The `action` of any payload, without parsing the rest.
 #[derive(Deserialize)]
@@ -266,7 +296,8 @@ impl Event {
     pub fn wants_sync(&self) -> bool {
         match self {
             Event::Push(push) => !push.deleted,
-            Event::PullRequest(_) | Event::CheckSuite(_) | Event::CheckRun(_) => true,
+            Event::PullRequest(_) | Event::CheckSuite(_) => true,
+            Event::CheckRun(run) => run.action == "rerequested" || run.requests_accept_drift(),
             _ => false,
         }
     }

@@ -7,7 +7,7 @@ mod signature;
 pub use events::{
     CheckRunEvent, CheckSuiteEvent, Event, HeadCommit, InstallationEvent, InstallationRef,
     InstallationRepositoriesEvent, PingEvent, PullRequestEvent, PushEvent, RepositoryRef,
-    parse_event,
+    RequestedAction, Sender, parse_event,
 };
 pub use ingress::{Accepted, IngressError, WebhookRequest, accept};
 pub use signature::{SignatureError, WebhookSecrets, sign, verify_signature};

@@ -187,7 +187,11 @@ fn expected_status(event_name: &str, body: &[u8]) -> u16 {
             ["opened", "synchronize", "reopened", "ready_for_review"].contains(&action)
         }
         "check_suite" => ["requested", "rerequested"].contains(&action),
-        "check_run" => action == "rerequested",
+        "check_run" => {
+            action == "rerequested"
+                || (action == "requested_action"
+                    && json["requested_action"]["identifier"] == "accept-drift")
+        }
         _ => false,
     };
     if sync { 202 } else { 200 }

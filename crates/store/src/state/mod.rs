@@ -28,7 +28,9 @@ pub use workflows::{
     RunStatus, StageResult, StageState, StageStatus, WorkflowRecord, WorkflowRun, WorkflowStatus,
     WorkflowStore,
 };
-pub use workspaces::{WorkspaceRecord, WorkspaceStatus, WorkspaceStore, drift_acceptance};
+pub use workspaces::{
+    Acceptor, WorkspaceRecord, WorkspaceStatus, WorkspaceStore, accepted_by, drift_acceptance,
+};
 
 use crate::{BoxFuture, StoreError, StoreResult};
 

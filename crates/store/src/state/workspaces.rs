@@ -44,12 +44,14 @@ pub enum WorkspaceStatus {
     Orphaned,
 }
 
-/// The audit event of accepting `manifest_path`'s drift at `head_sha`.
+/// The audit event of `login` (with `role` on the repository) accepting `manifest_path`'s
+/// critical drift (`changes`, such as `credential-removed GITHUB_TOKEN`) at `head_sha`.
 pub fn drift_acceptance(
     repository: &str,
     manifest_path: &str,
     head_sha: &str,
-    detail: String,
+    accepted: Acceptor<'_>,
+    changes: &[String],
     at: UnixSeconds,
 ) -> AuditEvent {
     AuditEvent {
@@ -60,9 +62,29 @@ pub fn drift_acceptance(
         commit: head_sha.to_owned(),
         snapshot_hash: String::new(),
         previous_snapshot_hash: None,
-        detail,
+        detail: format!(
+            "{ACCEPTED_BY}{} ({}): {}",
+            accepted.login,
+            accepted.role,
+            changes.join(", ")
+        ),
         at,
     }
+}
+
+/// Who accepted drift, and their role on the repository (`write`, `maintain`, `admin`).
+#[derive(Debug, Clone, Copy)]
+pub struct Acceptor<'a> {
+    pub login: &'a str,
+    pub role: &'a str,
+}
+
+const ACCEPTED_BY: &str = "accepted by @";
+
+/// The login that accepted the drift of a [`drift_acceptance`] event.
+pub fn accepted_by(event: &AuditEvent) -> Option<&str> {
+    let rest = event.detail.strip_prefix(ACCEPTED_BY)?;
+    rest.split_once(' ').map(|(login, _)| login)
 }
 
 /// Workspace registrations and drift acceptances. Every [`super::StateStore`] offers it

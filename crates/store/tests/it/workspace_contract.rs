@@ -56,8 +56,13 @@ pub async fn workspaces_are_registered_with_versions(subject: Subject) {
 pub async fn the_first_drift_acceptance_of_a_head_is_kept(subject: Subject) {
     let store = subject.store.workspaces();
     let repository = astrolift_store::testing::unique_name("octo/ws");
-    let accept = |path: &str, head: &str, who: &str| {
-        drift_acceptance(&repository, path, head, format!("accepted by @{who}"), NOW)
+    let changes = ["credential-removed GITHUB_TOKEN".to_owned()];
+    let accept = |path: &str, head: &str, login: &str| {
+        let who = Acceptor {
+            login,
+            role: "write",
+        };
+        drift_acceptance(&repository, path, head, who, &changes, NOW)
     };
     let first = accept("workspaces/triage.yaml", "head-1", "mona");
     assert_eq!(store.accept_drift(&first).await.unwrap(), first);
@@ -75,6 +80,12 @@ pub async fn the_first_drift_acceptance_of_a_head_is_kept(subject: Subject) {
         .await
         .unwrap();
     assert_eq!(at_head, [other_manifest, first]);
+    let logins: Vec<Option<&str>> = at_head.iter().map(accepted_by).collect();
+    assert_eq!(logins, [Some("hubot"), Some("mona")]);
+    assert_eq!(
+        at_head[1].detail,
+        "accepted by @mona (write): credential-removed GITHUB_TOKEN"
+    );
     assert!(
         at_head
             .iter()

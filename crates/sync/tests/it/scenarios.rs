@@ -58,8 +58,9 @@ async fn first_registration(stores: &Stores) {
     );
     assert!(report.applied);
     // One archive, one snapshot and one fingerprint record (the cache that
-    // lets a re-run skip building the archive) for the one registered agent.
-    assert_eq!(report.counts.blob_puts, 3);
+    // lets a re-run skip building the archive) for the one registered agent,
+    // and the snapshot of the workspace manifest `workspaces/triage.yaml`.
+    assert_eq!(report.counts.blob_puts, 4);
     let agents = stores.state.list_agents(REPO).await.expect("list");
     assert_eq!(
         agents.len(),

@@ -51,6 +51,7 @@ async fn a_run_is_created_in_progress_then_completed_with_120_annotations_in_3_b
         summary: "| agent | status |\n|---|---|\n| support | added |".to_owned(),
         text: Some("details".to_owned()),
         annotations: annotations(120),
+        actions: Vec::new(),
     };
     let done = gh
         .complete(&repo, id, Conclusion::Neutral, output)
@@ -108,6 +109,7 @@ async fn a_70000_byte_summary_is_trimmed_with_a_note() {
         summary: "ß".repeat(35_000),
         text: None,
         annotations: Vec::new(),
+        actions: Vec::new(),
     };
     gh.complete(&repo, id, Conclusion::Success, output)
         .await

@@ -16,6 +16,7 @@ fn output() -> CheckRunOutput {
         summary: "nothing to report".to_owned(),
         text: None,
         annotations: Vec::new(),
+        actions: Vec::new(),
     }
 }
 
