@@ -37,6 +37,9 @@
 //! - **Only pushes to the registered ref apply.** Unregistered repositories,
 //!   other refs, pull requests (forks above all) and re-requested checks are
 //!   checked only, and the check run says why.
+//! - **Drift is accepted only by writers.** "Accept drift" asks GitHub for
+//!   the sender's permission and records an acceptance (for one head sha)
+//!   only for write, maintain or admin; it never applies anything.
 //! - **Nothing is pushed.** Fixes reach a branch only as review suggestions
 //!   that a person commits; a failure to post them never fails the run.
 //!

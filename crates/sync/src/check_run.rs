@@ -5,7 +5,14 @@
 //!   agents with plan status, short digest and drift, the table of workflows
 //!   (when the repository has any) with plan status and short hash, the
 //!   diagnostic counts,
-//!   and the repository-level diagnostics (which cannot be annotations).
+//!   the workspace manifests' drift from the registered ones (one row per
+//!   change, with its severity; subjects only, never values), and the
+//!   repository-level diagnostics (which cannot be annotations).
+//! - Conclusion ([`conclusion`]): `failure` on an error; a check (never an
+//!   apply) with critical drift is `action_required` with the "Accept drift"
+//!   requested action, or `neutral` once the drift of every critically
+//!   drifted manifest is accepted for this head (the caller reads the
+//!   acceptances, [`RenderContext::drift_accepted`]); else by diagnostics.
 //! - Text: each changed agent's full drift and each failed agent's errors.
 //! - Annotations: one per diagnostic on a file.
 //!

@@ -33,6 +33,11 @@
 //!   manifest none covers is `unregistered` (checked only, nothing written,
 //!   any earlier registration of it kept), and the report lists the manifests
 //!   no registration of the repository covers (`uncovered`).
+//! - **Workspace manifests register like agents** (`workspaces`): snapshot
+//!   blob first, then a record conditional on its version; every sync
+//!   reports their drift from the registered ones through the drift engine
+//!   of `astrolift drift`, so a pull request's critical drift is shown and
+//!   concludes its check `action_required` ([`check_run::conclusion`]).
 //! - **Nothing is deleted.** A removed manifest makes its agent `orphaned`;
 //!   only an explicit teardown (in `store`) retires it, and audit events stay.
 //!

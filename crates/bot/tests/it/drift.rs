@@ -222,3 +222,40 @@ async fn accepting_drift_needs_write_permission_and_holds_for_one_head() {
         "a new head"
     );
 }
+
+#[test]
+fn only_our_button_makes_a_job_and_it_names_the_run_and_the_sender() {
+    use astrolift_bot::job_for_event;
+    use astrolift_forge::webhook::parse_event;
+    let path = format!(
+        "{}/../forge/tests/fixtures/payloads/check_run/requested_action.with-organization.with-installation.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).expect("GitHub's payload");
+    let mut payload: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let parse = |payload: &serde_json::Value| {
+        let body = serde_json::to_vec(payload).expect("json");
+        parse_event("check_run", &body).expect("parsed")
+    };
+    assert!(
+        job_for_event("d-other", &parse(&payload)).is_err(),
+        "another app's button"
+    );
+
+    payload["requested_action"]["identifier"] = json!("accept-drift");
+    let job = job_for_event("d-ours", &parse(&payload)).expect("a job");
+    assert_eq!(job.trigger, JobTrigger::Rerequest);
+    assert_eq!(
+        job.head_sha,
+        payload["check_run"]["head_sha"]
+            .as_str()
+            .unwrap_or_default()
+    );
+    assert_eq!(
+        job.accept_drift,
+        Some(AcceptDriftRequest {
+            check_run_id: 1_494_503_112,
+            sender: "codebytere".into(),
+        })
+    );
+}

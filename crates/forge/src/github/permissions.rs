@@ -61,3 +61,26 @@ impl Installation {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn permission(permission: &str, role: Option<&str>) -> RepositoryPermission {
+        RepositoryPermission {
+            permission: permission.to_owned(),
+            role_name: role.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn write_maintain_and_admin_may_write_triage_and_read_may_not() {
+        assert!(permission("admin", Some("admin")).can_write());
+        assert!(permission("write", Some("maintain")).can_write());
+        assert!(permission("write", None).can_write());
+        assert!(!permission("read", Some("triage")).can_write());
+        assert!(!permission("none", None).can_write());
+        assert_eq!(permission("write", Some("maintain")).shown(), "maintain");
+        assert_eq!(permission("read", None).shown(), "read");
+    }
+}
