@@ -1223,4 +1223,56 @@ mod tests {
         );
         insta::assert_snapshot!(rendered(&report, &context));
     }
+
+    fn removed_required_credential() -> astrolift_manifest::drift::EnvironmentDrift {
+        use astrolift_manifest::drift::{Drift, DriftKind, DriftSeverity as Severity};
+        astrolift_manifest::drift::EnvironmentDrift {
+            id: "workspace/triage".to_owned(),
+            old_path: Some("workspaces/triage.yaml".to_owned()),
+            new_path: Some("workspaces/triage.yaml".to_owned()),
+            status: EnvironmentStatus::Changed,
+            drifts: vec![Drift {
+                kind: DriftKind::CredentialRemoved,
+                severity: Severity::Critical,
+                subject: "JIRA_TOKEN".to_owned(),
+                old: Some("{\"kind\":\"generic-secret\",\"source_ref\":\"p/s\"}".to_owned()),
+                new: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn critical_drift_needs_action_in_a_check_until_accepted_and_never_in_an_apply() {
+        let mut check = report(Mode::Check, vec![], vec![]);
+        check.workspaces = vec![removed_required_credential()];
+        let (conclusion, output) = render(&check, &RenderContext::default());
+        assert_eq!(conclusion, Conclusion::ActionRequired);
+        assert_eq!(output.actions, [CheckRunAction::accept_drift()]);
+        assert!(
+            output.summary.contains("| `JIRA_TOKEN` |"),
+            "{}",
+            output.summary
+        );
+        assert!(!output.summary.contains("p/s"), "values never show");
+
+        let accepted = RenderContext {
+            drift_accepted: vec![AcceptedDrift {
+                manifest_path: "workspaces/triage.yaml".to_owned(),
+                login: "mona".to_owned(),
+            }],
+            ..RenderContext::default()
+        };
+        let (conclusion, output) = render(&check, &accepted);
+        assert_eq!(conclusion, Conclusion::Neutral);
+        assert!(output.actions.is_empty());
+        assert!(output.summary.contains("**Drift accepted** by @mona"));
+
+        let mut applied = report(apply(), vec![], vec![]);
+        applied.workspaces = check.workspaces.clone();
+        assert_eq!(conclusion_of(&applied), Conclusion::Success);
+    }
+
+    fn conclusion_of(report: &Report) -> Conclusion {
+        conclusion(report, &RenderContext::default())
+    }
 }
