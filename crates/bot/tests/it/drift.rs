@@ -13,7 +13,9 @@ use astrolift_store::state::{AuditAction, WorkspaceStatus};
 use astrolift_sync::Stores;
 use serde_json::json;
 
-use crate::support::{INSTALLATION, MAIN_SHA, embedded_stores, push_job, register, runner};
+use crate::support::{
+    INSTALLATION, MAIN_SHA, aws_stores, embedded_stores, push_job, register, runner,
+};
 
 const REMOVES: &str = "cccccccccccccccccccccccccccccccccccccccc";
 const NO_DRIFT: &str = "dddddddddddddddddddddddddddddddddddddddd";
@@ -135,8 +137,21 @@ async fn a_removed_required_credential_needs_action_and_no_drift_does_not() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn accepting_drift_needs_write_permission_and_holds_for_one_head() {
+async fn accepting_drift_needs_write_permission_and_holds_for_one_head_on_embedded_stores() {
     let (stores, _dir) = embedded_stores().await;
+    accepting_drift_needs_write_permission_and_holds_for_one_head(stores).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn accepting_drift_needs_write_permission_and_holds_for_one_head_on_dynamodb_and_s3() {
+    let test = "accepting_drift_needs_write_permission_and_holds_for_one_head_on_dynamodb_and_s3";
+    let Some(stores) = aws_stores(test).await else {
+        return;
+    };
+    accepting_drift_needs_write_permission_and_holds_for_one_head(stores).await;
+}
+
+async fn accepting_drift_needs_write_permission_and_holds_for_one_head(stores: Stores) {
     let github = registered_with_pull_requests(&stores).await;
     let runner = runner(&github, &stores);
     let checked = runner
