@@ -361,7 +361,9 @@ def check_user_yaml():
     """The App manifest, the pre-commit hook and the composite action parse and say what users rely on."""
     app = load_yaml("infra/github-app.yml")
     expected_permissions = {
-        "checks": "write", "contents": "read", "metadata": "read", "pull_requests": "read", "issues": "read",
+        "checks": "write", "contents": "read", "metadata": "read",
+        # Write: suggested fixes are posted as pull-request reviews.
+        "pull_requests": "write", "issues": "read",
     }
     if app.get("default_permissions") != expected_permissions:
         fail(f"infra/github-app.yml permissions: {app.get('default_permissions')}")
