@@ -62,20 +62,46 @@ pub(crate) async fn plan_workspaces(
         .into_iter()
         .filter(|record| record.status == WorkspaceStatus::Active)
         .collect();
-    let mut old = Environments::new();
-    for record in &registered {
-        let snapshot = read_snapshot::<ResolvedEnvironment>(blobs, &record.snapshot_hash).await;
-        if let Some(resolved) = snapshot {
-            old.insert(record.id.clone(), (record.manifest_path.clone(), resolved));
-        }
-    }
     let new = resolve_workspaces(tree, paths, context.limits);
+    let old = registered_environments(&registered, &new, blobs).await;
     let environments = compare_environments(&old, &new);
     let writes = planned_writes(&registered, &new, context);
     Ok(WorkspacePlan {
         environments,
         writes,
     })
+}
+
+/// The registered environments. One whose found manifest resolves to the
+/// registered snapshot's hash is that manifest's environment, so its blob is
+/// read only when something changed: an unchanged repository costs no read.
+async fn registered_environments(
+    registered: &[WorkspaceRecord],
+    found: &Environments,
+    blobs: &dyn BlobStore,
+) -> Environments {
+    let mut old = Environments::new();
+    for record in registered {
+        let unchanged = found
+            .get(&record.id)
+            .map(|(_, resolved)| resolved)
+            .filter(|resolved| snapshot_of(resolved).1 == record.snapshot_hash);
+        let resolved = match unchanged {
+            Some(resolved) => Some(resolved.clone()),
+            None => read_snapshot::<ResolvedEnvironment>(blobs, &record.snapshot_hash).await,
+        };
+        if let Some(resolved) = resolved {
+            old.insert(record.id.clone(), (record.manifest_path.clone(), resolved));
+        }
+    }
+    old
+}
+
+/// The snapshot JSON of a resolved environment and its sha256 (hex).
+fn snapshot_of(resolved: &ResolvedEnvironment) -> (Vec<u8>, String) {
+    let json = resolved.canonical_json().into_bytes();
+    let hash = hex::encode(Sha256::digest(&json));
+    (json, hash)
 }
 
 fn planned_writes(
@@ -89,8 +115,7 @@ fn planned_writes(
         if !(context.registers)(path) {
             continue;
         }
-        let json = resolved.canonical_json().into_bytes();
-        let hash = hex::encode(Sha256::digest(&json));
+        let (json, hash) = snapshot_of(resolved);
         let before = record_of(id);
         if before.is_some_and(|r| r.snapshot_hash == hash && &r.manifest_path == path) {
             continue;
