@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use astrolift_manifest::Limits;
-use astrolift_manifest::workflow::Workflow;
 use astrolift_store::StateStore;
 use astrolift_store::state::tasks::record_render;
 use astrolift_store::state::{RunStatus, SqliteStateStore, TaskStatus, WorkflowRecord};
@@ -21,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::message::request;
 use crate::support::{headers, limits};
-use crate::workflow::{REPO, put_workflow, register_agents, stage};
+use crate::workflow::{REPO, put_workflow, register_agents, stage, triage_of};
 
 const NOW: i64 = 1_767_225_600;
 const KEY: &str = "the-latest-cluster-key";
@@ -236,20 +235,15 @@ async fn a_result_at_the_limit_is_recorded_and_one_byte_past_it_is_413() {
 }
 
 async fn two_stage_workflow(subject: &Subject) -> WorkflowRecord {
-    let workflow = Workflow {
-        path: "workflows/triage.toml".to_owned(),
-        name: "triage".to_owned(),
-        description: None,
-        stages: vec![
-            stage("collect", "triage", &[], Some("{issue: .input.issue}")),
-            stage(
-                "report",
-                "reporter",
-                &["collect"],
-                Some("{summary: .stages.collect.result}"),
-            ),
-        ],
-    };
+    let workflow = triage_of(vec![
+        stage("collect", "triage", &[], Some("{issue: .input.issue}")),
+        stage(
+            "report",
+            "reporter",
+            &["collect"],
+            Some("{summary: .stages.collect.result}"),
+        ),
+    ]);
     put_workflow(subject.state.as_ref(), &workflow).await
 }
 

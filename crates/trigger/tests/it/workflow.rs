@@ -84,28 +84,33 @@ pub(crate) fn stage(name: &str, agent: &str, needs: &[&str], payload: Option<&st
     }
 }
 
-/// collect → label → report (report also needs collect).
-fn triage() -> Workflow {
+/// The workflow `triage` (`workflows/triage.toml`) of these `stages`.
+pub(crate) fn triage_of(stages: Vec<Stage>) -> Workflow {
     Workflow {
         path: "workflows/triage.toml".to_owned(),
         name: "triage".to_owned(),
         description: None,
-        stages: vec![
-            stage("collect", "triage", &[], Some("{issue: .input.issue}")),
-            stage(
-                "label",
-                "triage",
-                &["collect"],
-                Some("{count: .stages.collect.result.count}"),
-            ),
-            stage(
-                "report",
-                "reporter",
-                &["collect", "label"],
-                Some("{summary: .stages.collect.result, labels: .stages.label.result}"),
-            ),
-        ],
+        stages,
     }
+}
+
+/// collect → label → report (report also needs collect).
+fn triage() -> Workflow {
+    triage_of(vec![
+        stage("collect", "triage", &[], Some("{issue: .input.issue}")),
+        stage(
+            "label",
+            "triage",
+            &["collect"],
+            Some("{count: .stages.collect.result.count}"),
+        ),
+        stage(
+            "report",
+            "reporter",
+            &["collect", "label"],
+            Some("{summary: .stages.collect.result, labels: .stages.label.result}"),
+        ),
+    ])
 }
 
 /// Registers the agents (once) and `workflow`.
