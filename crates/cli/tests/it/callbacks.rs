@@ -25,10 +25,11 @@ const CONTROLLER: &str = "https://controller.example.com";
 /// The callback base dispatches are recorded with (the test posts to serve's own URL).
 const CALLBACK_BASE: &str = "https://astrolift.example.com";
 
-/// Serve with the monorepo registered by a push, no dispatch queue, a callback route.
+/// Serve (the release build when scripts/test.sh made one) with the monorepo registered
+/// by a push, no dispatch queue, a callback route.
 async fn registered_serve() -> (FakeGitHub, ServeProcess) {
     let github = fake_github_with(&[("main", MAIN_SHA)]).await;
-    let server = ServeProcess::start(
+    let (server, _profile) = ServeProcess::start_shipped(
         &github,
         ServeSetup {
             secret: WEBHOOK_SECRET,

@@ -58,6 +58,19 @@ impl ServeProcess {
         Self::start_binary(Path::new(env!("CARGO_BIN_EXE_astrolift")), github, setup)
     }
 
+    /// [`ServeProcess::start`] on the profile that ships when scripts/test.sh built it
+    /// (`ASTROLIFT_RELEASE_BIN_DIR`), else on this test's own debug build; with the
+    /// profile's name.
+    pub fn start_shipped(github: &FakeGitHub, setup: ServeSetup<'_>) -> (Self, &'static str) {
+        match std::env::var_os("ASTROLIFT_RELEASE_BIN_DIR") {
+            Some(dir) => {
+                let binary = Path::new(&dir).join("astrolift");
+                (Self::start_binary(&binary, github, setup), "release")
+            }
+            None => (Self::start(github, setup), "debug"),
+        }
+    }
+
     /// [`ServeProcess::start`] with another `astrolift` binary (a release build).
     pub fn start_binary(binary: &Path, github: &FakeGitHub, setup: ServeSetup<'_>) -> Self {
         let home = tempfile::tempdir().expect("temp dir");
