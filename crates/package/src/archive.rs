@@ -48,9 +48,26 @@ pub struct PackageOutput {
     pub files: u64,
     /// Sum of the packaged files' sizes.
     pub uncompressed_size: u64,
+    /// No archive: the package ships inline (see [`Slice::inline`]). Left
+    /// out of the JSON when false, so the snapshots of packaged agents (and
+    /// their hashes) are what they were before inline packages existed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub inline: bool,
 }
 
 impl PackageOutput {
+    /// The output of an inline package: no archive, so no digest and no
+    /// bytes.
+    pub fn inline() -> Self {
+        Self {
+            digest: String::new(),
+            size: 0,
+            files: 0,
+            uncompressed_size: 0,
+            inline: true,
+        }
+    }
+
     /// The hex part of the digest, for content-addressed keys.
     pub fn digest_hex(&self) -> &str {
         self.digest.strip_prefix("sha256:").unwrap_or(&self.digest)
@@ -168,6 +185,9 @@ fn write_archive_inner<W: Write>(
     threads: usize,
     expected: Option<&ContentHashes>,
 ) -> Result<PackageOutput, PackageError> {
+    if slice.inline {
+        return Ok(PackageOutput::inline());
+    }
     let uncompressed_size = check_slice(slice, tree)?;
     let tee = HashingWriter::new(writer);
     let gzip = ParallelGzip::new(tee, COMPRESSION_LEVEL, threads);
@@ -202,6 +222,7 @@ fn write_archive_inner<W: Write>(
         size,
         files: slice.files.len() as u64,
         uncompressed_size,
+        inline: false,
     })
 }
 

@@ -141,6 +141,9 @@ impl FingerprintRecord {
     /// record does not parse or does not fit the slice (another format, another
     /// file count or size, a malformed digest): the archive is then built.
     pub fn output_for(bytes: &[u8], slice: &Slice) -> Option<PackageOutput> {
+        if slice.inline {
+            return Some(PackageOutput::inline());
+        }
         let record: FingerprintRecord = serde_json::from_slice(bytes).ok()?;
         let hex = record.digest.strip_prefix("sha256:")?;
         let fits = record.format == FINGERPRINT_FORMAT
@@ -154,6 +157,7 @@ impl FingerprintRecord {
             size: record.size,
             files: record.files,
             uncompressed_size: record.uncompressed_size,
+            inline: false,
         })
     }
 }

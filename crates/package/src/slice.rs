@@ -73,6 +73,11 @@ pub struct Slice {
     pub size_limit: u64,
     /// Local skills in manifest order.
     pub skills: Vec<SkillFiles>,
+    /// The package ships inline: the manifest declares no `[package]` and
+    /// neither its brief nor a local skill brings a file, so there is no
+    /// archive (`files` is empty). Seed 000: declaring `[package]` is what
+    /// opts into runtime files.
+    pub inline: bool,
 }
 
 /// Why a slice could not be built.
@@ -434,7 +439,8 @@ impl<'a> Collector<'a> {
             .values()
             .map(|d| d.size)
             .fold(0u64, u64::saturating_add);
-        if self.dests.is_empty() && self.errors.is_empty() {
+        let inline = self.dests.is_empty() && !manifest.package.declared;
+        if self.dests.is_empty() && self.errors.is_empty() && !inline {
             self.errors.push(SliceError::Empty);
         } else if uncompressed_size > limit {
             self.errors.push(SliceError::TooLarge {
@@ -462,6 +468,7 @@ impl<'a> Collector<'a> {
             uncompressed_size,
             size_limit: limit,
             skills,
+            inline,
         })
     }
 

@@ -57,6 +57,9 @@ pub(crate) enum ArchiveOrigin {
     /// From a stored [`FingerprintRecord`]; the slice is kept so that the
     /// archive can still be built if the store turns out not to hold it.
     Reused(Box<PreparedAgent>),
+    /// An inline package: there is no archive, so nothing to build, upload
+    /// or record.
+    Inline,
 }
 
 /// Every agent, validated and (when clean) packaged, plus every diagnostic.
@@ -151,7 +154,7 @@ pub(crate) async fn stored_outputs(
         .map(|(_, agent)| {
             let agent = agent.as_ref();
             async move {
-                let agent = agent?;
+                let agent = agent.filter(|agent| !agent.slice.inline)?;
                 let key = BlobKey::package_fingerprint(&agent.fingerprint).ok()?;
                 let bytes = blobs.get(&key).await.ok()?;
                 FingerprintRecord::output_for(&bytes, &agent.slice)
@@ -214,6 +217,10 @@ fn package_agent(
 ) -> Result<Option<(Packaged, Artifacts)>, SyncError> {
     let fingerprint = agent.fingerprint.clone();
     let (result, archive, origin) = match stored {
+        _ if agent.slice.inline => {
+            let result = agent.reuse(manifest, tree, PackageOutput::inline());
+            (result, None, Some(ArchiveOrigin::Inline))
+        }
         Some(output) => {
             let kept = Box::new(agent.clone());
             let result = agent.reuse(manifest, tree, output);

@@ -323,6 +323,10 @@ async fn upload_archive(
     artifacts: &Artifacts,
     digest: &str,
 ) -> Result<u64, SyncError> {
+    // An inline package has no archive, and "" is no key.
+    if matches!(artifacts.origin, ArchiveOrigin::Inline) {
+        return Ok(0);
+    }
     let key = BlobKey::package(digest)?;
     let rebuilt;
     let path = match (&artifacts.archive, &artifacts.origin) {
@@ -335,7 +339,7 @@ async fn upload_archive(
             rebuilt.to_path_buf()
         }
         // Built without a spool file: only in check mode, which uploads nothing.
-        (None, ArchiveOrigin::Built(_)) => return Ok(0),
+        (None, ArchiveOrigin::Built(_) | ArchiveOrigin::Inline) => return Ok(0),
     };
     let outcome = blobs
         .put_if_absent(&key, BlobBody::File(path), CONTENT_TYPE_TAR_GZ)

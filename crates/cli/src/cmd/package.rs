@@ -136,10 +136,16 @@ fn package_to_file(
         Ok(packaged) => packaged,
         Err(diagnostics) => return Ok(Err(diagnostics)),
     };
+    let output = &packaged.output;
+    if output.inline {
+        // No archive to write: the spool file is dropped, `out` untouched.
+        return Ok(Ok(
+            json!({"digest": output.digest, "size": 0, "files": 0, "inline": true}),
+        ));
+    }
     spool
         .persist(out)
         .with_context(|| format!("cannot write {}", out.display()))?;
-    let output = &packaged.output;
     Ok(Ok(
         json!({"digest": output.digest, "size": output.size, "files": output.files}),
     ))
@@ -167,6 +173,10 @@ async fn package_all(
             Err(errors)
         };
         let line = match result {
+            Ok(summary) if summary["inline"] == true => {
+                json!({"agent": agent.name, "manifest": agent.manifest, "digest": summary["digest"],
+                       "size": 0, "files": 0, "inline": true, "uploaded": false})
+            }
             Ok(summary) => {
                 let key = BlobKey::package(summary["digest"].as_str().unwrap_or_default())?;
                 let outcome = store

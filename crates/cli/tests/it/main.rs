@@ -11,6 +11,7 @@ mod containment_cases;
 mod examples;
 mod fix;
 mod import;
+mod inline;
 mod killed;
 mod push_bench;
 mod registry;
