@@ -359,7 +359,17 @@ impl SkillFile<'_> {
                 span,
                 format!("skill name `{name}` is not valid"),
             )
-            .help = Some(paths::SLUG_RULE.to_owned());
+            .help = Some(if paths::is_slug(&self.dir_name) {
+                // Seed 002's `packager.default` in `packager-default/`: the
+                // directory already holds the slug the name should be.
+                format!(
+                    "{}: `name: {}` (the directory name)",
+                    paths::SLUG_RULE,
+                    self.dir_name
+                )
+            } else {
+                paths::SLUG_RULE.to_owned()
+            });
         } else if name != self.dir_name {
             let dir = self.dir_name.clone();
             self.report(
