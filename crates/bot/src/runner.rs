@@ -20,7 +20,7 @@ use astrolift_forge::github::{
 use astrolift_manifest::{Limits, SourceTree, ValidateOptions};
 use astrolift_package::{SourceTarball, TarballError, TarballTree};
 use astrolift_store::StoreError;
-use astrolift_store::state::{EnvSpec, RepoRegistration};
+use astrolift_store::state::RepoRegistration;
 use astrolift_sync::check_run::{CheckOnlyReason, RenderContext, register_command, render};
 use astrolift_sync::{Coverage, Mode, Report, Stores, SyncError, SyncRequest, sync};
 use tracing::Instrument as _;
@@ -328,13 +328,7 @@ impl SyncRunner {
 
     /// Config manifests named by env specs whose config repository is this one.
     async fn config_paths(&self, repository: &str) -> Result<Vec<String>, JobError> {
-        let specs = self.stores.state.list_env_specs().await?;
-        Ok(specs
-            .iter()
-            .filter_map(EnvSpec::config_manifest)
-            .filter(|(repo, _)| *repo == repository)
-            .map(|(_, path)| path.to_owned())
-            .collect())
+        Ok(astrolift_sync::config_paths(self.stores.state.as_ref(), repository).await?)
     }
 
     async fn trigger_paths(&self, repository: &str) -> Result<Vec<String>, JobError> {

@@ -228,6 +228,53 @@ impl ConfigResult {
     }
 }
 
+/// One file an assembled config requests: a skill's `system_prompt_file`, `files`,
+/// `scripts` or `binaries`, or an `[assets] files` entry (repo-relative).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RequestedFile {
+    pub path: String,
+    /// A script or a binary: delivered with mode 0755 (else 0644).
+    pub executable: bool,
+}
+
+/// Every file the assembled `document` requests, each once, sorted by path bytes. A path
+/// requested both as a plain file and as a script or binary is executable.
+pub fn requested_files(document: &Value) -> Vec<RequestedFile> {
+    let mut found: BTreeMap<String, bool> = BTreeMap::new();
+    let mut add = |value: &Value, executable: bool| {
+        let path = value
+            .as_str()
+            .or_else(|| value.get("path").and_then(Value::as_str));
+        if let Some(path) = path {
+            *found.entry(path.to_owned()).or_default() |= executable;
+        }
+    };
+    let skills = document.get("skills").and_then(Value::as_object);
+    for skill in skills.into_iter().flat_map(|skills| skills.values()) {
+        if let Some(prompt) = skill.get("system_prompt_file") {
+            add(prompt, false);
+        }
+        for (key, executable) in [("files", false), ("scripts", true), ("binaries", true)] {
+            for entry in skill
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                add(entry, executable);
+            }
+        }
+    }
+    let assets = document.pointer("/assets/files").and_then(Value::as_array);
+    for entry in assets.into_iter().flatten() {
+        add(entry, false);
+    }
+    found
+        .into_iter()
+        .map(|(path, executable)| RequestedFile { path, executable })
+        .collect()
+}
+
 /// Loads `path` with the default options (a blob store is available).
 pub fn load_config(tree: &dyn SourceTree, path: &str, limits: &Limits) -> ConfigResult {
     let options = ConfigOptions {

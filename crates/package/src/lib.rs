@@ -13,6 +13,8 @@
 //! - the archive format ([`write_archive`], gzip in [`gzip`]) and its digest;
 //! - the snapshot format ([`snapshot`], [`Snapshot::canonical_json`],
 //!   [`Snapshot::digest`], the agent's version);
+//! - a config manifest's bundle ([`config_bundle`]): its assembled document
+//!   and every file it requests, hashed, with modes;
 //! - the slice fingerprint ([`fingerprint`], [`prepare_agent`]): what an
 //!   archive will be, known before building it, so a caller that stored
 //!   the [`FingerprintRecord`] of an earlier build can skip tar + gzip.
@@ -56,6 +58,7 @@
 
 pub mod archive;
 pub mod codes;
+pub mod config_bundle;
 pub mod fingerprint;
 pub mod gzip;
 pub mod slice;
@@ -67,6 +70,7 @@ pub use archive::{
     COMPRESSION_LEVEL, PackageError, PackageOutput, write_archive, write_archive_checked,
     write_archive_with_threads,
 };
+pub use config_bundle::{ConfigBundle, ConfigFile, bundle_config};
 pub use fingerprint::{ContentHashes, FINGERPRINT_FORMAT, FingerprintRecord, slice_fingerprint};
 pub use slice::{Slice, SliceError, SliceFile, slice};
 pub use snapshot::{Snapshot, snapshot, snapshot_with_hashes};

@@ -468,6 +468,10 @@ impl StateStore for FaultyStateStore {
     fn workspaces(&self) -> &dyn crate::state::WorkspaceStore {
         self.inner.workspaces()
     }
+
+    fn config_packages(&self) -> &dyn crate::state::ConfigPackageStore {
+        self.inner.config_packages()
+    }
 }
 
 /// The local AWS endpoint, or `None` when the AWS tests must be skipped.
@@ -511,8 +515,10 @@ pub fn triage_env_spec(project_id: &str) -> EnvSpec {
         project_id: Some(project_id.into()),
         agent_type: Some("claude".into()),
         runtime: Some("claude-code".into()),
-        config_repo: "octo/config".into(),
-        manifest_path: "envs/triage.toml".into(),
+        // No config manifest: a dispatch with a spec that names one needs that config
+        // packaged first (docs/reference.md §12), which tests of other things do not set up.
+        config_repo: String::new(),
+        manifest_path: String::new(),
         updated_at: 1,
     }
 }

@@ -840,6 +840,7 @@ mod tests {
             uncovered: Vec::new(),
             workflows: Vec::new(),
             workspaces: Vec::new(),
+            configs: Vec::new(),
             diagnostics,
             counts: ReportCounts::default(),
         }

@@ -49,6 +49,7 @@
 
 pub mod bindings;
 pub mod check_run;
+pub mod configs;
 pub mod drift;
 mod env_specs;
 pub mod order;
@@ -61,6 +62,7 @@ pub mod suggestions;
 pub mod workflows;
 pub mod workspaces;
 
+pub use configs::config_paths;
 pub use drift::{DriftItem, DriftSeverity};
 pub use order::{CommitOrder, Order, OrderError, OrderFuture};
 pub use pipeline::{Stores, SyncRequest, sync};

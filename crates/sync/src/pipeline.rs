@@ -15,6 +15,7 @@ use astrolift_store::state::{
 };
 
 use crate::SyncError;
+use crate::configs::{ConfigContext, apply_configs, plan_configs};
 use crate::drift::snapshot_drift;
 use crate::env_specs::check_env_specs;
 use crate::order::{CommitOrder, Order};
@@ -142,6 +143,26 @@ pub async fn sync(
     )
     .await?;
     report.workspaces = workspace_plan.environments.clone();
+    let config_context = ConfigContext {
+        repository: &request.repository,
+        commit: &request.commit,
+        now: request.now,
+        limits: &request.validate.limits,
+        applying,
+    };
+    let config_paths = &request.validate.config_paths;
+    let config_plan = plan_configs(
+        tree,
+        config_paths,
+        stores.state.as_ref(),
+        &scope,
+        &config_context,
+    )
+    .await?;
+    report.configs = config_plan.entries.clone();
+    report
+        .diagnostics
+        .extend(config_plan.diagnostics.iter().cloned());
     if applying {
         apply(request, stores, tree, &packaging, planned, &mut report).await?;
         // Agents first: a workflow names agents (see `crate::workflows`).
@@ -150,6 +171,15 @@ pub async fn sync(
                 apply_workflows(stores.state.as_ref(), &workflow_plan.writes).await?;
             let (puts, writes) = apply_workspaces(
                 &workspace_plan,
+                stores.state.as_ref(),
+                stores.blobs.as_ref(),
+            )
+            .await?;
+            report.counts.blob_puts += puts;
+            report.counts.state_writes += writes;
+            let (puts, writes) = apply_configs(
+                &config_plan,
+                tree,
                 stores.state.as_ref(),
                 stores.blobs.as_ref(),
             )
@@ -179,6 +209,7 @@ fn new_report(
         uncovered: Vec::new(),
         workflows: Vec::new(),
         workspaces: Vec::new(),
+        configs: Vec::new(),
         diagnostics,
         counts: ReportCounts::default(),
     }

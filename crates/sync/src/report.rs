@@ -8,6 +8,7 @@ use astrolift_manifest::drift::EnvironmentDrift;
 use astrolift_manifest::{Counts, Diagnostic};
 use serde::Serialize;
 
+use crate::configs::ConfigPlanEntry;
 use crate::drift::DriftSeverity;
 use crate::plan::{PlanEntry, PlanStatus};
 use crate::workflows::WorkflowPlanEntry;
@@ -94,6 +95,10 @@ pub struct Report {
     /// drift, each drift with its severity (absent from JSON when the repository has none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workspaces: Vec<EnvironmentDrift>,
+    /// The config manifests that env specs name in this repository: each one's bundle and
+    /// whether this sync registered it (absent from JSON when there are none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub configs: Vec<ConfigPlanEntry>,
     pub diagnostics: Vec<Diagnostic>,
     pub counts: ReportCounts,
 }

@@ -25,11 +25,12 @@ use std::time::Duration;
 use astrolift_manifest::model::{AgentManifest, SkillRef};
 use astrolift_manifest::{Limits, MemTree, SourceTree};
 use astrolift_store::blob::{BlobKey, BlobStore};
-use astrolift_store::state::{Agent, UnixSeconds};
+use astrolift_store::state::{Agent, EnvSpec, StateStore, UnixSeconds};
 use astrolift_store::{BoxFuture, StoreError};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::config_content::{config_without_blob_store, load_config_content};
 use crate::env::{PromptTexts, SkillText, SnapshotView, ToolContract};
 use crate::message::{DispatchContent, PackageRef};
 
@@ -59,6 +60,21 @@ pub enum ContentError {
     Archive(String),
     #[error("the agent has a package but no blob store can deliver it")]
     NoBlobStore,
+    #[error(
+        "env spec {env_spec} names the config manifest {repository}:{manifest_path}, which is not packaged: \
+         register {repository} (covering {manifest_path}) under the env spec's project and sync it"
+    )]
+    ConfigNotPackaged {
+        env_spec: String,
+        repository: String,
+        manifest_path: String,
+    },
+    #[error("the config bundle {0} is not in the blob store")]
+    MissingConfig(String),
+    #[error("the config bundle does not read: {0}")]
+    Config(String),
+    #[error("env spec {env_spec} names a config manifest, whose files no blob store can deliver")]
+    ConfigNoBlobStore { env_spec: String },
     #[error("blob store: {0}")]
     Store(#[from] StoreError),
 }
@@ -386,6 +402,14 @@ pub trait ContentSource: Send + Sync + std::fmt::Debug {
         agent: &'a Agent,
         now: UnixSeconds,
     ) -> BoxFuture<'a, Result<DispatchContent, ContentError>>;
+
+    /// The `config` of a dispatch with `spec` (see [`crate::config_content`]).
+    fn config<'a>(
+        &'a self,
+        state: &'a dyn StateStore,
+        spec: &'a EnvSpec,
+        now: UnixSeconds,
+    ) -> BoxFuture<'a, Result<Option<Value>, ContentError>>;
 }
 
 /// Snapshot contents kept by one [`BlobContent`]: at most this many bytes
@@ -505,6 +529,21 @@ impl ContentSource for BlobContent {
     ) -> BoxFuture<'a, Result<DispatchContent, ContentError>> {
         Box::pin(self.snapshot_dispatch_content(&agent.snapshot_hash, now))
     }
+
+    fn config<'a>(
+        &'a self,
+        state: &'a dyn StateStore,
+        spec: &'a EnvSpec,
+        now: UnixSeconds,
+    ) -> BoxFuture<'a, Result<Option<Value>, ContentError>> {
+        Box::pin(load_config_content(
+            state,
+            self.blobs.as_ref(),
+            spec,
+            self.urls,
+            now,
+        ))
+    }
 }
 
 /// No blob store: the content is what the agent record says (its name and
@@ -543,6 +582,21 @@ impl ContentSource for RecordOnlyContent {
                 snapshot,
                 prompts: PromptTexts::default(),
             })
+        })
+    }
+
+    fn config<'a>(
+        &'a self,
+        _state: &'a dyn StateStore,
+        spec: &'a EnvSpec,
+        _now: UnixSeconds,
+    ) -> BoxFuture<'a, Result<Option<Value>, ContentError>> {
+        // Tests of evaluation describe no config rather than refuse it.
+        Box::pin(async move {
+            if self.lenient {
+                return Ok(None);
+            }
+            config_without_blob_store(spec)
         })
     }
 }

@@ -176,6 +176,8 @@ pub struct DispatchRequest<'a> {
     pub payload: Option<&'a Value>,
     pub origin: &'a Origin,
     pub env_spec: Option<EnvSpecRef>,
+    /// The env spec's packaged config manifest ([`crate::config_content`]), if it names one.
+    pub config: Option<&'a Value>,
     pub content: &'a DispatchContent,
     /// `ASTROLIFT_CALLBACK_BASE_URL`, when a callback route is configured.
     pub callback_base: Option<&'a str>,
@@ -205,6 +207,7 @@ pub fn new_dispatch(request: &DispatchRequest<'_>) -> Result<Dispatch, DispatchE
         manifest_path: request.manifest_path,
         snapshot_hash: request.snapshot_hash,
         env_spec: request.env_spec.as_ref(),
+        config: request.config,
         payload: request.payload,
         content: request.content,
         callback_base: request.callback_base,

@@ -90,6 +90,7 @@
 #![forbid(unsafe_code)]
 
 pub mod callback;
+pub mod config_content;
 pub mod content;
 pub mod dispatch;
 pub mod env;

@@ -234,6 +234,7 @@ pub struct MessageParts<'a> {
     pub manifest_path: &'a str,
     pub snapshot_hash: &'a str,
     pub env_spec: Option<&'a EnvSpecRef>,
+    pub config: Option<&'a Value>,
     /// Already reduced by [`non_empty_payload`].
     pub payload: Option<&'a Value>,
     pub content: &'a DispatchContent,
@@ -280,7 +281,7 @@ pub fn build_message(parts: &MessageParts<'_>) -> DispatchMessage {
         tools: tool_slugs(&parts.content.prompts),
         environment,
         secrets: snapshot.secrets.clone(),
-        config: None,
+        config: parts.config.cloned(),
         callback: callback_url(parts.callback_base, parts.task_id).map(|url| CallbackRef { url }),
         trusted: parts.trusted,
         sender: parts.sender.map(str::to_owned),

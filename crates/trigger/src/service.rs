@@ -50,11 +50,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use astrolift_manifest::Limits;
-use astrolift_store::state::{Agent, AgentKey, AgentStatus, TriggerBinding, env_spec_for_project};
+use astrolift_store::state::{
+    Agent, AgentKey, AgentStatus, EnvSpec, TriggerBinding, env_spec_for_project,
+};
 use astrolift_store::{StateStore, StoreError};
 use http::HeaderMap;
 use serde_json::{Value, json};
 
+use crate::config_content::env_spec_parts;
 use crate::content::{ContentSource, RecordOnlyContent};
 use crate::dispatch::Origin;
 use crate::dispatch::{
@@ -63,7 +66,7 @@ use crate::dispatch::{
 };
 use crate::error::TriggerError;
 use crate::evaluate::{CompiledBinding, Outcome, evaluate_verified};
-use crate::message::{EnvSpecRef, Source};
+use crate::message::Source;
 use crate::secrets::SecretResolver;
 use crate::trust::{Trust, assess};
 use crate::verify::{now_seconds, verify_request};
@@ -421,6 +424,18 @@ impl TriggerService {
                 return dispatch_error_response(trigger_id, &DispatchError::Content(error), None);
             }
         };
+        let parts = env_spec_parts(
+            self.content.as_ref(),
+            self.state.as_ref(),
+            env_spec.as_ref(),
+            now,
+        );
+        let (env_spec, config) = match parts.await {
+            Ok(parts) => parts,
+            Err(error) => {
+                return dispatch_error_response(trigger_id, &DispatchError::Content(error), None);
+            }
+        };
         let request = DispatchRequest {
             source: Source::Trigger {
                 trigger_id: trigger_id.to_owned(),
@@ -432,6 +447,7 @@ impl TriggerService {
             payload: payload.as_ref(),
             origin,
             env_spec,
+            config: config.as_ref(),
             content: &content,
             callback_base: self.callback_base.as_deref(),
             now,
@@ -473,7 +489,7 @@ impl TriggerService {
     /// The binding's env spec, if it names one; 409 when its agent's project
     /// cannot use it (deleted or moved since the sync that registered the
     /// binding). The body names no env spec; the log line says which and why.
-    async fn env_spec(&self, ready: &Ready) -> Result<Option<EnvSpecRef>, TriggerResponse> {
+    async fn env_spec(&self, ready: &Ready) -> Result<Option<EnvSpec>, TriggerResponse> {
         let Some(name) = ready
             .binding
             .definition
@@ -485,7 +501,7 @@ impl TriggerService {
         let trigger_id = ready.binding.trigger_id.as_str();
         let project_id = ready.agent.project_id.as_str();
         match env_spec_for_project(self.state.as_ref(), name, project_id).await {
-            Ok(Ok(spec)) => Ok(Some(EnvSpecRef::of(&spec))),
+            Ok(Ok(spec)) => Ok(Some(spec)),
             Ok(Err(refusal)) => {
                 tracing::warn!(trigger_id, env_spec = name, project_id, reason = %refusal, "env spec refused");
                 Err(error_response(
@@ -573,7 +589,7 @@ fn dispatch_error_response(
         DispatchError::Content(_) => error_response(
             500,
             trigger_id,
-            "the dispatch's package or prompts could not be read",
+            "the dispatch's package, prompts or config could not be read",
             &error.to_string(),
         ),
         DispatchError::Queue(_) if recorded.is_some() => error_response(

@@ -31,17 +31,18 @@ use std::sync::Arc;
 use astrolift_manifest::Limits;
 use astrolift_manifest::workflow::{Stage, Workflow};
 use astrolift_store::state::{
-    Agent, AgentKey, AgentStatus, Dispatch, RunStatus, StageResult, StageState, StageStatus,
-    StateStore, UnixSeconds, WorkflowRecord, WorkflowRun, WorkflowStatus,
+    Agent, AgentKey, AgentStatus, Dispatch, EnvSpec, RunStatus, StageResult, StageState,
+    StageStatus, StateStore, UnixSeconds, WorkflowRecord, WorkflowRun, WorkflowStatus,
 };
 use astrolift_store::{BoxFuture, StoreError};
 use serde_json::{Value, json};
 
-use crate::content::ContentSource;
+use crate::config_content::env_spec_parts;
+use crate::content::{ContentError, ContentSource};
 use crate::dispatch::{
     DispatchError, DispatchMessage, DispatchQueue, DispatchRequest, Origin, new_dispatch_id, record,
 };
-use crate::message::{EnvSpecRef, Source};
+use crate::message::Source;
 use crate::sandbox::{Job, SandboxedProgram, WorkerResult, run_in_worker};
 
 /// How often an advance re-reads a run whose version moved under it before
@@ -541,14 +542,20 @@ impl StageDispatcher for RecordingDispatcher<'_> {
                 Ok(spec) => spec,
                 Err(refusal) => return Ok(Err(refusal)),
             };
+            let cannot = |e: ContentError| {
+                Ok(Err(Refusal(format!(
+                    "cannot dispatch agent `{}`: {e}",
+                    stage.agent
+                ))))
+            };
             let mut content = match self.content.content(&agent, now).await {
                 Ok(content) => content,
-                Err(e) => {
-                    return Ok(Err(Refusal(format!(
-                        "cannot dispatch agent `{}`: {e}",
-                        stage.agent
-                    ))));
-                }
+                Err(e) => return cannot(e),
+            };
+            let parts = env_spec_parts(self.content, self.state, env_spec.as_ref(), now);
+            let (env_spec, config) = match parts.await {
+                Ok(parts) => parts,
+                Err(e) => return cannot(e),
             };
             content
                 .snapshot
@@ -566,6 +573,7 @@ impl StageDispatcher for RecordingDispatcher<'_> {
                 payload: crate::env::non_empty_payload(stage.payload.as_ref()),
                 origin: &Origin::TRUSTED,
                 env_spec,
+                config: config.as_ref(),
                 content: &content,
                 callback_base: self.callback_base,
                 now,
@@ -608,13 +616,13 @@ async fn stage_env_spec(
     state: &dyn StateStore,
     stage: &StageDispatch,
     agent: &Agent,
-) -> Result<Result<Option<EnvSpecRef>, Refusal>, WorkflowError> {
+) -> Result<Result<Option<EnvSpec>, Refusal>, WorkflowError> {
     let Some(name) = stage.env_spec.as_deref() else {
         return Ok(Ok(None));
     };
     Ok(
         match astrolift_store::state::env_spec_for_project(state, name, &agent.project_id).await? {
-            Ok(spec) => Ok(Some(EnvSpecRef::of(&spec))),
+            Ok(spec) => Ok(Some(spec)),
             Err(refusal) => Err(Refusal(format!(
                 "env spec `{name}` of stage `{}`: {refusal}",
                 stage.stage

@@ -102,6 +102,7 @@ async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Re
         Mode::Check
     };
     let now = now();
+    let config_paths = astrolift_sync::config_paths(stores.state.as_ref(), &repository).await?;
     let request = SyncRequest {
         repository,
         commit: args.commit.clone(),
@@ -114,7 +115,7 @@ async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Re
         now,
         validate: ValidateOptions {
             limits,
-            config_paths: Vec::new(),
+            config_paths,
         },
     };
     let progress = progress_bar();

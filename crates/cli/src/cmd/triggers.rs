@@ -22,6 +22,7 @@ use astrolift_manifest::{DirTree, Limits, ValidateOptions, validate_repository};
 use astrolift_store::StateStore;
 use astrolift_store::state::{AgentStatus, DispatchTask, TaskStatus, env_spec_for_project};
 use astrolift_sync::check_run::shell_command;
+use astrolift_trigger::config_content::env_spec_parts;
 use astrolift_trigger::content::{
     BlobContent, ContentSource, UrlOptions, prompt_texts_of_manifest,
 };
@@ -32,7 +33,7 @@ use astrolift_trigger::env::{
     DispatchContext, RenderedEnv, RuntimeOptions, SnapshotView, non_empty_payload,
     render_runtime_env,
 };
-use astrolift_trigger::message::{EnvSpecRef, Source};
+use astrolift_trigger::message::Source;
 use astrolift_trigger::secrets::{EnvSecretResolver, github_webhook_from_env};
 use astrolift_trigger::verify::verify_request;
 use astrolift_trigger::{CompiledBinding, Outcome, SecretResolver, evaluate_verified};
@@ -176,7 +177,7 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
             Some(name) => match env_spec_for_project(state.as_ref(), name, &agent.project_id)
                 .await?
             {
-                Ok(spec) => Some(EnvSpecRef::of(&spec)),
+                Ok(spec) => Some(spec),
                 Err(refusal) => {
                     let upsert = shell_command(&[
                         "astrolift",
@@ -197,14 +198,16 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
         let queue = dispatch_queue_from_env(&args.stores.state, None).await?;
         queue.has_room().await?;
         let now = now();
-        let content = BlobContent::new(
+        let source = BlobContent::new(
             args.stores.blobs().await?,
             UrlOptions::from_env().map_err(anyhow::Error::msg)?,
             Limits::DEFAULT,
-        )
-        .content(&agent, now)
-        .await
-        .with_context(|| format!("cannot dispatch {}", agent.key()))?;
+        );
+        let cannot = || format!("cannot dispatch {}", agent.key());
+        let content = source.content(&agent, now).await.with_context(cannot)?;
+        let (env_spec, config) = env_spec_parts(&source, state.as_ref(), env_spec.as_ref(), now)
+            .await
+            .with_context(cannot)?;
         let origin = Origin::TRUSTED;
         let callback_base = callback_base_from_env();
         let request = DispatchRequest {
@@ -216,6 +219,7 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
             payload: non_empty_payload(Some(&input)),
             origin: &origin,
             env_spec,
+            config: config.as_ref(),
             content: &content,
             callback_base: callback_base.as_deref(),
             now,

@@ -5,9 +5,12 @@ mod abuse;
 mod callbacks;
 mod capacity;
 mod cli;
+mod configs;
 mod containment;
 #[path = "../../../../tests/containment/cases.rs"]
 mod containment_cases;
+#[path = "../../../../tests/schemas/dispatch.rs"]
+mod dispatch_schema;
 mod examples;
 mod fix;
 mod import;

@@ -92,6 +92,7 @@ impl ServeProcess {
             assert_eq!(run.code, 0, "{}", run.stderr);
             crate::support::define_triage_env_spec(
                 "proj-issue9",
+                "octo/agents",
                 &["--state", &state, "--blobs", &blobs],
             );
         }

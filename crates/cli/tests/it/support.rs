@@ -39,7 +39,11 @@ where
 /// Defines the env spec `triage-prod`, which `examples/monorepo`'s triage
 /// trigger names, for `project`, in the stores `store_args` name
 /// (`--state …`, `--blobs …`): an agent may only name its project's env specs.
-pub fn define_triage_env_spec(project: &str, store_args: &[&str]) {
+/// The env spec `triage-prod` that the example monorepo's triage trigger names, of
+/// `project`, selecting the monorepo's own config manifest (`config/triage/config.toml`)
+/// in `config_repo`, the name the test registers the monorepo under: a sync of it
+/// packages the config, so a dispatch with the spec carries it.
+pub fn define_triage_env_spec(project: &str, config_repo: &str, store_args: &[&str]) {
     let mut args = vec![
         "env-spec",
         "upsert",
@@ -51,9 +55,9 @@ pub fn define_triage_env_spec(project: &str, store_args: &[&str]) {
         "--project-id",
         project,
         "--config-repo",
-        "octo/config",
+        config_repo,
         "--manifest-path",
-        "envs/triage.toml",
+        "config/triage/config.toml",
     ];
     args.extend_from_slice(store_args);
     let run = astrolift(args);

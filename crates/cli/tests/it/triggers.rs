@@ -48,7 +48,7 @@ fn applied() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     let repo = monorepo();
     let state = format!("--state=sqlite:{}", dir.path().join("state.db").display());
-    crate::support::define_triage_env_spec("local", &[&state]);
+    crate::support::define_triage_env_spec("local", "local/monorepo", &[&state]);
     let check = astrolift(
         &["check", "--apply", repo.to_str().expect("utf-8")],
         dir.path(),

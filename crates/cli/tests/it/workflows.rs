@@ -93,7 +93,7 @@ fn a_workflow_runs_from_the_command_line() {
     let repo = repository(dir.path(), FLOW);
     // The example's triage agent names the env spec `triage-prod`.
     let state = format!("--state=sqlite:{}", dir.path().join("state.db").display());
-    crate::support::define_triage_env_spec("local", &[&state]);
+    crate::support::define_triage_env_spec("local", "local/repo", &[&state]);
     let check = astrolift(&["check", "--apply", "--format", "json", &repo], dir.path());
     assert_eq!(check.code, 0, "{}\n{}", check.stderr, check.stdout);
     let report = json(&check.stdout);

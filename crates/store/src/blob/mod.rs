@@ -76,6 +76,24 @@ impl BlobKey {
         )))
     }
 
+    /// `configs/sha256/<hex>.json`, the key of a config manifest's bundle (its assembled
+    /// document and the list of its files).
+    pub fn config_bundle(sha256_hex: &str) -> StoreResult<Self> {
+        Ok(BlobKey(format!(
+            "configs/sha256/{}.json",
+            checked_sha256_hex(sha256_hex)?
+        )))
+    }
+
+    /// `configs/files/sha256/<hex>`, the key of one file a config manifest requests
+    /// (a prompt, a file, a script, a binary or an asset), by its bytes.
+    pub fn config_file(sha256_hex: &str) -> StoreResult<Self> {
+        Ok(BlobKey(format!(
+            "configs/files/sha256/{}",
+            checked_sha256_hex(sha256_hex)?
+        )))
+    }
+
     /// The key as a string.
     pub fn as_str(&self) -> &str {
         &self.0

@@ -29,6 +29,7 @@ use crate::{BoxFuture, StoreError, StoreResult};
 
 type Item = HashMap<String, AttributeValue>;
 
+mod configs;
 mod tasks;
 mod workflows;
 mod workspaces;
@@ -1364,6 +1365,10 @@ impl StateStore for DynamoStateStore {
     }
 
     fn workspaces(&self) -> &dyn super::workspaces::WorkspaceStore {
+        self
+    }
+
+    fn config_packages(&self) -> &dyn super::configs::ConfigPackageStore {
         self
     }
 

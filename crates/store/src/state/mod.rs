@@ -2,6 +2,7 @@
 //! and their tasks.
 
 mod change;
+pub mod configs;
 mod dynamo;
 mod model;
 mod sqlite;
@@ -19,6 +20,7 @@ pub use change::{
     AgentChange, ApplyReport, ChangeSet, SyncedCommitUpdate, TRANSACTION_MAX_BYTES,
     TRANSACTION_MAX_ITEMS,
 };
+pub use configs::{ConfigPackage, ConfigPackageStore};
 pub use dynamo::DynamoStateStore;
 pub use model::*;
 pub use sqlite::SqliteStateStore;
@@ -254,6 +256,9 @@ pub trait StateStore: Send + Sync + fmt::Debug {
 
     /// Registered workspace manifests and drift acceptances ([`workspaces`]).
     fn workspaces(&self) -> &dyn WorkspaceStore;
+
+    /// Packaged config manifests ([`configs`]).
+    fn config_packages(&self) -> &dyn ConfigPackageStore;
 
     /// Explicit teardown: marks the agent `torn_down` (conditional on its current version),
     /// deletes its trigger bindings and appends a `torn_down` audit event. The agent record

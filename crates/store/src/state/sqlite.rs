@@ -18,6 +18,7 @@ use super::model::*;
 use super::{StateCounters, StateStats, StateStore};
 use crate::{BoxFuture, StoreError, StoreResult};
 
+mod configs;
 mod tasks;
 mod workflows;
 mod workspaces;
@@ -239,6 +240,9 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
         .execute_batch(workspaces::SCHEMA)
         .map_err(sql_error)?;
     connection.execute_batch(tasks::SCHEMA).map_err(sql_error)?;
+    connection
+        .execute_batch(configs::SCHEMA)
+        .map_err(sql_error)?;
     migrate(&connection)?;
     migrate_registrations(&connection)?;
     Ok(connection)
@@ -811,6 +815,10 @@ impl StateStore for SqliteStateStore {
     }
 
     fn workspaces(&self) -> &dyn super::workspaces::WorkspaceStore {
+        self
+    }
+
+    fn config_packages(&self) -> &dyn super::configs::ConfigPackageStore {
         self
     }
 

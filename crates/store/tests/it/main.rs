@@ -33,6 +33,7 @@ macro_rules! concurrent_contract_tests {
 
 mod aws_errors;
 mod blob_contract;
+mod config_contract;
 mod fs_blob;
 mod state_backends;
 mod state_contract;

@@ -60,6 +60,7 @@ pub async fn record_binding(
         payload,
         origin: &Origin::TRUSTED,
         env_spec: None,
+        config: None,
         content: &content,
         callback_base: None,
         now,

@@ -14,10 +14,11 @@ use astrolift_manifest::triggers::{TriggerSource, Verify};
 use astrolift_manifest::{DirTree, Limits, ValidateOptions, validate_repository};
 use astrolift_store::blob::{BlobKey, BlobStore, FsBlobStore, S3BlobStore};
 use astrolift_store::state::{
-    Agent, AgentChange, AgentStatus, AuditAction, ChangeSet, SqliteStateStore,
+    Agent, AgentChange, AgentStatus, AuditAction, ChangeSet, EnvSpec, SqliteStateStore,
 };
 use astrolift_store::testing::{aws_endpoint, unique_name};
 use astrolift_store::{BlobOptions, StateStore};
+use astrolift_trigger::config_content::env_spec_parts;
 use astrolift_trigger::content::{
     BlobContent, ContentError, ContentSource, RecordOnlyContent, UrlOptions, load_content,
 };
@@ -148,6 +149,7 @@ pub(crate) fn request<'a>(
         payload,
         origin: &Origin::TRUSTED,
         env_spec: None,
+        config: None,
         content,
         callback_base,
         now: 1_767_225_600,
@@ -608,5 +610,58 @@ async fn a_snapshots_archive_is_read_once_per_content_source() {
     assert!(
         matches!(fresh, Err(ContentError::MissingPackage(_))),
         "another source reads the archive itself: {fresh:?}"
+    );
+}
+
+fn config_spec() -> EnvSpec {
+    EnvSpec {
+        name: "triage-cfg".into(),
+        project_id: Some("p".into()),
+        agent_type: Some("claude".into()),
+        runtime: Some("claude-code".into()),
+        config_repo: "octo/config".into(),
+        manifest_path: "envs/triage.toml".into(),
+        updated_at: 0,
+    }
+}
+
+/// docs/reference.md §13: a config whose files cannot be delivered fails the dispatch
+/// with the documented error; an env spec without a config needs no blob store.
+#[tokio::test]
+async fn a_config_that_cannot_be_delivered_is_refused() {
+    let (state, _dir) = sqlite().await;
+    let spec = config_spec();
+    let no_store = RecordOnlyContent { lenient: false };
+    let error = env_spec_parts(&no_store, &state, Some(&spec), 0)
+        .await
+        .expect_err("no blob store");
+    assert!(
+        matches!(error, ContentError::ConfigNoBlobStore { .. }),
+        "{error}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "env spec triage-cfg names a config manifest, whose files no blob store can deliver"
+    );
+    let plain = EnvSpec {
+        config_repo: String::new(),
+        manifest_path: String::new(),
+        ..config_spec()
+    };
+    let (reference, config) = env_spec_parts(&no_store, &state, Some(&plain), 0)
+        .await
+        .expect("no config to deliver");
+    assert_eq!(reference.map(|r| r.name), Some("triage-cfg".to_owned()));
+    assert_eq!(config, None);
+
+    let empty = tempfile::tempdir().expect("tempdir");
+    let blobs = Arc::new(FsBlobStore::new(empty.path()).expect("blob dir"));
+    let source = BlobContent::new(blobs, UrlOptions::default(), Limits::DEFAULT);
+    let error = env_spec_parts(&source, &state, Some(&spec), 0)
+        .await
+        .expect_err("not packaged");
+    assert!(
+        matches!(error, ContentError::ConfigNotPackaged { .. }),
+        "{error}"
     );
 }
