@@ -8,6 +8,9 @@
 
 #[path = "../../../../tests/containment/cases.rs"]
 mod containment_cases;
+#[path = "../../../../tests/schemas/dispatch.rs"]
+mod dispatch_schema;
+mod lambda_chain;
 mod release;
 mod stack;
 
