@@ -55,6 +55,7 @@ pub mod config;
 pub mod ingress;
 pub mod job;
 pub mod queue;
+pub mod report;
 pub mod runner;
 pub mod suggest;
 pub mod telemetry;

@@ -9,12 +9,14 @@ use astrolift_store::{BlobStore, BoxFuture, StateStore};
 use astrolift_trigger::content::{BlobContent, UrlOptions};
 use astrolift_trigger::dispatch::{DispatchQueue, SqsDispatchQueue};
 use astrolift_trigger::outbox::{SqliteOutbox, outbox_max_from_env, outbox_path};
+use astrolift_trigger::report::ResultReporter;
 use astrolift_trigger::secrets::{AwsSecretResolver, EnvSecretResolver, resolver_from_env};
 use astrolift_trigger::{SecretError, SecretResolver, TriggerResponse, TriggerService};
 use http::HeaderMap;
 
 use crate::config::{ConfigError, Environment};
 use crate::ingress::{EventFanOut, FanOutDelivery, FanOutSummary};
+use crate::report::GitHubReporter;
 use crate::telemetry::{self, Metric};
 
 /// The trigger service on `state` and `blobs` (each dispatch's snapshot,
@@ -54,7 +56,22 @@ pub async fn service_from_env(
     let content = BlobContent::new(blobs, urls, Limits::DEFAULT);
     Ok(TriggerService::new(state, secrets, queue, Limits::DEFAULT)
         .with_content(Arc::new(content))
-        .with_callback_base(callback_base_from_env()))
+        .with_callback_base(callback_base_from_env())
+        .with_reporter(reporter_from_env(environment).await))
+}
+
+/// The App's reporter when this process holds the App's credentials (`astrolift serve`);
+/// `None` otherwise (the trigger function: see [`crate::report`]), and for credentials
+/// that do not load, which is logged rather than stopping a start that does not need them.
+async fn reporter_from_env(environment: &Environment) -> Option<Arc<dyn ResultReporter>> {
+    match environment.github_app().await {
+        Ok(github) => Some(Arc::new(GitHubReporter::new(Arc::new(github)))),
+        Err(ConfigError::Missing(_) | ConfigError::Credentials(_)) => None,
+        Err(error) => {
+            tracing::warn!(%error, "no GitHub App client: terminal results are not reported");
+            None
+        }
+    }
 }
 
 /// `ASTROLIFT_CALLBACK_BASE_URL`: the public URL of `serve` or of the

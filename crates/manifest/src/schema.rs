@@ -137,6 +137,18 @@ struct TriggerSchema {
     /// GitHub only: also fire for fork pull requests and for senders who are
     /// not an `OWNER`, `MEMBER` or `COLLABORATOR`. Default false.
     allow_untrusted: Option<bool>,
+    /// GitHub only: report the terminal result back as a comment on the issue or pull
+    /// request, or as a check run on the pull request's head.
+    report: Option<ReportSchema>,
+}
+
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum ReportSchema {
+    /// A comment (`issues`, `issue_comment`, `pull_request` events).
+    Comment,
+    /// A check run (`pull_request` events).
+    Check,
 }
 
 #[derive(Debug, JsonSchema)]

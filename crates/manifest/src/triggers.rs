@@ -89,6 +89,11 @@ pub const UNTRUSTED_NOT_ALLOWED: Code = Code::new(
     Severity::Error,
     "`allow_untrusted` on a `generic` trigger: only GitHub triggers have a trust policy.",
 );
+pub const INVALID_REPORT: Code = Code::new(
+    "trigger/invalid-report",
+    Severity::Error,
+    "`report` is not `comment` or `check`, is on a `generic` trigger, or names a report its events cannot have.",
+);
 pub const INVALID_TOLERANCE: Code = Code::new(
     "trigger/invalid-tolerance",
     Severity::Error,
@@ -118,6 +123,7 @@ pub const CODES: &[&Code] = &[
     &VERIFY_MISMATCH,
     &PLAINTEXT_SECRET,
     &UNTRUSTED_NOT_ALLOWED,
+    &INVALID_REPORT,
     &INVALID_TOLERANCE,
     &JQ_SYNTAX,
     &JQ_UNDEFINED,
@@ -132,6 +138,7 @@ pub(crate) const TRIGGER_KEYS: &[&str] = &[
     "payload",
     "env_spec",
     "allow_untrusted",
+    "report",
 ];
 const SOURCES: &[&str] = &["generic", "github"];
 const VERIFY_KINDS: &[&str] = &["hmac-sha256", "github", "token"];
@@ -202,6 +209,37 @@ pub struct TriggerSpec {
     /// existed keep their digest.
     #[serde(default, skip_serializing_if = "is_false")]
     pub allow_untrusted: bool,
+    /// GitHub only: report the dispatch's terminal result back to the issue or
+    /// pull request it came from. Not serialized when absent (binding digests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<ReportKind>,
+}
+
+/// Where a GitHub-sourced dispatch's terminal result is reported back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportKind {
+    /// A comment on the issue or pull request (`issues`, `issue_comment`, `pull_request`).
+    Comment,
+    /// A completed check run on the pull request's head commit (`pull_request`).
+    Check,
+}
+
+impl ReportKind {
+    /// The events (before any `.action`) whose payload names what this report goes to.
+    pub fn events(self) -> &'static [&'static str] {
+        match self {
+            ReportKind::Comment => &["issues", "issue_comment", "pull_request"],
+            ReportKind::Check => &["pull_request"],
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportKind::Comment => "comment",
+            ReportKind::Check => "check",
+        }
+    }
 }
 
 fn is_false(value: &bool) -> bool {
@@ -237,6 +275,7 @@ fn trigger<'i>(
     let payload = jq_field(file, table, "payload");
     let env_spec = file.str(table, "env_spec").map(|(s, _)| s.to_owned());
     let allow_untrusted = allow_untrusted(file, table, source);
+    let report = trigger_report(file, table, source, &events);
     Some(TriggerSpec {
         name: name?,
         source: source?,
@@ -246,7 +285,61 @@ fn trigger<'i>(
         payload,
         env_spec,
         allow_untrusted,
+        report,
     })
+}
+
+/// `report = "comment" | "check"`: on `github` triggers whose every event
+/// names an issue or pull request the report can go to.
+fn trigger_report<'i>(
+    file: &mut TomlFile<'i>,
+    table: &DeTable<'i>,
+    source: Option<TriggerSource>,
+    events: &[String],
+) -> Option<ReportKind> {
+    let (value, range) = file.str(table, "report")?;
+    let kind = match value {
+        "comment" => ReportKind::Comment,
+        "check" => ReportKind::Check,
+        other => {
+            file.report(
+                &INVALID_REPORT,
+                range,
+                format!("`report` is `{other}`; it must be `comment` or `check`"),
+            );
+            return None;
+        }
+    };
+    if source == Some(TriggerSource::Generic) {
+        file.report(
+            &INVALID_REPORT,
+            range,
+            "`report` applies only to `source = \"github\"` triggers",
+        )
+        .help =
+            Some("a generic sender gets the dispatch id in the answer: remove the key".to_owned());
+        return None;
+    }
+    let base = |event: &str| event.split('.').next().unwrap_or(event).to_owned();
+    let unfit: Vec<String> = events
+        .iter()
+        .filter(|event| !kind.events().contains(&base(event).as_str()))
+        .cloned()
+        .collect();
+    if !unfit.is_empty() {
+        file.report(
+            &INVALID_REPORT,
+            range,
+            format!(
+                "`report = \"{}\"` needs events of {}, not `{}`",
+                kind.as_str(),
+                kind.events().join(", "),
+                unfit.join("`, `")
+            ),
+        );
+        return None;
+    }
+    Some(kind)
 }
 
 /// `allow_untrusted`: a boolean, on `github` triggers only.

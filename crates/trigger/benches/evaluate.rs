@@ -89,6 +89,7 @@ fn bench(c: &mut Criterion) {
         payload: Some(PAYLOAD.to_owned()),
         env_spec: None,
         allow_untrusted: false,
+        report: None,
     };
     let binding = CompiledBinding::from_spec("t-bench", spec).unwrap_or_else(|e| panic!("{e}"));
     let secrets = Secrets(HashMap::from([(

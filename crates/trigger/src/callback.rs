@@ -31,6 +31,7 @@ use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
 use crate::render::key_hash;
+use crate::report::{ResultReporter, dispatch_of, report_back};
 use crate::service::TriggerResponse;
 use crate::workflow::{StageDispatcher, advance_workflow_on_callback};
 
@@ -54,6 +55,8 @@ pub struct CallbackContext<'a> {
     pub dispatcher: &'a dyn StageDispatcher,
     pub limits: &'a Limits,
     pub now: UnixSeconds,
+    /// Reports terminal results to GitHub for dispatches that ask ([`crate::report`]).
+    pub reporter: Option<&'a dyn ResultReporter>,
 }
 
 impl std::fmt::Debug for CallbackContext<'_> {
@@ -102,7 +105,22 @@ async fn accept(
         answer.body["status"] = json!(task.status.as_str());
         return Err(answer);
     }
+    if task.status.is_terminal() {
+        report_terminal(context, &task).await;
+    }
     Ok(recorded_answer(&task, workflow_run))
+}
+
+/// The first terminal report of a task whose dispatch asks for it, to GitHub (best effort).
+async fn report_terminal(context: CallbackContext<'_>, task: &DispatchTask) {
+    let Some(dispatch) = dispatch_of(context.state, &task.idempotency_key).await else {
+        return;
+    };
+    let result = task
+        .result
+        .as_deref()
+        .and_then(|text| serde_json::from_str(text).ok());
+    report_back(context.reporter, &dispatch, task.status, result).await;
 }
 
 /// The task, once the request is within its bounds and carries the key of the task's

@@ -19,7 +19,9 @@
 
 use std::sync::Mutex;
 
-use astrolift_store::state::{Agent, Dispatch, DispatchOutcome, DispatchStatus, UnixSeconds};
+use astrolift_store::state::{
+    Agent, Dispatch, DispatchOutcome, DispatchStatus, ReportTarget, UnixSeconds,
+};
 use astrolift_store::{BoxFuture, StateStore, StoreError};
 use http::HeaderMap;
 use serde_json::Value;
@@ -127,12 +129,15 @@ pub enum DispatchError {
     Full { max: u64 },
 }
 
-/// Who caused a dispatch, and whether it passed the trust policy.
+/// Who caused a dispatch, whether it passed the trust policy, and where its
+/// result is reported back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Origin {
     /// The GitHub sender's login, for GitHub events.
     pub sender: Option<String>,
     pub trusted: bool,
+    /// A GitHub-sourced trigger's `report`, with the issue or pull request it goes to.
+    pub report: Option<ReportTarget>,
 }
 
 impl Origin {
@@ -140,6 +145,7 @@ impl Origin {
     pub const TRUSTED: Origin = Origin {
         sender: None,
         trusted: true,
+        report: None,
     };
 }
 
@@ -232,6 +238,7 @@ pub fn new_dispatch(request: &DispatchRequest<'_>) -> Result<Dispatch, DispatchE
         task_id,
         env_spec: request.env_spec.as_ref().map(|spec| spec.name.clone()),
         message: Some(message),
+        report: request.origin.report.clone(),
     })
 }
 

@@ -99,6 +99,7 @@ mod evaluate;
 pub mod message;
 pub mod outbox;
 pub mod render;
+pub mod report;
 pub mod sandbox;
 pub mod secrets;
 pub mod service;

@@ -67,6 +67,7 @@ use crate::dispatch::{
 use crate::error::TriggerError;
 use crate::evaluate::{CompiledBinding, Outcome, evaluate_verified};
 use crate::message::Source;
+use crate::report::{ResultReporter, report_target};
 use crate::secrets::SecretResolver;
 use crate::trust::{Trust, assess};
 use crate::verify::{now_seconds, verify_request};
@@ -111,6 +112,7 @@ pub struct TriggerService {
     queue: Arc<dyn DispatchQueue>,
     content: Arc<dyn ContentSource>,
     callback_base: Option<String>,
+    reporter: Option<Arc<dyn ResultReporter>>,
     limits: Limits,
     compiled: Mutex<HashMap<String, CacheEntry>>,
     compilations: AtomicU64,
@@ -136,6 +138,7 @@ impl TriggerService {
             queue,
             content: Arc::new(RecordOnlyContent { lenient: true }),
             callback_base: None,
+            reporter: None,
             limits,
             compiled: Mutex::new(HashMap::new()),
             compilations: AtomicU64::new(0),
@@ -164,6 +167,13 @@ impl TriggerService {
         self
     }
 
+    /// Reports the terminal results of dispatches whose trigger sets `report` to GitHub
+    /// through `reporter` ([`crate::report`]); without one they are logged as not reported.
+    pub fn with_reporter(mut self, reporter: Option<Arc<dyn ResultReporter>>) -> Self {
+        self.reporter = reporter;
+        self
+    }
+
     /// One `POST /callbacks/{task_id}` ([`crate::callback`]): the report recorded on the
     /// service's state, a workflow stage's run advanced with the service's queue, content
     /// and callback route.
@@ -184,6 +194,7 @@ impl TriggerService {
             dispatcher: &dispatcher,
             limits: &self.limits,
             now: now_seconds(),
+            reporter: self.reporter.as_deref(),
         };
         crate::callback::handle_callback(context, task_id, headers, body).await
     }
@@ -329,9 +340,15 @@ impl TriggerService {
                 }),
             });
         }
+        let report = ready
+            .compiled
+            .spec
+            .report
+            .and_then(|kind| report_target(kind, &ready.binding.repository, event.body));
         let origin = Origin {
             sender: trust.sender.clone(),
             trusted: trust.trusted,
+            report,
         };
         let outcome = evaluate_verified(&ready.compiled, event.body, &self.limits).await;
         let key = delivery_key(&trigger_id, event.delivery_id);

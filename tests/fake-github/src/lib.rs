@@ -27,6 +27,7 @@
 mod auth;
 mod checks;
 mod collaborators;
+pub mod comments;
 mod compare;
 mod faults;
 mod pulls;
@@ -83,6 +84,8 @@ pub(crate) struct State {
     pub down_until: Option<std::time::Instant>,
     pub requests: Vec<RecordedRequest>,
     pub check_runs: Vec<FakeCheckRun>,
+    /// Issue and pull request comments, in order.
+    pub comments: Vec<comments::FakeComment>,
     /// Parents per commit, per `(owner, repo)`.
     pub commit_graphs: HashMap<(String, String), compare::CommitGraph>,
     /// Pull requests by `(owner, repo, number)`.
@@ -320,6 +323,11 @@ impl FakeGitHub {
     pub fn check_runs(&self) -> Vec<FakeCheckRun> {
         self.state.lock().check_runs.clone()
     }
+
+    /// Every issue or pull request comment created, in order.
+    pub fn comments(&self) -> Vec<comments::FakeComment> {
+        self.state.lock().comments.clone()
+    }
 }
 
 fn router(state: Shared) -> Router {
@@ -348,6 +356,10 @@ fn router(state: Shared) -> Router {
         .route(
             "/repos/{owner}/{repo}/collaborators/{username}/permission",
             get(collaborators::permission),
+        )
+        .route(
+            "/repos/{owner}/{repo}/issues/{number}/comments",
+            post(comments::create),
         )
         .route(
             "/repos/{owner}/{repo}/pulls/{number}/files",

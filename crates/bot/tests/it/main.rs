@@ -7,6 +7,7 @@ mod faults;
 mod ingress;
 mod queue;
 mod registrations;
+mod reports;
 mod rerequests;
 mod runner;
 mod suggestions;

@@ -244,6 +244,30 @@ impl Installation {
         Ok(run.id)
     }
 
+    /// Creates the check run `name` on `head_sha` already `completed` with `conclusion` and
+    /// a summary (no annotations): one request.
+    pub async fn create_completed(
+        &self,
+        repo: &RepoPath,
+        head_sha: &str,
+        name: &str,
+        conclusion: &str,
+        (title, summary): (&str, &str),
+    ) -> Result<u64, GitHubError> {
+        let segments = ["repos", &repo.owner, &repo.name, "check-runs"];
+        let body = json!({
+            "name": name, "head_sha": head_sha, "status": "completed", "conclusion": conclusion,
+            "output": {
+                "title": trim_chars(title, MAX_TITLE_CHARS),
+                "summary": trim_chars(summary, MAX_OUTPUT_TEXT),
+            },
+        });
+        let run: CheckRun = self
+            .send_json(JsonMethod::Post, &segments, Some(&body))
+            .await?;
+        Ok(run.id)
+    }
+
     /// Completes run `id`: every annotation batch but the last in its own
     /// PATCH, then the last with the conclusion. Makes ⌈annotations/50⌉
     /// requests (at least one).

@@ -19,6 +19,7 @@
 mod app;
 mod checks;
 mod client;
+mod comments;
 mod compare;
 mod layers;
 mod permissions;
@@ -39,6 +40,7 @@ pub use client::{
     API_VERSION, DEFAULT_API_URL, DEFAULT_MAX_TARBALL_BYTES, GitHubApp, GitHubConfig, GitHubError,
     Installation, RepoPath,
 };
+pub use comments::IssueComment;
 pub use compare::CompareStatus;
 pub use permissions::RepositoryPermission;
 pub use pulls::{

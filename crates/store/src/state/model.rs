@@ -471,6 +471,26 @@ pub struct Dispatch {
     /// `None` on records written before messages were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Where its terminal result is reported back (a GitHub-sourced trigger's `report`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<ReportTarget>,
+}
+
+/// The issue or pull request a GitHub-sourced dispatch came from, to report its terminal
+/// result to: a comment on it, or a check run on the pull request's head commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportTarget {
+    /// `comment` or `check`.
+    pub kind: String,
+    /// `owner/name`.
+    pub repository: String,
+    /// The App installation the event came through.
+    pub installation_id: u64,
+    /// The issue or pull request number.
+    pub number: u64,
+    /// The pull request's head commit (what a check run is created on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_sha: Option<String>,
 }
 
 /// Whether `record_dispatch` stored a new dispatch.

@@ -515,6 +515,14 @@ pub async fn dispatches_are_idempotent(subject: Subject) {
         task_id: "0b0e7e57-0000-4000-8000-000000000001".into(),
         env_spec: Some("triage-prod".into()),
         message: Some("{\"schema\":\"astrolift.dispatch/v1\"}".into()),
+        // Kept as it is, numbers and all, on both stores.
+        report: Some(ReportTarget {
+            kind: "check".into(),
+            repository: "octo/agents".into(),
+            installation_id: 31,
+            number: 7,
+            head_sha: Some("a".repeat(40)),
+        }),
     };
     assert_eq!(
         store.record_dispatch(&dispatch).await.unwrap(),

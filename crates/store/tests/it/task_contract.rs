@@ -30,6 +30,7 @@ fn dispatch(name: &str) -> Dispatch {
         task_id: format!("task-{id}"),
         env_spec: None,
         message: Some("{\"schema\":\"astrolift.dispatch/v1\"}".into()),
+        report: None,
     }
 }
 

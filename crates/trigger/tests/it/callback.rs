@@ -3,18 +3,22 @@
 //! result limit and one byte past it), no answer naming the key, and a two-stage workflow
 //! advanced by its stages' callbacks, a duplicate changing nothing.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use astrolift_manifest::Limits;
+use astrolift_store::BoxFuture;
 use astrolift_store::StateStore;
 use astrolift_store::state::tasks::record_render;
-use astrolift_store::state::{RunStatus, SqliteStateStore, TaskStatus, WorkflowRecord};
+use astrolift_store::state::{
+    ReportTarget, RunStatus, SqliteStateStore, TaskStatus, WorkflowRecord,
+};
 use astrolift_trigger::TriggerResponse;
 use astrolift_trigger::callback::{CallbackContext, callback_body_limit, handle_callback};
 use astrolift_trigger::content::{ContentSource, RecordOnlyContent};
-use astrolift_trigger::dispatch::{MemoryDispatchQueue, record};
+use astrolift_trigger::dispatch::{MemoryDispatchQueue, Origin, record};
 use astrolift_trigger::message::Source;
 use astrolift_trigger::render::key_hash;
+use astrolift_trigger::report::{ResultReporter, TerminalResult};
 use astrolift_trigger::workflow::{RecordingDispatcher, stage_key, start_run};
 use serde_json::{Value, json};
 
@@ -28,7 +32,27 @@ const KEY: &str = "the-latest-cluster-key";
 struct Subject {
     state: Arc<dyn StateStore>,
     queue: MemoryDispatchQueue,
+    reporter: Option<RecordingReporter>,
     _dir: tempfile::TempDir,
+}
+
+/// Every report handed to it.
+#[derive(Debug, Default)]
+struct RecordingReporter {
+    reports: Mutex<Vec<(ReportTarget, TerminalResult)>>,
+}
+
+impl ResultReporter for RecordingReporter {
+    fn report<'a>(
+        &'a self,
+        target: &'a ReportTarget,
+        result: &'a TerminalResult,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        if let Ok(mut reports) = self.reports.lock() {
+            reports.push((target.clone(), result.clone()));
+        }
+        Box::pin(async { Err("recorded, and failing: the callback still answers 200".to_owned()) })
+    }
 }
 
 const CONTENT: RecordOnlyContent = RecordOnlyContent { lenient: true };
@@ -42,6 +66,7 @@ impl Subject {
         let subject = Subject {
             state: Arc::new(state),
             queue: MemoryDispatchQueue::new(),
+            reporter: Some(RecordingReporter::default()),
             _dir: dir,
         };
         register_agents(subject.state.as_ref()).await;
@@ -59,6 +84,11 @@ impl Subject {
 
     /// A manual dispatch of `triage`, rendered with `KEY`: its task id.
     async fn rendered_dispatch(&self) -> String {
+        self.rendered_dispatch_from(&Origin::TRUSTED).await
+    }
+
+    /// A dispatch of `triage` caused by `origin`, rendered with `KEY`: its task id.
+    async fn rendered_dispatch_from(&self, origin: &Origin) -> String {
         let agent = self
             .state
             .list_agents(REPO)
@@ -68,7 +98,8 @@ impl Subject {
             .find(|a| a.name == "triage")
             .expect("triage");
         let content = CONTENT.content(&agent, NOW).await.expect("content");
-        let request = request(&agent, Source::Manual, None, &content, None);
+        let mut request = request(&agent, Source::Manual, None, &content, None);
+        request.origin = origin;
         let task_id = record(self.state.as_ref(), &request)
             .await
             .expect("records")
@@ -107,6 +138,7 @@ impl Subject {
             dispatcher: &dispatcher,
             limits: &limits(),
             now: NOW + 10,
+            reporter: self.reporter.as_ref().map(|r| r as &dyn ResultReporter),
         };
         handle_callback(context, task_id, &headers, body).await
     }
@@ -314,4 +346,57 @@ async fn callbacks_advance_a_two_stage_workflow_once() {
         .await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert_eq!(run(&subject).await.status, RunStatus::Succeeded);
+}
+
+/// docs/reference.md §10: the first terminal report of a dispatch whose trigger sets
+/// `report` goes to the reporter once, with the result; a `running` report, a duplicate
+/// terminal one (409) and a dispatch without `report` go nowhere. A reporter that fails
+/// does not change the answer: the status is recorded.
+#[tokio::test]
+async fn the_first_terminal_report_is_reported_back_once() {
+    let subject = Subject::new().await;
+    let target = ReportTarget {
+        kind: "comment".into(),
+        repository: REPO.into(),
+        installation_id: 31,
+        number: 7,
+        head_sha: None,
+    };
+    let origin = Origin {
+        sender: Some("octocat".into()),
+        trusted: true,
+        report: Some(target.clone()),
+    };
+    let task = subject.rendered_dispatch_from(&origin).await;
+    let plain = subject.rendered_dispatch().await;
+    let reports = || {
+        let reporter = subject.reporter.as_ref().expect("a reporter");
+        reporter
+            .reports
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
+    };
+    let running = subject
+        .call(&task, KEY, &report("running", json!({})))
+        .await;
+    assert_eq!(running.status, 202);
+    assert!(reports().is_empty(), "running is not reported");
+    let done = report("succeeded", json!({"labels": ["p1"]}));
+    assert_eq!(subject.call(&task, KEY, &done).await.status, 200);
+    assert_eq!(subject.call(&task, KEY, &done).await.status, 409);
+    assert_eq!(subject.call(&plain, KEY, &done).await.status, 200);
+    let reports = reports();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    let (reported_to, result) = &reports[0];
+    assert_eq!(reported_to, &target);
+    assert_eq!(result.status, TaskStatus::Succeeded);
+    assert_eq!(result.agent, "triage");
+    assert_eq!(result.result, Some(json!({"labels": ["p1"]})));
+    assert_eq!(result.conclusion(), "success");
+    assert!(
+        result.markdown().contains("\"p1\""),
+        "{}",
+        result.markdown()
+    );
 }

@@ -44,6 +44,7 @@ pub fn trigger(name: &str, source: TriggerSource, verify: Option<Verify>) -> Tri
         payload: None,
         env_spec: None,
         allow_untrusted: false,
+        report: None,
     }
 }
 

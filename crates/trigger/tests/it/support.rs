@@ -101,6 +101,7 @@ pub fn spec(verify: Option<Verify>, filter: Option<&str>, payload: Option<&str>)
         payload: payload.map(str::to_owned),
         env_spec: None,
         allow_untrusted: false,
+        report: None,
     }
 }
 

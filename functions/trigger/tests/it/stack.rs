@@ -81,6 +81,7 @@ fn generic(name: &str, verify: Verify) -> TriggerSpec {
         payload: None,
         env_spec: None,
         allow_untrusted: false,
+        report: None,
     }
 }
 

@@ -1,0 +1,230 @@
+//! Reporting a GitHub-sourced dispatch's terminal result back to the issue or
+//! pull request it came from (a trigger's `report = "comment" | "check"`,
+//! docs/reference.md §10).
+//!
+//! At dispatch, [`report_target`] reads from the verified event where the
+//! report goes (installation, issue or pull request number, the pull
+//! request's head) and the dispatch record keeps it. When the first terminal
+//! callback of its task is recorded, [`report_back`] hands it to the
+//! process's [`ResultReporter`] (the App's GitHub client; `astrolift serve`
+//! has one). Reporting is best effort: the terminal status is recorded
+//! whatever GitHub answers, and a failure is logged (`report failed`), never
+//! turned into the callback's answer, so a runtime is not asked to repeat a
+//! report that was recorded.
+
+use astrolift_manifest::triggers::ReportKind;
+use astrolift_store::BoxFuture;
+use astrolift_store::state::{Dispatch, ReportTarget, StateStore, TaskStatus};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::dispatch::message_of;
+
+/// The most characters of a result's JSON that a comment or check run shows
+/// (GitHub refuses bodies over 65,536 characters).
+pub const MAX_SHOWN_RESULT: usize = 60_000;
+
+/// Posts terminal results to GitHub.
+pub trait ResultReporter: Send + Sync + std::fmt::Debug {
+    /// Reports `result` to `target`; `Err` says why it could not.
+    fn report<'a>(
+        &'a self,
+        target: &'a ReportTarget,
+        result: &'a TerminalResult,
+    ) -> BoxFuture<'a, Result<(), String>>;
+}
+
+/// What a report says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TerminalResult {
+    pub agent: String,
+    pub dispatch_id: String,
+    pub task_id: String,
+    pub status: TaskStatus,
+    pub result: Option<Value>,
+}
+
+impl TerminalResult {
+    /// The Markdown of a comment or check run summary.
+    pub fn markdown(&self) -> String {
+        let mut text = format!(
+            "Astrolift: agent `{}` **{}** (dispatch `{}`, task `{}`).",
+            self.agent,
+            self.status.as_str(),
+            self.dispatch_id,
+            self.task_id
+        );
+        if let Some(result) = &self.result {
+            let json = serde_json::to_string_pretty(result).unwrap_or_default();
+            let shown: String = json.chars().take(MAX_SHOWN_RESULT).collect();
+            let cut = if shown.len() < json.len() {
+                "\n(cut)"
+            } else {
+                ""
+            };
+            text.push_str(&format!("\n\n```json\n{shown}\n```{cut}"));
+        }
+        text
+    }
+
+    /// The check run conclusion of the status.
+    pub fn conclusion(&self) -> &'static str {
+        match self.status {
+            TaskStatus::Succeeded => "success",
+            TaskStatus::Cancelled => "cancelled",
+            _ => "failure",
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Event {
+    installation: Option<Id>,
+    issue: Option<Numbered>,
+    pull_request: Option<Pull>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Id {
+    id: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct Numbered {
+    number: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct Pull {
+    number: u64,
+    head: Option<Head>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Head {
+    sha: String,
+}
+
+/// Where a `kind` report of the verified GitHub event `body` of `repository`
+/// goes; `None` when the event names no installation, or no issue or pull
+/// request (a `check` also needs the pull request's head).
+pub fn report_target(kind: ReportKind, repository: &str, body: &[u8]) -> Option<ReportTarget> {
+    let event: Event = serde_json::from_slice(body).ok()?;
+    let installation_id = event.installation?.id;
+    let pull = event.pull_request;
+    let head_sha = pull
+        .as_ref()
+        .and_then(|p| p.head.as_ref())
+        .map(|h| h.sha.clone());
+    let number = match (&pull, event.issue) {
+        (Some(pull), _) => pull.number,
+        (None, Some(issue)) => issue.number,
+        (None, None) => return None,
+    };
+    if kind == ReportKind::Check && head_sha.is_none() {
+        return None;
+    }
+    Some(ReportTarget {
+        kind: kind.as_str().to_owned(),
+        repository: repository.to_owned(),
+        installation_id,
+        number,
+        head_sha,
+    })
+}
+
+/// Reports the terminal task of `dispatch` back, if its trigger asked for it.
+pub async fn report_back(
+    reporter: Option<&dyn ResultReporter>,
+    dispatch: &Dispatch,
+    status: TaskStatus,
+    result: Option<Value>,
+) {
+    let Some(target) = &dispatch.report else {
+        return;
+    };
+    let Some(reporter) = reporter else {
+        tracing::warn!(
+            dispatch_id = %dispatch.id,
+            kind = %target.kind,
+            "report failed: this process has no GitHub App credentials to report with"
+        );
+        return;
+    };
+    let agent =
+        message_of(dispatch).map_or_else(|_| dispatch.manifest_path.clone(), |m| m.agent.name);
+    let terminal = TerminalResult {
+        agent,
+        dispatch_id: dispatch.id.clone(),
+        task_id: dispatch.task_id.clone(),
+        status,
+        result,
+    };
+    match reporter.report(target, &terminal).await {
+        Ok(()) => tracing::info!(dispatch_id = %dispatch.id, kind = %target.kind, "reported"),
+        Err(why) => {
+            tracing::warn!(dispatch_id = %dispatch.id, kind = %target.kind, why, "report failed")
+        }
+    }
+}
+
+/// The dispatch of a task, for [`report_back`]; `None` when it cannot be read
+/// (logged: reporting is best effort).
+pub async fn dispatch_of(state: &dyn StateStore, idempotency_key: &str) -> Option<Dispatch> {
+    match state.get_dispatch(idempotency_key).await {
+        Ok(dispatch) => dispatch,
+        Err(error) => {
+            tracing::warn!(%error, "report failed: the dispatch could not be read");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(kind: ReportKind, body: Value) -> Option<ReportTarget> {
+        report_target(kind, "octo/agents", body.to_string().as_bytes())
+    }
+
+    #[test]
+    fn an_issue_event_reports_to_its_issue_a_pull_request_to_its_head() {
+        let issue = serde_json::json!({"installation": {"id": 31}, "issue": {"number": 7}});
+        let comment = target(ReportKind::Comment, issue.clone()).expect("a target");
+        assert_eq!((comment.number, comment.installation_id), (7, 31));
+        assert_eq!(comment.head_sha, None);
+        assert_eq!(target(ReportKind::Check, issue), None, "no head to check");
+        let pull = serde_json::json!({
+            "installation": {"id": 31},
+            "pull_request": {"number": 9, "head": {"sha": "abc"}},
+        });
+        let check = target(ReportKind::Check, pull).expect("a target");
+        assert_eq!((check.kind.as_str(), check.number), ("check", 9));
+        assert_eq!(check.head_sha.as_deref(), Some("abc"));
+    }
+
+    #[test]
+    fn an_event_without_installation_or_subject_reports_nowhere() {
+        let no_installation = serde_json::json!({"issue": {"number": 7}});
+        assert_eq!(target(ReportKind::Comment, no_installation), None);
+        let no_subject = serde_json::json!({"installation": {"id": 31}});
+        assert_eq!(target(ReportKind::Comment, no_subject), None);
+        assert_eq!(report_target(ReportKind::Comment, "o/r", b"not json"), None);
+    }
+
+    #[test]
+    fn a_long_result_is_cut_in_the_markdown() {
+        let result = TerminalResult {
+            agent: "triage".into(),
+            dispatch_id: "d".into(),
+            task_id: "t".into(),
+            status: TaskStatus::Failed,
+            result: Some(Value::String("x".repeat(MAX_SHOWN_RESULT * 2))),
+        };
+        let text = result.markdown();
+        assert!(text.chars().count() < MAX_SHOWN_RESULT + 200);
+        assert!(text.ends_with("(cut)"));
+        assert_eq!(result.conclusion(), "failure");
+    }
+}
