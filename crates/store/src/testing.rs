@@ -468,6 +468,10 @@ impl StateStore for FaultyStateStore {
     fn workspaces(&self) -> &dyn crate::state::WorkspaceStore {
         self.inner.workspaces()
     }
+
+    fn skills(&self) -> &dyn crate::state::SkillSourceStore {
+        self.inner.skills()
+    }
 }
 
 /// The local AWS endpoint, or `None` when the AWS tests must be skipped.

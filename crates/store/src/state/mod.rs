@@ -1,9 +1,10 @@
 //! Registration state: repositories, agents, audit history, deliveries, triggers, dispatches
-//! and their tasks.
+//! and their tasks, and where remote skills come from.
 
 mod change;
 mod dynamo;
 mod model;
+pub mod skills;
 mod sqlite;
 mod table;
 pub mod tasks;
@@ -21,6 +22,7 @@ pub use change::{
 };
 pub use dynamo::DynamoStateStore;
 pub use model::*;
+pub use skills::{Catalogue, SkillRepo, SkillSourceStore};
 pub use sqlite::SqliteStateStore;
 pub use table::{AttributeShape, IndexShape, KeyShape, TableShape, table_definition};
 pub use tasks::{DispatchTask, ReportOutcome, TaskReport, TaskStatus, TaskStore};
@@ -254,6 +256,9 @@ pub trait StateStore: Send + Sync + fmt::Debug {
 
     /// Registered workspace manifests and drift acceptances ([`workspaces`]).
     fn workspaces(&self) -> &dyn WorkspaceStore;
+
+    /// Organization skill repositories and the catalogue ([`skills`]).
+    fn skills(&self) -> &dyn SkillSourceStore;
 
     /// Explicit teardown: marks the agent `torn_down` (conditional on its current version),
     /// deletes its trigger bindings and appends a `torn_down` audit event. The agent record

@@ -34,6 +34,7 @@ macro_rules! concurrent_contract_tests {
 mod aws_errors;
 mod blob_contract;
 mod fs_blob;
+mod skill_contract;
 mod state_backends;
 mod state_contract;
 mod support;
