@@ -66,6 +66,23 @@ pub enum SkillRef {
     },
 }
 
+impl SkillRef {
+    /// A catalogue or organization reference as the manifest writes it (`name@version`,
+    /// `alias/path/to/skill@ref`); `None` for a local skill. What resolution is keyed by
+    /// and what its diagnostics name.
+    pub fn remote_reference(&self) -> Option<String> {
+        match self {
+            SkillRef::Local { .. } => None,
+            SkillRef::Catalogue { name, version } => Some(format!("{name}@{version}")),
+            SkillRef::Org {
+                repo_alias,
+                path,
+                git_ref,
+            } => Some(format!("{repo_alias}/{path}@{git_ref}")),
+        }
+    }
+}
+
 /// A local skill's `SKILL.md` frontmatter and body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LocalSkill {

@@ -69,7 +69,10 @@ pub use archive::{
 };
 pub use fingerprint::{ContentHashes, FINGERPRINT_FORMAT, FingerprintRecord, slice_fingerprint};
 pub use slice::{Slice, SliceError, SliceFile, slice};
-pub use snapshot::{Snapshot, snapshot, snapshot_with_hashes};
+pub use snapshot::{
+    SkillPin, SkillPins, Snapshot, skill_dir_sha256, snapshot, snapshot_pinned,
+    snapshot_with_hashes,
+};
 pub use source::PayloadTree;
 pub use tarball::{SourceTarball, TarballError, TarballOptions, TarballTree};
 
