@@ -33,6 +33,10 @@ pub struct AgentManifest {
     /// `[[triggers]]`: the bindings complete enough to register.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub triggers: Vec<crate::triggers::TriggerSpec>,
+    /// Where each catalogue or organization reference is written in the manifest, by
+    /// [`SkillRef::remote_reference`]: the line resolution reports its failures on.
+    #[serde(skip)]
+    pub reference_spans: BTreeMap<String, crate::diagnostic::Span>,
 }
 
 /// The agent's brief and the context files its relative links name.

@@ -35,7 +35,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use crate::codes;
 
 /// The directories of a local skill that are packaged with it.
-pub const SKILL_DIRS: &[&str] = &["scripts", "references", "assets"];
+pub use astrolift_manifest::skill::SKILL_DIRS;
 
 /// One file of a package.
 #[derive(Debug, Clone, PartialEq, Eq)]
