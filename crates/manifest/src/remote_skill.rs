@@ -155,6 +155,17 @@ pub struct RemoteSkill {
     pub files: Vec<String>,
 }
 
+/// Where a package holds the catalogue skill `name` (package-relative): `skills/<name>`.
+pub fn catalogue_package_dir(name: &str) -> String {
+    format!("skills/{name}")
+}
+
+/// Where a package holds the organization skill `alias/path` (package-relative):
+/// `skills/<alias>/<path>`.
+pub fn org_package_dir(alias: &str, path: &str) -> String {
+    format!("skills/{alias}/{path}")
+}
+
 /// Resolves every catalogue and organization skill of `manifest`, in manifest order. A
 /// reference that does not resolve is left out, with its diagnostic in `diagnostics`.
 pub fn resolve_remote_skills(
@@ -272,7 +283,7 @@ fn resolve_org(
         at.report(&MISSING_REMOTE_SKILL, message, None);
         return None;
     }
-    let package_dir = format!("skills/{alias}/{path}");
+    let package_dir = org_package_dir(alias, path);
     read_remote(
         &source,
         path,
@@ -306,7 +317,7 @@ fn resolve_catalogue(
         at.report(&NOT_IN_CATALOGUE, message, None);
         return None;
     }
-    read_remote(&source, &dir, name, format!("skills/{name}"), limits, at)
+    read_remote(&source, &dir, name, catalogue_package_dir(name), limits, at)
 }
 
 /// What the catalogue has instead of `name@version`.
