@@ -7,6 +7,7 @@ mod common;
 mod determinism;
 mod fingerprint;
 mod golden;
+mod remote;
 mod slice;
 mod snapshot;
 mod tarball;
