@@ -43,6 +43,12 @@ enum Command {
     /// Manage environment specs.
     #[command(subcommand)]
     EnvSpec(EnvSpecCommand),
+    /// Manage a project's organization skill repositories (`"ALIAS/path/to/skill@ref"`).
+    #[command(subcommand)]
+    SkillRepo(SkillRepoCommand),
+    /// Register or show the built-in skill catalogue (`"name@version"`).
+    #[command(subcommand)]
+    Catalogue(CatalogueCommand),
     /// Inspect registered agents.
     #[command(subcommand)]
     Agents(AgentsCommand),
@@ -77,6 +83,24 @@ enum EnvSpecCommand {
     List(cmd::registry::EnvSpecListArgs),
     /// Print one env spec.
     Show(cmd::registry::EnvSpecShowArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum SkillRepoCommand {
+    /// Register (or re-point) ALIAS for a project's agents.
+    Register(cmd::skill_sources::SkillRepoRegisterArgs),
+    /// List skill repositories.
+    List(cmd::skill_sources::SkillRepoListArgs),
+    /// Remove a project's alias.
+    Remove(cmd::skill_sources::SkillRepoRemoveArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum CatalogueCommand {
+    /// Register (or replace) the deployment's catalogue repository and ref.
+    Register(cmd::skill_sources::CatalogueRegisterArgs),
+    /// Print the registered catalogue.
+    Show(cmd::skill_sources::CatalogueShowArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -128,6 +152,21 @@ fn main() -> ExitCode {
         Command::EnvSpec(EnvSpecCommand::Upsert(args)) => cmd::registry::env_spec_upsert(args),
         Command::EnvSpec(EnvSpecCommand::List(args)) => cmd::registry::env_spec_list(args),
         Command::EnvSpec(EnvSpecCommand::Show(args)) => cmd::registry::env_spec_show(args),
+        Command::SkillRepo(SkillRepoCommand::Register(args)) => {
+            cmd::skill_sources::skill_repo_register(args)
+        }
+        Command::SkillRepo(SkillRepoCommand::List(args)) => {
+            cmd::skill_sources::skill_repo_list(args)
+        }
+        Command::SkillRepo(SkillRepoCommand::Remove(args)) => {
+            cmd::skill_sources::skill_repo_remove(args)
+        }
+        Command::Catalogue(CatalogueCommand::Register(args)) => {
+            cmd::skill_sources::catalogue_register(args)
+        }
+        Command::Catalogue(CatalogueCommand::Show(args)) => {
+            cmd::skill_sources::catalogue_show(args)
+        }
         Command::Agents(AgentsCommand::List(args)) => cmd::registry::agents_list(args),
         Command::History(args) => cmd::registry::history(args),
         Command::Teardown(args) => cmd::registry::teardown(args),

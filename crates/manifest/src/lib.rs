@@ -2,7 +2,8 @@
 //!
 //! This crate owns the formats of docs/reference.md §2 and §5: the native
 //! agent manifest (`astrolift.toml`), the federation file
-//! (`astrolift.agents.toml`), local skills (`SKILL.md`), briefs, workflows
+//! (`astrolift.agents.toml`), local skills (`SKILL.md`) and resolved remote ones
+//! ([`remote_skill`]), briefs, workflows
 //! (`workflows/*.toml`, [`workflow`]), and the diagnostics every renderer
 //! shows.
 //!
@@ -44,6 +45,7 @@ pub mod native;
 pub mod parallel;
 pub mod paths;
 pub mod position;
+pub mod remote_skill;
 pub mod resolved;
 pub mod schema;
 pub mod skill;
@@ -74,6 +76,7 @@ pub fn catalogue() -> Vec<&'static Code> {
         brief::CODES,
         native::CODES,
         skill::CODES,
+        remote_skill::CODES,
         config::CODES,
         workspace::CODES,
         yaml::CODES,

@@ -33,6 +33,10 @@ pub struct AgentManifest {
     /// `[[triggers]]`: the bindings complete enough to register.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub triggers: Vec<crate::triggers::TriggerSpec>,
+    /// Where each catalogue or organization reference is written in the manifest, by
+    /// [`SkillRef::remote_reference`]: the line resolution reports its failures on.
+    #[serde(skip)]
+    pub reference_spans: BTreeMap<String, crate::diagnostic::Span>,
 }
 
 /// The agent's brief and the context files its relative links name.
@@ -64,6 +68,23 @@ pub enum SkillRef {
         path: String,
         git_ref: String,
     },
+}
+
+impl SkillRef {
+    /// A catalogue or organization reference as the manifest writes it (`name@version`,
+    /// `alias/path/to/skill@ref`); `None` for a local skill. What resolution is keyed by
+    /// and what its diagnostics name.
+    pub fn remote_reference(&self) -> Option<String> {
+        match self {
+            SkillRef::Local { .. } => None,
+            SkillRef::Catalogue { name, version } => Some(format!("{name}@{version}")),
+            SkillRef::Org {
+                repo_alias,
+                path,
+                git_ref,
+            } => Some(format!("{repo_alias}/{path}@{git_ref}")),
+        }
+    }
 }
 
 /// A local skill's `SKILL.md` frontmatter and body.

@@ -241,7 +241,7 @@ impl<'i> ManifestReader<'_, 'i, '_> {
         let (name, name_span) = self.name(table);
         let package = self.package(table);
         let brief = self.brief(table);
-        let skills = self.skills(table, &package.root);
+        let (skills, reference_spans) = self.skills(table, &package.root);
         let workload = self.workloads(table);
         let environment = self.environment(table);
         let secrets = self.secrets(table);
@@ -259,6 +259,7 @@ impl<'i> ManifestReader<'_, 'i, '_> {
             secrets,
             package,
             triggers,
+            reference_spans,
         };
         NativeManifest { agent, name_span }
     }
@@ -320,9 +321,15 @@ impl<'i> ManifestReader<'_, 'i, '_> {
 
     // ----- skills -----
 
-    fn skills(&mut self, table: &DeTable<'i>, package_root: &str) -> Vec<SkillRef> {
+    /// The skill references in order, and where each remote one is written.
+    fn skills(
+        &mut self,
+        table: &DeTable<'i>,
+        package_root: &str,
+    ) -> (Vec<SkillRef>, BTreeMap<String, Span>) {
+        let mut spans = BTreeMap::new();
         let Some((array, _)) = self.file.array(table, "skills") else {
-            return Vec::new();
+            return (Vec::new(), spans);
         };
         let mut skills: Vec<SkillRef> = Vec::with_capacity(array.len());
         // A set, not a scan of `skills`: 100,000 references stay linear (issue 9).
@@ -347,9 +354,12 @@ impl<'i> ManifestReader<'_, 'i, '_> {
                 diagnostic.fix = fix;
                 continue;
             }
+            if let Some(reference) = skill.remote_reference() {
+                spans.insert(reference, self.file.span(item.span()));
+            }
             skills.push(skill);
         }
-        skills
+        (skills, spans)
     }
 
     /// Removes an array item that is not the first: from the end of the

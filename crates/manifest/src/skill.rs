@@ -25,6 +25,8 @@ use crate::yaml;
 
 /// The file that makes a directory a skill.
 pub const SKILL_FILE: &str = "SKILL.md";
+/// The directories of a skill that are packaged with its `SKILL.md`.
+pub const SKILL_DIRS: &[&str] = &["scripts", "references", "assets"];
 /// Frontmatter keys the Agent Skills format defines.
 pub const FRONTMATTER_KEYS: &[&str] = &[
     "name",
@@ -113,14 +115,36 @@ pub fn read_local_skill(
     dir: &str,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<LocalSkill> {
+    read_skill_named(tree, limits, dir, paths::file_name(dir), diagnostics)
+}
+
+/// [`read_local_skill`] for a skill whose `name` must be `expected_name` rather than its
+/// directory's name (a catalogue skill lives in `skills/<name>/<version>/`).
+pub fn read_skill_named(
+    tree: &dyn SourceTree,
+    limits: &Limits,
+    dir: &str,
+    expected_name: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<LocalSkill> {
     let path = paths::join(dir, SKILL_FILE);
     let text = files::read_text(tree, &path, limits.manifest_file, diagnostics)?;
     let mut checker = SkillFile {
         path,
-        dir_name: paths::file_name(dir).to_owned(),
+        dir_name: expected_name.to_owned(),
         diagnostics,
     };
     checker.parse(&text, limits)
+}
+
+/// The files packaged with the skill in `dir`: its `SKILL.md` (when there is one) and every
+/// file under its [`SKILL_DIRS`], in tree order.
+pub fn skill_entries<'t>(tree: &'t dyn SourceTree, dir: &str) -> Vec<&'t crate::tree::FileEntry> {
+    let skill_md = tree.entry(&paths::join(dir, SKILL_FILE));
+    let under = SKILL_DIRS
+        .iter()
+        .flat_map(|sub| tree.entries_under(&paths::join(dir, sub)));
+    skill_md.into_iter().chain(under).collect()
 }
 
 /// The frontmatter split out of a SKILL.md: the YAML text, the byte offset

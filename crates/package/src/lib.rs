@@ -61,6 +61,7 @@ pub mod codes;
 pub mod config_bundle;
 pub mod fingerprint;
 pub mod gzip;
+pub mod remote;
 pub mod slice;
 pub mod snapshot;
 pub mod source;
@@ -72,8 +73,12 @@ pub use archive::{
 };
 pub use config_bundle::{ConfigBundle, ConfigFile, bundle_config};
 pub use fingerprint::{ContentHashes, FINGERPRINT_FORMAT, FingerprintRecord, slice_fingerprint};
-pub use slice::{Slice, SliceError, SliceFile, slice};
-pub use snapshot::{Snapshot, snapshot, snapshot_with_hashes};
+pub use remote::{MountedTree, RemoteSkillTree, remote_pins};
+pub use slice::{Slice, SliceError, SliceFile, slice, slice_with_remote};
+pub use snapshot::{
+    SkillPin, SkillPins, Snapshot, skill_dir_sha256, snapshot, snapshot_pinned,
+    snapshot_with_hashes,
+};
 pub use source::PayloadTree;
 pub use tarball::{SourceTarball, TarballError, TarballOptions, TarballTree};
 
@@ -96,9 +101,37 @@ pub fn package_agent<W: std::io::Write>(
     writer: W,
 ) -> Result<Packaged, Vec<astrolift_manifest::Diagnostic>> {
     let slice = slice(manifest, tree, limits)?;
+    package_slice(manifest, slice, tree, &SkillPins::new(), writer)
+}
+
+/// [`package_agent`] for an agent whose resolved remote skills are mounted in `tree`: their
+/// files are packaged at their package directories and the snapshot pins each one (its
+/// commit and content hash).
+pub fn package_agent_with_remote<W: std::io::Write>(
+    manifest: &astrolift_manifest::model::AgentManifest,
+    tree: &MountedTree<'_>,
+    limits: &astrolift_manifest::Limits,
+    writer: W,
+) -> Result<Packaged, Vec<astrolift_manifest::Diagnostic>> {
+    let slice = slice_with_remote(manifest, tree, limits)?;
+    let pins = remote_pins(tree.remote())
+        .map_err(|e| vec![e.to_diagnostic(&manifest.manifest, &manifest.name)])?;
+    package_slice(manifest, slice, tree, &pins, writer)
+}
+
+/// Archives (to `writer`) and snapshots a slice, with `pins` for its remote skills.
+fn package_slice<W: std::io::Write>(
+    manifest: &astrolift_manifest::model::AgentManifest,
+    slice: Slice,
+    tree: &dyn PayloadTree,
+    pins: &SkillPins,
+    writer: W,
+) -> Result<Packaged, Vec<astrolift_manifest::Diagnostic>> {
     let failed = |e: PackageError| vec![e.to_diagnostic(&manifest.manifest, &manifest.name)];
     let output = write_archive(&slice, tree, writer).map_err(failed)?;
-    let snapshot = snapshot(manifest, &slice, tree, &output).map_err(failed)?;
+    let hashes = ContentHashes::default();
+    let snapshot =
+        snapshot_pinned(manifest, &slice, tree, &output, &hashes, pins).map_err(failed)?;
     Ok(Packaged {
         slice,
         output,

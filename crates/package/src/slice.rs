@@ -33,9 +33,10 @@ use astrolift_manifest::{Code, Diagnostic, Limits, Span};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use crate::codes;
+use crate::remote::{MountedTree, RemoteSkillTree, mount_path};
 
 /// The directories of a local skill that are packaged with it.
-pub const SKILL_DIRS: &[&str] = &["scripts", "references", "assets"];
+pub use astrolift_manifest::skill::SKILL_DIRS;
 
 /// One file of a package.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,6 +178,22 @@ pub fn slice(
     })
 }
 
+/// [`slice`] of an agent whose resolved remote skills are mounted in `tree`: their files are
+/// packaged at their package directories (`scripts/` executable), after the agent's own.
+/// A local file at the same destination is a duplicate destination, as for any two sources.
+pub fn slice_with_remote(
+    manifest: &AgentManifest,
+    tree: &MountedTree<'_>,
+    limits: &Limits,
+) -> Result<Slice, Vec<Diagnostic>> {
+    Slice::build_with_remote(manifest, tree, tree.remote(), limits).map_err(|errors| {
+        errors
+            .iter()
+            .map(|e| e.to_diagnostic(&manifest.manifest, &manifest.name))
+            .collect()
+    })
+}
+
 impl Slice {
     /// Computes an agent's slice, or every reason it has none.
     pub fn build(
@@ -184,10 +201,20 @@ impl Slice {
         tree: &dyn SourceTree,
         limits: &Limits,
     ) -> Result<Slice, Vec<SliceError>> {
+        Self::build_with_remote(manifest, tree, &[], limits)
+    }
+
+    fn build_with_remote(
+        manifest: &AgentManifest,
+        tree: &dyn SourceTree,
+        remote: &[RemoteSkillTree<'_>],
+        limits: &Limits,
+    ) -> Result<Slice, Vec<SliceError>> {
         let mut collector = Collector::new(manifest, tree)?;
         collector.add_root();
         collector.add_shared();
         let skills = collector.add_skills();
+        collector.add_remote_skills(remote);
         collector.add_brief();
         collector.finish(manifest, skills, limits.package_size)
     }
@@ -319,6 +346,25 @@ impl<'a> Collector<'a> {
             });
         }
         skills
+    }
+
+    /// Each remote skill's files (mounted in the tree, see [`MountedTree`]) at its package
+    /// directory.
+    fn add_remote_skills(&mut self, remote: &[RemoteSkillTree<'_>]) {
+        let tree = self.tree;
+        for (index, remote) in remote.iter().enumerate() {
+            let skill = remote.skill;
+            for path in &skill.files {
+                let mounted = mount_path(index, path);
+                let Some(entry) = tree.entry(&mounted) else {
+                    self.missing(&mounted, "remote skill file");
+                    continue;
+                };
+                let relative = strip_dir(path, &skill.dir);
+                let executable = is_within(relative, "scripts");
+                self.add(entry, join(&skill.package_dir, relative), executable);
+            }
+        }
     }
 
     /// `SKILL.md` and the files of the skill directories, less excluded ones.

@@ -12,6 +12,12 @@
 //! `<sha256 of file>  <path relative to the skill directory>\n`, one per
 //! packaged skill file, sorted by path bytes: what
 //! `find . -type f | LC_ALL=C sort | xargs sha256sum` prints, without `./`.
+//!
+//! A catalogue or organization skill that was resolved (DESIGN.md §17) is pinned: its
+//! entry adds `commit` (what its ref named at sync) and `sha256` (the same listing hash, over
+//! its skill directory in that commit; [`skill_dir_sha256`]). One that was not resolved has
+//! neither, so the snapshot of an agent whose skills are all local, or whose remote skills
+//! are unresolved, is exactly what it was before pins existed.
 
 use std::collections::BTreeMap;
 
@@ -70,13 +76,32 @@ pub enum SkillSnapshot {
     Catalogue {
         name: String,
         version: String,
+        /// Where it was resolved; absent when it was not.
+        #[serde(flatten, skip_serializing_if = "Option::is_none")]
+        pin: Option<SkillPin>,
     },
     Org {
         repo_alias: String,
         path: String,
         git_ref: String,
+        /// Where it was resolved; absent when it was not.
+        #[serde(flatten, skip_serializing_if = "Option::is_none")]
+        pin: Option<SkillPin>,
     },
 }
+
+/// Where a catalogue or organization skill was resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkillPin {
+    /// The commit (40 hex digits) its ref named.
+    pub commit: String,
+    /// The listing hash of its skill directory at that commit ([`skill_dir_sha256`]).
+    pub sha256: String,
+}
+
+/// The pins of an agent's resolved remote skills, by
+/// [`SkillRef::remote_reference`]; a reference without one is unresolved.
+pub type SkillPins = BTreeMap<String, SkillPin>;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WorkloadSnapshot {
@@ -116,6 +141,19 @@ pub fn snapshot_with_hashes(
     output: &PackageOutput,
     hashes: &ContentHashes,
 ) -> Result<Snapshot, PackageError> {
+    let pins = SkillPins::new();
+    snapshot_pinned(manifest, slice, tree, output, hashes, &pins)
+}
+
+/// [`snapshot_with_hashes`], with the remote skills in `pins` pinned.
+pub fn snapshot_pinned(
+    manifest: &AgentManifest,
+    slice: &Slice,
+    tree: &dyn PayloadTree,
+    output: &PackageOutput,
+    hashes: &ContentHashes,
+    pins: &SkillPins,
+) -> Result<Snapshot, PackageError> {
     let hash = |path: &str| match hashes.hex(path) {
         Some(hex) => Ok(hex),
         None => file_sha256(tree, path),
@@ -140,7 +178,7 @@ pub fn snapshot_with_hashes(
     let skills = manifest
         .skills
         .iter()
-        .map(|skill| skill_snapshot(skill, slice, &hash))
+        .map(|skill| skill_snapshot(skill, slice, &hash, pins))
         .collect::<Result<_, _>>()?;
     let workload = manifest.workload.as_ref().map(|w| WorkloadSnapshot {
         name: w.name.clone(),
@@ -181,7 +219,13 @@ fn skill_snapshot(
     skill: &SkillRef,
     slice: &Slice,
     hash: &dyn Fn(&str) -> Result<String, PackageError>,
+    pins: &SkillPins,
 ) -> Result<SkillSnapshot, PackageError> {
+    let pin = || {
+        skill
+            .remote_reference()
+            .and_then(|reference| pins.get(&reference).cloned())
+    };
     Ok(match skill {
         SkillRef::Local {
             local_name,
@@ -204,6 +248,7 @@ fn skill_snapshot(
         SkillRef::Catalogue { name, version } => SkillSnapshot::Catalogue {
             name: name.clone(),
             version: version.clone(),
+            pin: pin(),
         },
         SkillRef::Org {
             repo_alias,
@@ -213,8 +258,20 @@ fn skill_snapshot(
             repo_alias: repo_alias.clone(),
             path: path.clone(),
             git_ref: git_ref.clone(),
+            pin: pin(),
         },
     })
+}
+
+/// The content hash of a skill directory `dir` of `tree` holding `files` (paths in
+/// `tree`): the same `sha256sum`-style listing hash as a local skill's, so a skill hashes
+/// the same wherever it is read from.
+pub fn skill_dir_sha256(
+    tree: &dyn PayloadTree,
+    dir: &str,
+    files: &[String],
+) -> Result<String, PackageError> {
+    skill_sha256(&|path: &str| file_sha256(tree, path), dir, files)
 }
 
 /// sha256 of the `sha256sum`-style listing of the skill's files.

@@ -472,6 +472,10 @@ impl StateStore for FaultyStateStore {
     fn config_packages(&self) -> &dyn crate::state::ConfigPackageStore {
         self.inner.config_packages()
     }
+
+    fn skills(&self) -> &dyn crate::state::SkillSourceStore {
+        self.inner.skills()
+    }
 }
 
 /// The local AWS endpoint, or `None` when the AWS tests must be skipped.

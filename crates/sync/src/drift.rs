@@ -103,20 +103,27 @@ fn skill_drift(old: &Value, new: &Value, drift: &mut Vec<DriftItem>) {
     }
 }
 
+/// `skill-version-changed` when the version, the ref or the commit a ref resolved to moved
+/// (the skill repository's `main` got a new commit: the same `@main`, another `commit`);
+/// `skill-changed` for any other difference, such as a first pin of a skill that was not
+/// resolved before.
 fn skill_change(id: &str, before: &Value, after: &Value) -> DriftItem {
     for field in ["version", "git_ref"] {
         if before[field] != after[field] && !before[field].is_null() {
-            return DriftItem::warning(
-                "skill-version-changed",
-                format!(
-                    "skill `{id}` {} → {}",
-                    plain(&before[field]),
-                    plain(&after[field])
-                ),
-            );
+            return skill_version_changed(id, plain(&before[field]), plain(&after[field]));
         }
     }
+    if before["commit"] != after["commit"] && !before["commit"].is_null() {
+        return skill_version_changed(id, short(&before["commit"]), short(&after["commit"]));
+    }
     DriftItem::warning("skill-changed", format!("skill `{id}` content changed"))
+}
+
+fn skill_version_changed(id: &str, before: String, after: String) -> DriftItem {
+    DriftItem::warning(
+        "skill-version-changed",
+        format!("skill `{id}` {before} → {after}"),
+    )
 }
 
 fn skills_by_id(skills: &Value) -> BTreeMap<String, &Value> {
@@ -242,6 +249,33 @@ mod tests {
         assert_eq!(
             kinds(&base(), &new),
             [("skill-version-changed".into(), DriftSeverity::Warning)]
+        );
+    }
+
+    #[test]
+    fn a_ref_resolved_to_a_new_commit_is_a_skill_version_warning() {
+        let org = |commit: &str| {
+            json!({"kind": "org", "repo_alias": "steadymd", "path": "runbooks/triage",
+                   "git_ref": "main", "commit": commit, "sha256": commit})
+        };
+        let mut old = base();
+        old["skills"][1] = org(&"1".repeat(40));
+        let mut new = base();
+        new["skills"][1] = org(&"2".repeat(40));
+        let drift = snapshot_drift(&old, &new);
+        assert_eq!(drift.len(), 1, "{drift:?}");
+        assert_eq!(drift[0].kind, "skill-version-changed");
+        assert_eq!(
+            drift[0].detail,
+            "skill `steadymd/runbooks/triage` 111111111111 → 222222222222"
+        );
+        // A first pin of a skill that was not resolved is a content change.
+        let mut unresolved = base();
+        unresolved["skills"][1] = json!({"kind": "org", "repo_alias": "steadymd",
+            "path": "runbooks/triage", "git_ref": "main"});
+        assert_eq!(
+            kinds(&unresolved, &new),
+            [("skill-changed".into(), DriftSeverity::Warning)]
         );
     }
 

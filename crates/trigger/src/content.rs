@@ -13,16 +13,22 @@
 //! [`PROMPT_TEXT_BUDGET`] bytes of them); the brief is the kept file whose
 //! path is a suffix of the brief's repo path and whose sha256 is the
 //! snapshot's, a skill's `SKILL.md` the one whose directory is the longest
-//! suffix of the skill's repo directory. Catalogue and organization skills
-//! carry no instructions here (the controller resolves them by reference,
-//! from `skill_refs`). Archives over [`MAX_ARCHIVE_BYTES`] are refused
-//! rather than read: the blob store reads objects whole.
+//! suffix of the skill's repo directory. A catalogue or organization skill
+//! the sync resolved (its snapshot entry has a `commit`) is packaged at a
+//! fixed package-relative directory, `skills/<name>/` or
+//! `skills/<alias>/<path>/` ([`astrolift_manifest::remote_skill`]), and its
+//! `SKILL.md` is read from there; one that was not resolved carries no
+//! instructions here (the controller resolves it by reference, from
+//! `skill_refs`). Skills are taken in the snapshot's order, whatever their
+//! form. Archives over [`MAX_ARCHIVE_BYTES`] are refused rather than read:
+//! the blob store reads objects whole.
 
 use std::io::Read;
 use std::sync::Arc;
 use std::time::Duration;
 
 use astrolift_manifest::model::{AgentManifest, SkillRef};
+use astrolift_manifest::remote_skill;
 use astrolift_manifest::{Limits, MemTree, SourceTree};
 use astrolift_store::blob::{BlobKey, BlobStore};
 use astrolift_store::state::{Agent, EnvSpec, StateStore, UnixSeconds};
@@ -271,13 +277,7 @@ pub fn prompt_texts_from_archive(
         ..Default::default()
     };
     for skill in &snapshot.skills {
-        if skill.get("kind").and_then(Value::as_str) != Some("local") {
-            continue;
-        }
-        let Some(dir) = skill.get("dir").and_then(Value::as_str) else {
-            continue;
-        };
-        let Some(packaged_dir) = packaged_skill_dir(&files, dir) else {
+        let Some(packaged_dir) = packaged_dir_of(skill, &files) else {
             continue;
         };
         let mut diagnostics = Vec::new();
@@ -296,6 +296,23 @@ pub fn prompt_texts_from_archive(
         }
     }
     Ok(texts)
+}
+
+/// Where the archive holds the `SKILL.md` of one snapshot skill entry: a local skill's
+/// packaged directory, a resolved remote skill's fixed one; `None` for an unresolved remote
+/// skill (or an entry this version does not know).
+fn packaged_dir_of(skill: &Value, files: &[(String, Vec<u8>)]) -> Option<String> {
+    let field = |name: &str| skill.get(name).and_then(Value::as_str);
+    let resolved = field("commit").is_some();
+    match field("kind")? {
+        "local" => packaged_skill_dir(files, field("dir")?),
+        "catalogue" if resolved => Some(remote_skill::catalogue_package_dir(field("name")?)),
+        "org" if resolved => Some(remote_skill::org_package_dir(
+            field("repo_alias")?,
+            field("path")?,
+        )),
+        _ => None,
+    }
 }
 
 /// The prompt texts of `agent` read from its working tree (`trigger test`).

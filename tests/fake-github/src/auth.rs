@@ -46,9 +46,11 @@ pub(crate) async fn access_token(
     let serial = TOKEN_SERIAL.fetch_add(1, Ordering::Relaxed);
     let token = format!("ghs_fake{serial:032}");
     let expires_at = now + TOKEN_LIFETIME;
-    state
-        .tokens
-        .insert(token.clone(), IssuedToken { expires_at });
+    let issued = IssuedToken {
+        expires_at,
+        installation_id: Some(id),
+    };
+    state.tokens.insert(token.clone(), issued);
     let body = json!({
         "token": token,
         "expires_at": rfc3339(expires_at),
@@ -59,7 +61,7 @@ pub(crate) async fn access_token(
 }
 
 /// GitHub's checks and messages for an App JWT.
-fn verify_app_jwt(headers: &HeaderMap, now: SystemTime) -> Result<(), &'static str> {
+pub(crate) fn verify_app_jwt(headers: &HeaderMap, now: SystemTime) -> Result<(), &'static str> {
     const UNDECODABLE: &str = "A JSON web token could not be decoded";
     let jwt = bearer(headers).ok_or(UNDECODABLE)?;
     let key = DecodingKey::from_rsa_pem(TEST_PUBLIC_KEY_PEM.as_bytes()).map_err(|_| UNDECODABLE)?;

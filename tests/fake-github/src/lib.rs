@@ -17,6 +17,15 @@
 //! - `GET /repos/{owner}/{repo}/collaborators/{username}/permission`, over
 //!   the roles the test sets ([`FakeGitHub::add_collaborator`]), 404 for
 //!   anyone else.
+//! - `GET /repos/{owner}/{repo}/commits/{ref}`: the commit a ref (or sha) names,
+//!   422 `No commit found for SHA` for an unknown ref;
+//! - `GET /repos/{owner}/{repo}/installation` (App JWT): the installation the
+//!   test put the repository in ([`FakeGitHub::install_repo`]), 404 otherwise.
+//!
+//! Any number of repositories can be served ([`FakeGitHub::add_repo`]); adding a
+//! ref again moves it to the new commit, as a push does. A repository put in an
+//! installation is readable (tarball, commits) only with that installation's
+//! tokens: another installation's token gets GitHub's 404.
 //!
 //! Faults are injected per test ([`Fault`]) and every request is recorded
 //! ([`RecordedRequest`]), authorization values redacted.
@@ -28,6 +37,7 @@ mod auth;
 mod checks;
 mod collaborators;
 pub mod comments;
+mod commits;
 mod compare;
 mod faults;
 mod pulls;
@@ -68,6 +78,8 @@ pub(crate) struct FakeRepo {
 #[derive(Debug, Clone)]
 pub(crate) struct IssuedToken {
     pub expires_at: SystemTime,
+    /// The installation it was issued for; `None` for a workflow's `GITHUB_TOKEN`.
+    pub installation_id: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -94,6 +106,8 @@ pub(crate) struct State {
     pub link_base_url: String,
     /// Collaborators' roles by `(owner, repo, lowercased login)`.
     pub collaborators: HashMap<(String, String, String), String>,
+    /// The installation that covers a repository, by `(owner, repo)`.
+    pub repo_installations: HashMap<(String, String), u64>,
 }
 
 impl State {
@@ -197,6 +211,24 @@ impl FakeGitHub {
         self.state.lock().repos.entry(key).or_default().push(entry);
     }
 
+    /// Puts `owner/repo` in installation `id` (made known too): `GET
+    /// /repos/{owner}/{repo}/installation` answers it, and only its tokens read the
+    /// repository. Repositories in no installation are readable with any token.
+    pub fn install_repo(&self, id: u64, owner: &str, repo: &str) {
+        let mut state = self.state.lock();
+        if !state.installations.contains(&id) {
+            state.installations.push(id);
+        }
+        let key = (owner.to_owned(), repo.to_owned());
+        state.repo_installations.insert(key, id);
+    }
+
+    /// How many tarballs of `owner/repo` were downloaded (requests to the download URL).
+    pub fn tarball_downloads(&self, owner: &str, repo: &str) -> usize {
+        let prefix = format!("/_codeload/{owner}/{repo}/");
+        self.requests_to("GET", &prefix).len()
+    }
+
     /// Adds commit `sha` with its `parents` to `owner/repo`'s commit graph
     /// (a root commit has none), which the compare endpoint answers from.
     pub fn add_commit(&self, owner: &str, repo: &str, sha: &str, parents: &[&str]) {
@@ -270,9 +302,11 @@ impl FakeGitHub {
         let mut state = self.state.lock();
         let token = format!("ghs_fakeactions{:04}", state.tokens.len());
         let expires_at = state.now() + Duration::from_secs(3600);
-        state
-            .tokens
-            .insert(token.clone(), IssuedToken { expires_at });
+        let issued = IssuedToken {
+            expires_at,
+            installation_id: None,
+        };
+        state.tokens.insert(token.clone(), issued);
         token
     }
 
@@ -354,6 +388,14 @@ fn router(state: Shared) -> Router {
             patch(checks::update),
         )
         .route(
+            "/repos/{owner}/{repo}/commits/{*git_ref}",
+            get(commits::commit),
+        )
+        .route(
+            "/repos/{owner}/{repo}/installation",
+            get(commits::repository_installation),
+        )
+        .route(
             "/repos/{owner}/{repo}/collaborators/{username}/permission",
             get(collaborators::permission),
         )
@@ -418,6 +460,29 @@ pub(crate) fn valid_token(state: &State, headers: &HeaderMap) -> bool {
         .tokens
         .get(token)
         .is_some_and(|issued| issued.expires_at > now)
+}
+
+/// GitHub's answer when the caller's token may not read `owner/repo`: 401 for a token the
+/// fake did not issue (or that expired), 404 for a repository in another installation than
+/// the token's (GitHub hides what a token cannot see); `None` when it may.
+pub(crate) fn repo_refusal(
+    state: &State,
+    headers: &HeaderMap,
+    owner: &str,
+    repo: &str,
+    docs: &str,
+) -> Option<Response> {
+    if !valid_token(state, headers) {
+        return Some(bad_credentials());
+    }
+    let key = (owner.to_owned(), repo.to_owned());
+    let covering = *state.repo_installations.get(&key)?;
+    let issued_for = bearer(headers)
+        .and_then(|token| state.tokens.get(token))
+        .and_then(|issued| issued.installation_id);
+    issued_for
+        .filter(|id| *id != covering)
+        .map(|_| github_error(StatusCode::NOT_FOUND, "Not Found", docs))
 }
 
 pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {

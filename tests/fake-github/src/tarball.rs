@@ -14,7 +14,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use tar::{EntryType, Header};
 
-use crate::{FakeRepo, Shared, bad_credentials, github_error, valid_token};
+use crate::{FakeRepo, Shared, github_error, repo_refusal};
 
 const DOCS: &str = "https://docs.github.com/rest/repos/contents#download-a-repository-archive-tar";
 /// GitHub's archives carry the commit time; the fake uses a fixed one.
@@ -26,8 +26,8 @@ pub(crate) async fn redirect(
     headers: HeaderMap,
 ) -> Response {
     let state = state.lock();
-    if !valid_token(&state, &headers) {
-        return bad_credentials();
+    if let Some(refused) = repo_refusal(&state, &headers, &owner, &repo, DOCS) {
+        return refused;
     }
     let Some(found) = find(&state, &owner, &repo, &git_ref) else {
         return github_error(StatusCode::NOT_FOUND, "Not Found", DOCS);
@@ -71,12 +71,24 @@ pub(crate) async fn download(
     }
 }
 
-fn find(state: &crate::State, owner: &str, repo: &str, git_ref: &str) -> Option<FakeRepo> {
+/// The commit `git_ref` names: a sha, or a ref, which points at the commit added for it
+/// last (adding a ref again moves it, as a push does).
+pub(crate) fn find(
+    state: &crate::State,
+    owner: &str,
+    repo: &str,
+    git_ref: &str,
+) -> Option<FakeRepo> {
     let short = git_ref.strip_prefix("refs/heads/").unwrap_or(git_ref);
     let entries = state.repos.get(&(owner.to_owned(), repo.to_owned()))?;
-    entries
-        .iter()
-        .find(|r| r.sha == git_ref || r.git_ref == git_ref || r.git_ref == short)
+    let by_sha = entries.iter().find(|r| r.sha == git_ref);
+    by_sha
+        .or_else(|| {
+            entries
+                .iter()
+                .rev()
+                .find(|r| r.git_ref == git_ref || r.git_ref == short)
+        })
         .cloned()
 }
 

@@ -12,6 +12,7 @@ pub mod registry;
 pub mod render;
 pub mod serve;
 mod serve_limits;
+pub mod skill_sources;
 pub mod stores;
 pub mod suggest;
 pub mod triggers;

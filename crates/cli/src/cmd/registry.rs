@@ -238,16 +238,7 @@ pub fn env_spec_upsert(args: EnvSpecUpsertArgs) -> anyhow::Result<ExitCode> {
 pub fn env_spec_list(args: EnvSpecListArgs) -> anyhow::Result<ExitCode> {
     with_state(&args.stores, async |state| {
         let specs = state.list_env_specs().await?;
-        match args.format {
-            ListFormat::Json => println!("{}", serde_json::to_string(&specs)?),
-            ListFormat::Human => {
-                for spec in &specs {
-                    println!("{}", describe_env_spec(spec));
-                }
-                println!("{} env specs", specs.len());
-            }
-        }
-        Ok(())
+        print_list(&specs, args.format, describe_env_spec, "env specs")
     })
 }
 
@@ -263,6 +254,25 @@ pub fn env_spec_show(args: EnvSpecShowArgs) -> anyhow::Result<ExitCode> {
         }
         Ok(())
     })
+}
+
+/// Prints `records` as one JSON array, or one line each and a count of `noun`.
+pub(super) fn print_list<T: serde::Serialize>(
+    records: &[T],
+    format: ListFormat,
+    describe: impl Fn(&T) -> String,
+    noun: &str,
+) -> anyhow::Result<()> {
+    match format {
+        ListFormat::Json => println!("{}", serde_json::to_string(records)?),
+        ListFormat::Human => {
+            for record in records {
+                println!("{}", describe(record));
+            }
+            println!("{} {noun}", records.len());
+        }
+    }
+    Ok(())
 }
 
 /// `triage-prod: project p, agent type claude, runtime claude-code-vnc, config o/r:path`.
@@ -360,7 +370,7 @@ pub fn teardown(args: AgentArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Runs one state command on a fresh runtime; exits 0 when it succeeds.
-fn with_state(
+pub(super) fn with_state(
     stores: &StoreArgs,
     command: impl AsyncFnOnce(&dyn StateStore) -> anyhow::Result<()>,
 ) -> anyhow::Result<ExitCode> {

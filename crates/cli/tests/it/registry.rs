@@ -1,6 +1,6 @@
 //! The main job and the state commands, on the embedded stores in a temp dir:
 //! `check`, `check --apply` twice, `agents list`, `history`, `teardown`,
-//! `register-repo`, `env-spec upsert`, and `package`.
+//! `register-repo`, `env-spec upsert`, `skill-repo`, `catalogue`, and `package`.
 
 use std::path::{Path, PathBuf};
 
@@ -272,6 +272,94 @@ fn register_repo_and_env_spec_upsert() {
 
 /// One registration per manifest; an overlapping one is refused with both named;
 /// `unregister-repo` removes one.
+/// `skill-repo register|list|remove` keep a project's aliases; the same alias in another
+/// project is another record; `catalogue register|show` keep the one catalogue.
+#[test]
+fn skill_repos_and_the_catalogue_are_registered() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let register = |alias: &str, repo: &str, project: &str| {
+        let args = [
+            "skill-repo",
+            "register",
+            alias,
+            repo,
+            "--project-id",
+            project,
+            "--format",
+            "json",
+        ];
+        run(&args, dir.path())
+    };
+    let registered = register("steadymd", "steadymd/runbooks", "p-1");
+    assert_eq!(registered.code, 0, "{}", registered.stderr);
+    let record = json(&registered.stdout);
+    assert_eq!(record["alias"], "steadymd");
+    assert_eq!(record["repository"], "steadymd/runbooks");
+    assert_eq!(record["project_id"], "p-1");
+    assert_eq!(register("steadymd", "other/runbooks", "p-2").code, 0);
+    assert_eq!(register("Not_A_Slug", "a/b", "p-1").code, 2);
+    assert_eq!(register("ok", "not a repo", "p-1").code, 2);
+
+    let listed = run(&["skill-repo", "list", "--project-id", "p-1"], dir.path());
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert_eq!(
+        listed.stdout,
+        "steadymd -> steadymd/runbooks (project p-1)\n1 skill repos\n"
+    );
+    let all = run(&["skill-repo", "list", "--format", "json"], dir.path());
+    let repos = json(&all.stdout);
+    let projects: Vec<&str> = repos
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|r| r["project_id"].as_str())
+        .collect();
+    assert_eq!(projects, ["p-1", "p-2"]);
+
+    let remove = || {
+        let args = ["skill-repo", "remove", "steadymd", "--project-id", "p-1"];
+        run(&args, dir.path())
+    };
+    assert_eq!(remove().code, 0);
+    let again = remove();
+    assert_eq!(again.code, 2);
+    assert!(
+        again.stderr.contains("no skill repo aliased steadymd"),
+        "{}",
+        again.stderr
+    );
+    let left = run(&["skill-repo", "list", "--format", "json"], dir.path());
+    assert_eq!(json(&left.stdout).as_array().map(Vec::len), Some(1));
+
+    let none = run(&["catalogue", "show"], dir.path());
+    assert_eq!(none.code, 2);
+    let catalogue = run(
+        &["catalogue", "register", "astrolift/catalogue"],
+        dir.path(),
+    );
+    assert_eq!(catalogue.code, 0, "{}", catalogue.stderr);
+    let shown = run(&["catalogue", "show", "--format", "json"], dir.path());
+    let record = json(&shown.stdout);
+    assert_eq!(record["repository"], "astrolift/catalogue");
+    assert_eq!(record["registered_ref"], "main", "--ref defaults to main");
+    let moved = run(
+        &[
+            "catalogue",
+            "register",
+            "astrolift/skills",
+            "--ref",
+            "release",
+        ],
+        dir.path(),
+    );
+    assert_eq!(moved.code, 0, "{}", moved.stderr);
+    let shown = run(&["catalogue", "show"], dir.path());
+    assert_eq!(
+        shown.stdout,
+        "catalogue astrolift/skills at release: `name@version` resolves to skills/<name>/<version>/\n"
+    );
+}
+
 #[test]
 fn register_repo_per_manifest_refuses_overlaps() {
     let dir = tempfile::tempdir().expect("temp dir");

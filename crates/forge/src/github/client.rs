@@ -328,6 +328,16 @@ impl GitHubApp {
         Ok(token)
     }
 
+    /// The App JWT, signed now (by the configured clock).
+    pub(crate) fn app_jwt(&self) -> Result<SecretString, GitHubError> {
+        let credentials = self
+            .inner
+            .credentials
+            .as_ref()
+            .ok_or(CredentialsError::Missing("GITHUB_APP_ID"))?;
+        Ok(credentials.jwt(self.inner.config.clock.now())?)
+    }
+
     /// `POST /app/installations/{id}/access_tokens` with the App JWT.
     async fn fetch_installation_token(
         &self,
@@ -335,12 +345,7 @@ impl GitHubApp {
     ) -> Result<InstallationToken, GitHubError> {
         let id = installation_id.to_string();
         let segments = ["app", "installations", id.as_str(), "access_tokens"];
-        let credentials = self
-            .inner
-            .credentials
-            .as_ref()
-            .ok_or(CredentialsError::Missing("GITHUB_APP_ID"))?;
-        let jwt = credentials.jwt(self.inner.config.clock.now())?;
+        let jwt = self.app_jwt()?;
         let answer: TokenAnswer = self
             .send_json(&jwt, JsonMethod::Post, &segments, None::<&()>)
             .await?;

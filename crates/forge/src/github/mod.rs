@@ -1,6 +1,6 @@
 //! The GitHub REST side, on `octocrab`: App auth, the client, the retry
-//! layer, tarballs, check runs (with requested actions), commit comparison,
-//! collaborators' permissions, pull-request files and reviews.
+//! layer, tarballs, check runs (with requested actions), commit comparison, ref lookup,
+//! repository installations, collaborators' permissions, pull-request files and reviews.
 //!
 //! ```text
 //! let app = GitHubApp::from_env()?;                  // GITHUB_API_URL, GITHUB_APP_ID, key
@@ -9,6 +9,8 @@
 //! let tree = gh.tarball(&repo, sha).await?
 //!     .read_blocking(move |r| SourceTarball::read(r, &limits)).await?;
 //! let status = gh.compare(&repo, registered, pushed).await?;   // ahead | behind | ...
+//! let covering = app.repository_installation(&repo).await?;    // None: the App is not installed
+//! let sha = gh.commit_sha(&repo, "main").await?;              // None: no such ref
 //! gh.complete(&repo, run, Conclusion::of(&diagnostics), output).await?;  // or gh.fail_run(..)
 //! let who = gh.collaborator_permission(&repo, "mona").await?;  // None: not a collaborator
 //! let files = gh.pull_request_files(&repo, 7).await?;          // with each file's `patch`
@@ -20,6 +22,7 @@ mod app;
 mod checks;
 mod client;
 mod comments;
+mod commits;
 mod compare;
 mod layers;
 mod permissions;

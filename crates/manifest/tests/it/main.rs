@@ -6,6 +6,7 @@ mod examples;
 mod fixes;
 mod fixtures;
 mod props;
+mod remote_skills;
 mod rules;
 mod scale;
 mod support;

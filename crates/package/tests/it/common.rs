@@ -28,6 +28,7 @@ pub fn manifest(name: &str, dir: &str) -> AgentManifest {
         environment: Default::default(),
         secrets: Default::default(),
         triggers: Vec::new(),
+        reference_spans: Default::default(),
         package: PackageSpec {
             declared: true,
             root: dir.to_owned(),

@@ -8,6 +8,7 @@ mod determinism;
 mod fingerprint;
 mod golden;
 mod inline;
+mod remote;
 mod slice;
 mod snapshot;
 mod tarball;

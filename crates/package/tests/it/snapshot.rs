@@ -142,3 +142,66 @@ fn canonical_json_escapes_minimally_and_sorts_nested_keys() {
         r#"{"a":"\u0001é\"\\/","b":[1,{"a":true,"z":null}]}"#
     );
 }
+
+/// A resolved remote skill adds its commit and content hash to its entry; an unresolved
+/// one (and every local skill) is written exactly as before pins existed (the
+/// `snapshot_json` snapshot above), so such agents keep their versions.
+#[test]
+fn resolved_remote_skills_are_pinned_and_unresolved_ones_unchanged() {
+    use astrolift_package::{ContentHashes, SkillPin, SkillPins, skill_dir_sha256};
+    let tree = tree();
+    let agent = agent();
+    let slice = astrolift_package::slice(&agent, &tree, &Limits::DEFAULT).expect("slice");
+    let output = write_archive(&slice, &tree, std::io::sink()).expect("archive");
+    let unpinned = snapshot(&agent, &slice, &tree, &output).expect("snapshot");
+    let none = astrolift_package::snapshot_pinned(
+        &agent,
+        &slice,
+        &tree,
+        &output,
+        &ContentHashes::default(),
+        &SkillPins::new(),
+    )
+    .expect("snapshot");
+    assert_eq!(none.digest(), unpinned.digest());
+
+    // The skill directory of a fetched skill repository, hashed like a local skill.
+    let skills = mem_tree(&[
+        ("skills/pager/SKILL.md", "---\nname: pager\n---\nPage.\n"),
+        ("skills/pager/scripts/page.sh", "#!/bin/sh\n"),
+    ]);
+    let files = ["skills/pager/SKILL.md", "skills/pager/scripts/page.sh"].map(str::to_owned);
+    let sha256 = skill_dir_sha256(&skills, "skills/pager", &files).expect("hashed");
+    let sha = |s: &str| hex::encode(Sha256::digest(s.as_bytes()));
+    let listing = format!(
+        "{}  SKILL.md\n{}  scripts/page.sh\n",
+        sha("---\nname: pager\n---\nPage.\n"),
+        sha("#!/bin/sh\n")
+    );
+    assert_eq!(sha256, sha(&listing));
+    let commit = "1".repeat(40);
+    let mut pins = SkillPins::new();
+    pins.insert(
+        "platform/skills/pager@v3".to_owned(),
+        SkillPin {
+            commit: commit.clone(),
+            sha256: sha256.clone(),
+        },
+    );
+    let pinned = astrolift_package::snapshot_pinned(
+        &agent,
+        &slice,
+        &tree,
+        &output,
+        &ContentHashes::default(),
+        &pins,
+    )
+    .expect("snapshot");
+    assert_ne!(pinned.digest(), unpinned.digest());
+    let value = serde_json::to_value(&pinned).expect("value");
+    assert_eq!(value["skills"][2]["kind"], "org");
+    assert_eq!(value["skills"][2]["git_ref"], "v3");
+    assert_eq!(value["skills"][2]["commit"], commit);
+    assert_eq!(value["skills"][2]["sha256"], sha256);
+    assert!(value["skills"][1].get("commit").is_none(), "not resolved");
+}

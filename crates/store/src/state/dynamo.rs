@@ -30,6 +30,7 @@ use crate::{BoxFuture, StoreError, StoreResult};
 type Item = HashMap<String, AttributeValue>;
 
 mod configs;
+mod skills;
 mod tasks;
 mod workflows;
 mod workspaces;
@@ -343,6 +344,22 @@ impl DynamoStateStore {
             .map_err(|err| map_sdk_error("PutItem", err))?;
         self.counters.wrote(1);
         Ok(())
+    }
+
+    /// Deletes the item at `keys`; `Ok(false)` when there was none.
+    async fn delete_returning(&self, keys: Item) -> StoreResult<bool> {
+        let output = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(keys))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|err| map_sdk_error("DeleteItem", err))?;
+        let deleted = output.attributes().is_some_and(|a| !a.is_empty());
+        self.counters.wrote(u64::from(deleted));
+        Ok(deleted)
     }
 
     /// Every item of a partition (optionally only sort keys starting with `sk_prefix`), in
@@ -1048,23 +1065,10 @@ impl StateStore for DynamoStateStore {
         repository: &'a str,
         manifest_path: Option<&'a str>,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        Box::pin(async move {
-            let output = self
-                .client
-                .delete_item()
-                .table_name(&self.table)
-                .set_key(Some(key(
-                    REGISTRATIONS,
-                    registration_sk(repository, manifest_path),
-                )))
-                .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
-                .send()
-                .await
-                .map_err(|err| map_sdk_error("DeleteItem", err))?;
-            let deleted = output.attributes().is_some_and(|a| !a.is_empty());
-            self.counters.wrote(u64::from(deleted));
-            Ok(deleted)
-        })
+        Box::pin(self.delete_returning(key(
+            REGISTRATIONS,
+            registration_sk(repository, manifest_path),
+        )))
     }
 
     fn get_synced_commit<'a>(
@@ -1373,6 +1377,10 @@ impl StateStore for DynamoStateStore {
     }
 
     fn tasks(&self) -> &dyn super::tasks::TaskStore {
+        self
+    }
+
+    fn skills(&self) -> &dyn super::skills::SkillSourceStore {
         self
     }
 }

@@ -1,10 +1,11 @@
 //! Registration state: repositories, agents, audit history, deliveries, triggers, dispatches
-//! and their tasks.
+//! and their tasks, and where remote skills come from.
 
 mod change;
 pub mod configs;
 mod dynamo;
 mod model;
+pub mod skills;
 mod sqlite;
 mod table;
 pub mod tasks;
@@ -23,6 +24,7 @@ pub use change::{
 pub use configs::{ConfigPackage, ConfigPackageStore};
 pub use dynamo::DynamoStateStore;
 pub use model::*;
+pub use skills::{Catalogue, SkillRepo, SkillSourceStore};
 pub use sqlite::SqliteStateStore;
 pub use table::{AttributeShape, IndexShape, KeyShape, TableShape, table_definition};
 pub use tasks::{DispatchTask, ReportOutcome, TaskReport, TaskStatus, TaskStore};
@@ -259,6 +261,9 @@ pub trait StateStore: Send + Sync + fmt::Debug {
 
     /// Packaged config manifests ([`configs`]).
     fn config_packages(&self) -> &dyn ConfigPackageStore;
+
+    /// Organization skill repositories and the catalogue ([`skills`]).
+    fn skills(&self) -> &dyn SkillSourceStore;
 
     /// Explicit teardown: marks the agent `torn_down` (conditional on its current version),
     /// deletes its trigger bindings and appends a `torn_down` audit event. The agent record

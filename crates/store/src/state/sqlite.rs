@@ -19,6 +19,7 @@ use super::{StateCounters, StateStats, StateStore};
 use crate::{BoxFuture, StoreError, StoreResult};
 
 mod configs;
+mod skills;
 mod tasks;
 mod workflows;
 mod workspaces;
@@ -207,14 +208,23 @@ impl SqliteStateStore {
         sql: &'static str,
         values: Vec<rusqlite::types::Value>,
     ) -> StoreResult<()> {
+        self.write_rows(sql, values).await.map(drop)
+    }
+
+    /// Runs a statement that writes (or deletes) rows; returns how many it wrote.
+    async fn write_rows(
+        &self,
+        sql: &'static str,
+        values: Vec<rusqlite::types::Value>,
+    ) -> StoreResult<u64> {
         let written = self
             .with_connection(move |c| {
                 c.execute(sql, rusqlite::params_from_iter(values))
                     .map_err(sql_error)
             })
-            .await?;
-        self.counters.wrote(written as u64);
-        Ok(())
+            .await? as u64;
+        self.counters.wrote(written);
+        Ok(written)
     }
 }
 
@@ -242,6 +252,9 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
     connection.execute_batch(tasks::SCHEMA).map_err(sql_error)?;
     connection
         .execute_batch(configs::SCHEMA)
+        .map_err(sql_error)?;
+    connection
+        .execute_batch(skills::SCHEMA)
         .map_err(sql_error)?;
     migrate(&connection)?;
     migrate_registrations(&connection)?;
@@ -516,15 +529,11 @@ impl StateStore for SqliteStateStore {
         let values = vec![text(repository), text(registration_scope(manifest_path))];
         Box::pin(async move {
             let deleted = self
-                .with_connection(move |c| {
-                    c.execute(
-                        "DELETE FROM repository_registrations WHERE repository = ?1 AND manifest_path = ?2",
-                        rusqlite::params_from_iter(values),
-                    )
-                    .map_err(sql_error)
-                })
+                .write_rows(
+                    "DELETE FROM repository_registrations WHERE repository = ?1 AND manifest_path = ?2",
+                    values,
+                )
                 .await?;
-            self.counters.wrote(deleted as u64);
             Ok(deleted > 0)
         })
     }
@@ -823,6 +832,10 @@ impl StateStore for SqliteStateStore {
     }
 
     fn tasks(&self) -> &dyn super::tasks::TaskStore {
+        self
+    }
+
+    fn skills(&self) -> &dyn super::skills::SkillSourceStore {
         self
     }
 }

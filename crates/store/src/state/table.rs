@@ -88,9 +88,12 @@ fn key(attribute: &str, key_type: &str) -> KeyShape {
 /// - audit event: `AUDIT#<owner/name>#<manifest path>` | `V#<version, 20 digits>`
 /// - webhook delivery: `DELIVERY#<id>` | `DELIVERY`, with `expires_at`
 /// - dispatch: `DISPATCH#<idempotency key>` | `DISPATCH`
+/// - skill repository: `SKILL_REPOS` | `<project>#<alias>`; the catalogue: `CATALOGUE` |
+///   `CATALOGUE`
 ///
-/// The small catalogues (registrations, installations, env specs, trigger bindings) share one
-/// partition each so they can be listed with a Query; they are written rarely and read by key.
+/// The small catalogues (registrations, installations, env specs, trigger bindings, skill
+/// repositories) share one partition each so they can be listed with a Query; they are
+/// written rarely and read by key.
 /// No hot path lists a catalogue: a delivery reads only its repository's bindings of its
 /// event, through a sort-key prefix query on the existing keys (no index needed).
 pub fn table_definition() -> TableShape {

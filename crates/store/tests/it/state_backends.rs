@@ -424,3 +424,55 @@ async fn dynamodb_migrates_single_registrations_to_every_manifest() {
             .contains(&migrated[0])
     );
 }
+
+/// A state file written before skill sources existed (schema version 3): opening it adds
+/// the empty skill repository and catalogue tables, and what it held stays.
+#[tokio::test]
+async fn sqlite_files_from_before_skill_sources_get_their_tables() {
+    use astrolift_store::state::{Catalogue, SkillRepo};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let registration = RepoRegistration {
+        repository: "octo/old".into(),
+        installation_id: None,
+        project_id: "p".into(),
+        registered_ref: "main".into(),
+        manifest_path: None,
+        updated_at: 1,
+    };
+    {
+        let store = SqliteStateStore::open(&path).await.unwrap();
+        store.put_registration(&registration).await.unwrap();
+    }
+    {
+        let old = rusqlite::Connection::open(&path).unwrap();
+        old.execute_batch("DROP TABLE skill_repos; DROP TABLE catalogue; PRAGMA user_version = 3;")
+            .unwrap();
+    }
+    let store = SqliteStateStore::open(&path).await.unwrap();
+    let skills = store.skills();
+    assert_eq!(skills.list_skill_repos(None).await.unwrap(), vec![]);
+    assert_eq!(skills.get_catalogue().await.unwrap(), None);
+    let repo = SkillRepo {
+        project_id: "p".into(),
+        alias: "runbooks".into(),
+        repository: "octo/runbooks".into(),
+        updated_at: 2,
+    };
+    skills.put_skill_repo(&repo).await.unwrap();
+    let catalogue = Catalogue {
+        repository: "octo/catalogue".into(),
+        registered_ref: "main".into(),
+        updated_at: 2,
+    };
+    skills.put_catalogue(&catalogue).await.unwrap();
+    assert_eq!(
+        skills.list_skill_repos(Some("p")).await.unwrap(),
+        vec![repo]
+    );
+    assert_eq!(skills.get_catalogue().await.unwrap(), Some(catalogue));
+    assert_eq!(
+        store.get_registration("octo/old").await.unwrap(),
+        Some(registration)
+    );
+}

@@ -2,6 +2,7 @@
 
 mod auth;
 mod checks;
+mod commits;
 mod compare;
 mod faults;
 mod pulls;

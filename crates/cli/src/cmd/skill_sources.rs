@@ -1,0 +1,193 @@
+//! Where remote skills come from (DESIGN.md §17): `skill-repo register|list|remove` (an
+//! organization skill repository under a project's alias) and `catalogue register|show`
+//! (the deployment's one catalogue repository and ref).
+//!
+//! Registering reaches no GitHub, like `register-repo`: whether the App can read the
+//! repository is found out (and reported on the manifest line) when a sync resolves a
+//! reference to it.
+
+use std::process::ExitCode;
+
+use anyhow::bail;
+use astrolift_manifest::paths::is_slug;
+use astrolift_store::state::{Catalogue, SkillRepo};
+
+use super::registry::{ListFormat, is_repository_name, print_list, with_state};
+use super::stores::{StoreArgs, now};
+
+#[derive(Debug, clap::Args)]
+pub struct SkillRepoRegisterArgs {
+    /// The alias manifests write first in `"ALIAS/path/to/skill@ref"`: a slug.
+    alias: String,
+    /// The repository holding the skills, `owner/name`.
+    #[arg(value_name = "OWNER/REPO")]
+    repository: String,
+    /// The project whose agents may use the alias (aliases are per project).
+    #[arg(long)]
+    project_id: String,
+    /// `human` or `json` (the skill repository record).
+    #[arg(long, value_enum, default_value_t = ListFormat::Human)]
+    format: ListFormat,
+    #[command(flatten)]
+    stores: StoreArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SkillRepoListArgs {
+    /// Only this project's aliases.
+    #[arg(long)]
+    project_id: Option<String>,
+    /// `human` or `json` (one array of skill repository records).
+    #[arg(long, value_enum, default_value_t = ListFormat::Human)]
+    format: ListFormat,
+    #[command(flatten)]
+    stores: StoreArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SkillRepoRemoveArgs {
+    /// The alias to remove.
+    alias: String,
+    /// The project it is registered for.
+    #[arg(long)]
+    project_id: String,
+    #[command(flatten)]
+    stores: StoreArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CatalogueRegisterArgs {
+    /// The catalogue repository, `owner/name`, holding `skills/<name>/<version>/SKILL.md`.
+    #[arg(value_name = "OWNER/REPO")]
+    repository: String,
+    /// The branch whose commit catalogue references resolve at.
+    #[arg(long = "ref", default_value = "main")]
+    git_ref: String,
+    /// `human` or `json` (the catalogue record).
+    #[arg(long, value_enum, default_value_t = ListFormat::Human)]
+    format: ListFormat,
+    #[command(flatten)]
+    stores: StoreArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CatalogueShowArgs {
+    /// `human` or `json` (the catalogue record).
+    #[arg(long, value_enum, default_value_t = ListFormat::Human)]
+    format: ListFormat,
+    #[command(flatten)]
+    stores: StoreArgs,
+}
+
+pub fn skill_repo_register(args: SkillRepoRegisterArgs) -> anyhow::Result<ExitCode> {
+    if !is_slug(&args.alias) {
+        bail!(
+            "alias {:?}: expected a slug (1-64 of a-z, 0-9 and `-`)",
+            args.alias
+        );
+    }
+    check_repository(&args.repository)?;
+    if args.project_id.is_empty() {
+        bail!("--project-id must not be empty");
+    }
+    with_state(&args.stores, async |state| {
+        let repo = SkillRepo {
+            project_id: args.project_id.clone(),
+            alias: args.alias.clone(),
+            repository: args.repository.clone(),
+            updated_at: now(),
+        };
+        state.skills().put_skill_repo(&repo).await?;
+        match args.format {
+            ListFormat::Json => println!("{}", serde_json::to_string(&repo)?),
+            ListFormat::Human => println!(
+                "skill repo {}; `{}/path/to/skill@ref` in its agents resolves there",
+                describe_skill_repo(&repo),
+                repo.alias
+            ),
+        }
+        Ok(())
+    })
+}
+
+pub fn skill_repo_list(args: SkillRepoListArgs) -> anyhow::Result<ExitCode> {
+    with_state(&args.stores, async |state| {
+        let repos = state
+            .skills()
+            .list_skill_repos(args.project_id.as_deref())
+            .await?;
+        print_list(&repos, args.format, describe_skill_repo, "skill repos")
+    })
+}
+
+pub fn skill_repo_remove(args: SkillRepoRemoveArgs) -> anyhow::Result<ExitCode> {
+    with_state(&args.stores, async |state| {
+        if !state
+            .skills()
+            .delete_skill_repo(&args.project_id, &args.alias)
+            .await?
+        {
+            bail!(
+                "project {} has no skill repo aliased {}",
+                args.project_id,
+                args.alias
+            );
+        }
+        println!(
+            "removed skill repo {} of project {}; agents registered with it stay as they are",
+            args.alias, args.project_id
+        );
+        Ok(())
+    })
+}
+
+pub fn catalogue_register(args: CatalogueRegisterArgs) -> anyhow::Result<ExitCode> {
+    check_repository(&args.repository)?;
+    if args.git_ref.is_empty() {
+        bail!("--ref must not be empty");
+    }
+    with_state(&args.stores, async |state| {
+        let catalogue = Catalogue {
+            repository: args.repository.clone(),
+            registered_ref: args.git_ref.clone(),
+            updated_at: now(),
+        };
+        state.skills().put_catalogue(&catalogue).await?;
+        print_catalogue(&catalogue, args.format)
+    })
+}
+
+pub fn catalogue_show(args: CatalogueShowArgs) -> anyhow::Result<ExitCode> {
+    with_state(&args.stores, async |state| {
+        let Some(catalogue) = state.skills().get_catalogue().await? else {
+            bail!("no catalogue is registered; run `astrolift catalogue register OWNER/REPO`");
+        };
+        print_catalogue(&catalogue, args.format)
+    })
+}
+
+fn print_catalogue(catalogue: &Catalogue, format: ListFormat) -> anyhow::Result<()> {
+    match format {
+        ListFormat::Json => println!("{}", serde_json::to_string(catalogue)?),
+        ListFormat::Human => println!(
+            "catalogue {} at {}: `name@version` resolves to skills/<name>/<version>/",
+            catalogue.repository, catalogue.registered_ref
+        ),
+    }
+    Ok(())
+}
+
+fn check_repository(repository: &str) -> anyhow::Result<()> {
+    if !is_repository_name(repository) {
+        bail!("{repository}: expected OWNER/REPO");
+    }
+    Ok(())
+}
+
+/// `steadymd -> steadymd/runbooks (project p)`.
+fn describe_skill_repo(repo: &SkillRepo) -> String {
+    format!(
+        "{} -> {} (project {})",
+        repo.alias, repo.repository, repo.project_id
+    )
+}
