@@ -17,7 +17,8 @@
 //!   the versions of that name (semver order);
 //! - a `SKILL.md` that does not validate is one error on the reference, naming the first
 //!   finding in the skill repository (and how many more there are); warnings there are not
-//!   repeated;
+//!   repeated; a symlink or special file in the skill's directories is an error too (as it
+//!   fails a local skill's package), never silently left out;
 //! - a source that cannot be asked here (a local run without App credentials) makes the
 //!   reference a `skill/unresolved` warning stating why, never an error.
 
@@ -399,11 +400,19 @@ fn read_remote(
         at.report(&INVALID_REMOTE_SKILL, message, None);
         return None;
     }
-    let files = skill::skill_entries(source.tree, dir)
-        .into_iter()
-        .filter(|e| e.kind == EntryKind::File)
-        .map(|e| e.path.clone())
-        .collect();
+    let entries = skill::skill_entries(source.tree, dir);
+    if let Some(link) = entries.iter().find(|e| e.kind != EntryKind::File) {
+        // As for a local skill: a link or special file fails the agent, never a partial skill.
+        let message = format!(
+            "`{}` at {}: `{}` is a symlink or special file; a skill holds regular files only",
+            source.repository,
+            short(&source.commit),
+            link.path
+        );
+        at.report(&INVALID_REMOTE_SKILL, message, None);
+        return None;
+    }
+    let files = entries.into_iter().map(|e| e.path.clone()).collect();
     Some(RemoteSkill {
         reference: at.reference.to_owned(),
         repository: source.repository.clone(),

@@ -3,8 +3,8 @@
 //! (the deployment's one catalogue repository and ref).
 //!
 //! Registering reaches no GitHub, like `register-repo`: whether the App can read the
-//! repository is found out (and reported on the manifest line) when a sync resolves a
-//! reference to it.
+//! repository is found out when a reference to it is resolved (`skill/repo-not-installed`
+//! on the manifest line; the sync does not resolve yet, docs/reference.md §5.1).
 
 use std::process::ExitCode;
 

@@ -176,3 +176,62 @@ fn without_credentials_remote_skills_are_unresolved_warnings() {
     );
     insta::assert_json_snapshot!(diagnostics);
 }
+
+/// A symlink in a remote skill's directories fails the reference, as it fails a local
+/// skill's package: the skill is never packaged without it.
+#[test]
+fn a_symlink_in_a_remote_skill_is_an_error() {
+    use astrolift_manifest::tree::{EntryKind, FileEntry, MemTree};
+    let mut runbooks = MemTree::new();
+    runbooks.insert(
+        "runbooks/clinical-triage/SKILL.md",
+        "---\nname: clinical-triage\ndescription: Triage.\n---\nPage.\n",
+        false,
+    );
+    runbooks.insert_entry(FileEntry {
+        path: "runbooks/clinical-triage/scripts/escape.sh".to_owned(),
+        size: 0,
+        executable: false,
+        kind: EntryKind::Symlink,
+    });
+    struct One(MemTree);
+    impl RemoteSkillSources for One {
+        fn organization(&self, _: &str, _: &str) -> Option<Fetched<'_>> {
+            Some(Fetched::Tree {
+                repository: "steadymd/runbooks".to_owned(),
+                commit: RUNBOOKS_SHA.to_owned(),
+                tree: &self.0,
+            })
+        }
+        fn catalogue(&self) -> Option<Fetched<'_>> {
+            None
+        }
+    }
+    let mut diagnostics = Vec::new();
+    let resolved = resolve_remote_skills(
+        &agent("good"),
+        &One(runbooks),
+        &Limits::DEFAULT,
+        &mut diagnostics,
+    );
+    assert!(resolved.is_empty());
+    let found: Vec<(&str, &str)> = diagnostics
+        .iter()
+        .map(|d| (d.code.as_str(), d.message.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                "skill/no-catalogue",
+                "skill `pr-review@1.2.0`: no catalogue is registered"
+            ),
+            (
+                "skill/invalid-remote",
+                "skill `steadymd/runbooks/clinical-triage@main`: `steadymd/runbooks` at 1111111: \
+                 `runbooks/clinical-triage/scripts/escape.sh` is a symlink or special file; a \
+                 skill holds regular files only"
+            ),
+        ]
+    );
+}
