@@ -38,6 +38,12 @@
 //! - [`callback`]: `POST /callbacks/{task_id}` (Bearer cluster key, constant-time; the
 //!   task's `running` and one terminal report; a workflow stage's run advanced), through
 //!   [`TriggerService::callback`].
+//! - [`config_content`]: a dispatch's `config`, the env spec's packaged config manifest
+//!   with a presigned URL per file ([`config_content::env_spec_parts`], the one call every
+//!   dispatch path makes); a config that cannot be delivered fails the dispatch.
+//! - [`report`]: a `report = "comment" | "check"` binding's target, read from the event at
+//!   dispatch, and the first terminal result handed to a [`report::ResultReporter`]
+//!   (best effort; the App's reporter lives in `astrolift-bot`).
 //! - [`workflow`]: workflow runs: start a run, fold each stage's terminal
 //!   report into it with conditional writes (exactly once), and dispatch the
 //!   stages whose needs are done with their payloads evaluated in the sandbox.
