@@ -1,4 +1,4 @@
-//! Remote skills (DESIGN.md §17): a catalogue reference (`"name@version"`) or an
+//! Remote skills (docs/reference.md §5.1, "Remote skills"): a catalogue reference (`"name@version"`) or an
 //! organization one (`"alias/path/to/skill@ref"`) resolved against skill repositories the
 //! caller has already fetched.
 //!

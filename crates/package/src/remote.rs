@@ -1,4 +1,4 @@
-//! Resolved remote skills in a package (DESIGN.md §17): the files of each catalogue or
+//! Resolved remote skills in a package (docs/reference.md §5.1, "Remote skills"): the files of each catalogue or
 //! organization skill, read from its repository's already-fetched tree, packaged at the
 //! package-relative directory the resolver assigned (`skills/<name>/`,
 //! `skills/<alias>/<path>/`), and the pins of the snapshot.

@@ -13,7 +13,7 @@
 //! packaged skill file, sorted by path bytes: what
 //! `find . -type f | LC_ALL=C sort | xargs sha256sum` prints, without `./`.
 //!
-//! A catalogue or organization skill that was resolved (DESIGN.md §17) is pinned: its
+//! A catalogue or organization skill that was resolved (docs/reference.md §5.1, "Remote skills") is pinned: its
 //! entry adds `commit` (what its ref named at sync) and `sha256` (the same listing hash, over
 //! its skill directory in that commit; [`skill_dir_sha256`]). One that was not resolved has
 //! neither, so the snapshot of an agent whose skills are all local, or whose remote skills

@@ -1,4 +1,4 @@
-//! Where remote skills come from (DESIGN.md §17): `skill-repo register|list|remove` (an
+//! Where remote skills come from (docs/reference.md §5.1, "Remote skills"): `skill-repo register|list|remove` (an
 //! organization skill repository under a project's alias) and `catalogue register|show`
 //! (the deployment's one catalogue repository and ref).
 //!

@@ -1,4 +1,4 @@
-//! What a skill reference resolves through (DESIGN.md §17): the installation of the App
+//! What a skill reference resolves through (docs/reference.md §5.1, "Remote skills"): the installation of the App
 //! that covers a repository (`GET /repos/{owner}/{repo}/installation`, as the App), and the
 //! commit a ref names (`GET /repos/{owner}/{repo}/commits/{ref}`, as that installation,
 //! reading only `sha`).

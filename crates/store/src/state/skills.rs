@@ -1,4 +1,4 @@
-//! Where remote skills come from (DESIGN.md §17): organization skill repositories, registered
+//! Where remote skills come from (docs/reference.md §5.1, "Remote skills"): organization skill repositories, registered
 //! per project under an alias (`astrolift skill-repo register ALIAS OWNER/REPO --project-id
 //! P`), and the built-in catalogue, one repository and ref per deployment (`astrolift
 //! catalogue register OWNER/REPO [--ref main]`).
