@@ -121,27 +121,31 @@ pub(crate) async fn plan_configs(
             plan.entries.push(entry(path, None, ConfigStatus::Failed));
             continue;
         };
+        // Once: the bundle's canonical JSON is as large as the assembled document.
+        let hash = bundle.digest();
         let registers = context.applying
             && scope
                 .project_of(path)
                 .is_some_and(|project| projects.get(path).is_some_and(|p| p.contains(&project)));
         if !registers {
             plan.entries
-                .push(entry(path, Some(&bundle), ConfigStatus::Checked));
+                .push(entry(path, Some((&bundle, &hash)), ConfigStatus::Checked));
             continue;
         }
         let stored = state
             .config_packages()
             .get_config_package(context.repository, path)
             .await?;
-        let hash = bundle.digest();
         if stored.as_ref().is_some_and(|s| s.bundle_hash == hash) {
             plan.entries
-                .push(entry(path, Some(&bundle), ConfigStatus::Unchanged));
+                .push(entry(path, Some((&bundle, &hash)), ConfigStatus::Unchanged));
             continue;
         }
-        plan.entries
-            .push(entry(path, Some(&bundle), ConfigStatus::Registered));
+        plan.entries.push(entry(
+            path,
+            Some((&bundle, &hash)),
+            ConfigStatus::Registered,
+        ));
         let expected = stored.as_ref().map(|s| s.version);
         let record = ConfigPackage {
             repository: context.repository.to_owned(),
@@ -202,12 +206,17 @@ fn bundle_of(
         .ok()
 }
 
-fn entry(path: &str, bundle: Option<&ConfigBundle>, status: ConfigStatus) -> ConfigPlanEntry {
+/// The entry of `path`, with its bundle and the bundle's hash when it has one.
+fn entry(
+    path: &str,
+    bundle: Option<(&ConfigBundle, &str)>,
+    status: ConfigStatus,
+) -> ConfigPlanEntry {
     ConfigPlanEntry {
         manifest_path: path.to_owned(),
-        bundle: bundle.map(ConfigBundle::digest),
+        bundle: bundle.map(|(_, hash)| hash.to_owned()),
         status,
-        files: bundle.map_or(0, |b| b.files.len()),
+        files: bundle.map_or(0, |(b, _)| b.files.len()),
     }
 }
 
