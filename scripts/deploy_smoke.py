@@ -250,6 +250,11 @@ def check_resources(outputs, resources):
     redrive = json.loads(attributes.get("RedrivePolicy", "{}"))
     if int(redrive.get("maxReceiveCount", 0)) != 5:
         fail(f"sync queue redrive policy {redrive}")
+    report = sqs.get_queue_attributes(
+        QueueUrl=outputs["ReportQueueUrl"], AttributeNames=["All"]
+    )["Attributes"]
+    if report.get("FifoQueue") != "true" or report.get("ContentBasedDeduplication") != "false":
+        fail(f"report queue is not FIFO without content-based deduplication: {report}")
 
     for logical in ("WebhookFunction", "SyncFunction", "TriggerFunction"):
         if logical not in resources:
@@ -303,6 +308,8 @@ def expected_environment(logical, outputs):
         },
         "TriggerFunction": {
             "ASTROLIFT_DISPATCH_QUEUE_URL": outputs["DispatchQueueUrl"],
+            # report = "comment" | "check": relayed to the sync function (stack::).
+            "ASTROLIFT_REPORT_QUEUE_URL": outputs["ReportQueueUrl"],
             # verify = { kind = "github" } on the stack (scripts/smoke-trigger.sh answers one).
             "GITHUB_WEBHOOK_SECRET_ID": outputs["GitHubWebhookSecretArn"],
             "GITHUB_WEBHOOK_SECRET_PREVIOUS_ID": outputs["GitHubWebhookSecretPreviousArn"],
@@ -323,9 +330,10 @@ def check_functions(template):
     for logical in ("WebhookFunction", "TriggerFunction"):
         if "EphemeralStorage" in template["Resources"][logical]["Properties"]:
             fail(f"{logical}: EphemeralStorage is set, but it spools nothing")
-    mapping = template["Resources"]["SyncFunctionSyncJobs"]["Properties"]
-    if mapping.get("FunctionResponseTypes") != ["ReportBatchItemFailures"]:
-        fail(f"sync event source mapping: {mapping}")
+    for logical in ("SyncFunctionSyncJobs", "SyncFunctionReportJobs"):
+        mapping = template["Resources"][logical]["Properties"]
+        if mapping.get("FunctionResponseTypes") != ["ReportBatchItemFailures"]:
+            fail(f"{logical}: {mapping}")
     for logical in ("WebhookFunctionUrl", "TriggerFunctionUrl"):
         if template["Resources"][logical]["Type"] != "AWS::Lambda::Url":
             fail(f"{logical} is not a function URL")

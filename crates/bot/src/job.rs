@@ -208,3 +208,114 @@ pub fn job_for_event(delivery_id: &str, event: &Event) -> Result<SyncJob, NoJob>
         _ => Err(NoJob::NotASync),
     }
 }
+
+/// A report job: the trigger function recorded a terminal callback of a dispatch that asks
+/// for its result to be reported (`report = "comment" | "check"`), but it does not hold the
+/// App's key, so it relays the report to the sync worker, which does. The message names only
+/// the task: the worker reads the target and the result from the state store, so the queue
+/// never carries a result (whatever its size) and a forged message can only repeat a report
+/// that was asked for.
+///
+/// ```json
+/// {"version":1,"kind":"report","task_id":"…"}
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportJob {
+    /// The message format; 1 today.
+    pub version: u32,
+    /// Always [`REPORT_KIND`]: what tells a report job from a [`SyncJob`] on the queue.
+    pub kind: String,
+    /// The task whose terminal result is reported.
+    pub task_id: String,
+}
+
+/// [`ReportJob::kind`].
+pub const REPORT_KIND: &str = "report";
+
+impl ReportJob {
+    pub fn new(task_id: impl Into<String>) -> Self {
+        Self {
+            version: JOB_VERSION,
+            kind: REPORT_KIND.to_owned(),
+            task_id: task_id.into(),
+        }
+    }
+
+    /// Its FIFO message group and deduplication id: one per task (at most 128 ASCII
+    /// characters, whatever the task id), so reports never wait behind each other or
+    /// behind a repository's syncs, and a task relayed twice within SQS's 5-minute window
+    /// is reported once.
+    pub fn message_group_id(&self) -> String {
+        let digest = sha2::Sha256::digest(self.task_id.as_bytes());
+        format!("report-{}", hex::encode(&digest[..16]))
+    }
+}
+
+/// A message of the queues the sync worker reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueuedJob {
+    Sync(Box<SyncJob>),
+    Report(ReportJob),
+}
+
+/// Why a queue message is not a job.
+#[derive(Debug, thiserror::Error)]
+pub enum NotAJob {
+    #[error("the message is not JSON of a job: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("the message's kind `{0}` is not a kind of job")]
+    UnknownKind(String),
+}
+
+impl QueuedJob {
+    /// The job of a queue message: a [`ReportJob`] by its `kind`, a [`SyncJob`] without one
+    /// (sync jobs predate the field).
+    pub fn parse(body: &str) -> Result<Self, NotAJob> {
+        #[derive(Deserialize)]
+        struct Kind {
+            #[serde(default)]
+            kind: Option<String>,
+        }
+        let Kind { kind } = serde_json::from_str(body)?;
+        match kind.as_deref() {
+            None => Ok(QueuedJob::Sync(Box::new(serde_json::from_str(body)?))),
+            Some(REPORT_KIND) => Ok(QueuedJob::Report(serde_json::from_str(body)?)),
+            Some(other) => Err(NotAJob::UnknownKind(other.chars().take(64).collect())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_queue_message_is_a_report_by_its_kind_and_a_sync_job_without_one() {
+        let report = serde_json::to_string(&ReportJob::new("t-1")).expect("JSON");
+        assert_eq!(report, r#"{"version":1,"kind":"report","task_id":"t-1"}"#);
+        assert_eq!(
+            QueuedJob::parse(&report).expect("a job"),
+            QueuedJob::Report(ReportJob::new("t-1"))
+        );
+        let sync = r#"{"version":1,"delivery_id":"d","trigger":"push","installation_id":1,
+            "repository":"o/r","repository_id":2,"head_sha":"abc","branch":"main",
+            "fork":false,"commit_time":null,"default_branch":"main","pull_request":null}"#;
+        assert!(matches!(QueuedJob::parse(sync), Ok(QueuedJob::Sync(_))));
+        assert!(matches!(
+            QueuedJob::parse(r#"{"kind":"reboot"}"#),
+            Err(NotAJob::UnknownKind(kind)) if kind == "reboot"
+        ));
+        assert!(QueuedJob::parse(r#"{"kind":"report"}"#).is_err());
+        assert!(QueuedJob::parse("[]").is_err());
+    }
+
+    #[test]
+    fn a_report_job_has_a_bounded_group_per_task() {
+        let long = ReportJob::new("t".repeat(500)).message_group_id();
+        assert_eq!(long.len(), "report-".len() + 32);
+        assert_ne!(
+            ReportJob::new("a").message_group_id(),
+            ReportJob::new("b").message_group_id()
+        );
+    }
+}

@@ -5,13 +5,16 @@
 //! - [`ingress`]: a webhook in → verified ([`astrolift_forge::webhook`]) →
 //!   installations recorded → GitHub-sourced triggers fanned out → delivery
 //!   deduplicated (conditional write) → [`job::SyncJob`] queued → 202/200.
-//! - [`job`]: the sync job message and which events make one.
+//! - [`job`]: the sync job message and which events make one; the report job
+//!   that relays a terminal result from the trigger function to the worker.
 //! - [`queue`]: the job queues — SQS FIFO (group = repository id, dedupe =
 //!   delivery id), the in-process per-repository queue of `serve`, and a
 //!   recording queue for tests.
 //! - [`runner`]: a job in → check run `in_progress` → tarball streamed →
 //!   [`astrolift_sync::sync`] in check or apply mode → for a pull request,
 //!   suggested fixes posted as a review ([`suggest`]) → check run completed.
+//! - [`report`]: terminal results reported to GitHub (a comment or a check
+//!   run), by the App or relayed to the sync worker over the report queue.
 //! - [`suggest`]: a pull request's fixable diagnostics on lines it adds →
 //!   one `COMMENT` review per head (batches of 50), idempotent by a hidden
 //!   marker; shared with `astrolift suggest` (GitHub Actions).
@@ -62,6 +65,6 @@ pub mod telemetry;
 pub mod triggers;
 
 pub use ingress::{Answer, EventFanOut, FanOutDelivery, FanOutSummary, Ingress};
-pub use job::{AcceptDriftRequest, JobTrigger, SyncJob, job_for_event};
+pub use job::{AcceptDriftRequest, JobTrigger, QueuedJob, ReportJob, SyncJob, job_for_event};
 pub use queue::{JobQueue, LocalJobQueue, RecordingJobQueue, SqsJobQueue};
 pub use runner::{CHECK_NAME, JobError, JobOutcome, SyncRunner};

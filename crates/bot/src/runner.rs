@@ -23,12 +23,14 @@ use astrolift_store::StoreError;
 use astrolift_store::state::RepoRegistration;
 use astrolift_sync::check_run::{CheckOnlyReason, RenderContext, register_command, render};
 use astrolift_sync::{Coverage, Mode, Report, Stores, SyncError, SyncRequest, sync};
+use astrolift_trigger::report::report_recorded;
 use tracing::Instrument as _;
 
 use crate::accept::settle_acceptance;
 use crate::commit_order::{GitHubCommitOrder, is_retryable};
 use crate::ingress::now;
-use crate::job::{JobTrigger, SyncJob};
+use crate::job::{JobTrigger, ReportJob, SyncJob};
+use crate::report::GitHubReporter;
 use crate::suggest::{PullRequest, drop_suggested_annotations, post_suggestions, warn_not_posted};
 use crate::telemetry::{self, Metric};
 
@@ -125,6 +127,18 @@ pub struct SyncRunner {
 }
 
 impl SyncRunner {
+    /// Reports the terminal result of a relayed [`ReportJob`] with the App's key (best
+    /// effort, as on `serve`: GitHub's failure is logged, never retried, so a comment is
+    /// never posted twice). A task that does not exist or is not terminal is logged and
+    /// dropped: the message was not one the trigger function sends.
+    pub async fn report(&self, job: &ReportJob) {
+        let reporter = GitHubReporter::new(Arc::clone(&self.github));
+        let state = self.stores.state.as_ref();
+        if let Err(why) = report_recorded(state, &reporter, &job.task_id).await {
+            tracing::warn!(task_id = %job.task_id, %why, "report failed");
+        }
+    }
+
     /// Runs `job` to a completed check run.
     pub async fn run(&self, job: &SyncJob) -> Result<JobOutcome, JobError> {
         let span = tracing::info_span!(

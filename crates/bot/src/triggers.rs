@@ -16,7 +16,7 @@ use http::HeaderMap;
 
 use crate::config::{ConfigError, Environment};
 use crate::ingress::{EventFanOut, FanOutDelivery, FanOutSummary};
-use crate::report::GitHubReporter;
+use crate::report::{GitHubReporter, SqsReportRelay};
 use crate::telemetry::{self, Metric};
 
 /// The trigger service on `state` and `blobs` (each dispatch's snapshot,
@@ -60,18 +60,28 @@ pub async fn service_from_env(
         .with_reporter(reporter_from_env(environment).await))
 }
 
-/// The App's reporter when this process holds the App's credentials (`astrolift serve`);
-/// `None` otherwise (the trigger function: see [`crate::report`]), and for credentials
-/// that do not load, which is logged rather than stopping a start that does not need them.
-async fn reporter_from_env(environment: &Environment) -> Option<Arc<dyn ResultReporter>> {
+/// Who reports terminal results back to GitHub ([`crate::report`]):
+/// - the App itself when this process holds its credentials (`astrolift serve`);
+/// - else, with `ASTROLIFT_REPORT_QUEUE_URL` set (the trigger function on the stack), the
+///   relay to the sync worker, which holds them;
+/// - else nobody (a report is logged as not made).
+///
+/// Credentials that are named but do not load are logged rather than stopping a start that
+/// does not need them.
+pub async fn reporter_from_env(environment: &Environment) -> Option<Arc<dyn ResultReporter>> {
     match environment.github_app().await {
-        Ok(github) => Some(Arc::new(GitHubReporter::new(Arc::new(github)))),
-        Err(ConfigError::Missing(_) | ConfigError::Credentials(_)) => None,
+        Ok(github) => return Some(Arc::new(GitHubReporter::new(Arc::new(github)))),
+        Err(ConfigError::Missing(_) | ConfigError::Credentials(_)) => {}
         Err(error) => {
-            tracing::warn!(%error, "no GitHub App client: terminal results are not reported");
-            None
+            tracing::warn!(%error, "no GitHub App client: terminal results are relayed or not reported");
         }
     }
+    let url = std::env::var("ASTROLIFT_REPORT_QUEUE_URL").ok()?;
+    if url.trim().is_empty() {
+        return None;
+    }
+    let client = aws_sdk_sqs::Client::new(environment.aws_config().await);
+    Some(Arc::new(SqsReportRelay::new(client, url)))
 }
 
 /// `ASTROLIFT_CALLBACK_BASE_URL`: the public URL of `serve` or of the

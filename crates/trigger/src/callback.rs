@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
 use crate::render::key_hash;
-use crate::report::{ResultReporter, dispatch_of, report_back};
+use crate::report::{ResultReporter, report_terminal_task};
 use crate::service::TriggerResponse;
 use crate::workflow::{StageDispatcher, advance_workflow_on_callback};
 
@@ -106,21 +106,9 @@ async fn accept(
         return Err(answer);
     }
     if task.status.is_terminal() {
-        report_terminal(context, &task).await;
+        report_terminal_task(context.state, context.reporter, &task).await;
     }
     Ok(recorded_answer(&task, workflow_run))
-}
-
-/// The first terminal report of a task whose dispatch asks for it, to GitHub (best effort).
-async fn report_terminal(context: CallbackContext<'_>, task: &DispatchTask) {
-    let Some(dispatch) = dispatch_of(context.state, &task.idempotency_key).await else {
-        return;
-    };
-    let result = task
-        .result
-        .as_deref()
-        .and_then(|text| serde_json::from_str(text).ok());
-    report_back(context.reporter, &dispatch, task.status, result).await;
 }
 
 /// The task, once the request is within its bounds and carries the key of the task's

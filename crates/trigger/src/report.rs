@@ -6,15 +6,17 @@
 //! report goes (installation, issue or pull request number, the pull
 //! request's head) and the dispatch record keeps it. When the first terminal
 //! callback of its task is recorded, [`report_back`] hands it to the
-//! process's [`ResultReporter`] (the App's GitHub client; `astrolift serve`
-//! has one). Reporting is best effort: the terminal status is recorded
+//! process's [`ResultReporter`]: the App's GitHub client where the App key
+//! is (`astrolift serve`), or on the stack the trigger function's relay to the
+//! sync worker, which calls [`report_recorded`] with the App's client. Reporting is best effort: the terminal status is recorded
 //! whatever GitHub answers, and a failure is logged (`report failed`), never
 //! turned into the callback's answer, so a runtime is not asked to repeat a
 //! report that was recorded.
 
 use astrolift_manifest::triggers::ReportKind;
 use astrolift_store::BoxFuture;
-use astrolift_store::state::{Dispatch, ReportTarget, StateStore, TaskStatus};
+use astrolift_store::StoreError;
+use astrolift_store::state::{Dispatch, DispatchTask, ReportTarget, StateStore, TaskStatus};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -166,6 +168,54 @@ pub async fn report_back(
             tracing::warn!(dispatch_id = %dispatch.id, kind = %target.kind, why, "report failed")
         }
     }
+}
+
+/// Reports the terminal `task` back through `reporter`, if its dispatch asks for it: what the
+/// first terminal callback does, and what the sync worker does with a relayed report job.
+pub async fn report_terminal_task(
+    state: &dyn StateStore,
+    reporter: Option<&dyn ResultReporter>,
+    task: &DispatchTask,
+) {
+    let Some(dispatch) = dispatch_of(state, &task.idempotency_key).await else {
+        return;
+    };
+    let result = task
+        .result
+        .as_deref()
+        .and_then(|text| serde_json::from_str(text).ok());
+    report_back(reporter, &dispatch, task.status, result).await;
+}
+
+/// Why [`report_recorded`] reported nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum NotReported {
+    #[error("no task has the id {0}")]
+    NoSuchTask(String),
+    #[error("task {0} has no terminal status yet")]
+    NotTerminal(String),
+    #[error("the task could not be read: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// Reports the recorded terminal result of the task `task_id` (a relayed report job: the
+/// callback recorded the status where the App's key is not, and the worker that holds it
+/// reports). Everything is read from the state store, so the job names only the task.
+pub async fn report_recorded(
+    state: &dyn StateStore,
+    reporter: &dyn ResultReporter,
+    task_id: &str,
+) -> Result<(), NotReported> {
+    let task = state
+        .tasks()
+        .get_task(task_id)
+        .await?
+        .ok_or_else(|| NotReported::NoSuchTask(task_id.to_owned()))?;
+    if !task.status.is_terminal() {
+        return Err(NotReported::NotTerminal(task_id.to_owned()));
+    }
+    report_terminal_task(state, Some(reporter), &task).await;
+    Ok(())
 }
 
 /// The dispatch of a task, for [`report_back`]; `None` when it cannot be read

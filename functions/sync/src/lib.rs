@@ -1,8 +1,11 @@
 //! The `sync` Lambda function: a thin shell over [`astrolift_bot::SyncRunner`],
 //! fed by the SQS FIFO sync queue with partial batch responses
-//! (`ReportBatchItemFailures`).
+//! (`ReportBatchItemFailures`), and by the report queue: a record there is a
+//! [`astrolift_bot::ReportJob`], the trigger function's relay of a terminal
+//! result to report to GitHub with the App's key (best effort: always
+//! acknowledged).
 //!
-//! For each record, in order: parse the body as a [`SyncJob`] → run it →
+//! For each record, in order: parse the body as a [`astrolift_bot::SyncJob`] → run it →
 //! report it in `batchItemFailures` only when running it again may succeed:
 //! - a body that does not parse never will: logged and acknowledged (deleted);
 //! - a non-retryable error (a refused tarball, a 4xx from GitHub) is
@@ -30,7 +33,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use astrolift_bot::config::{ConfigError, Environment};
-use astrolift_bot::{SyncJob, SyncRunner};
+use astrolift_bot::{QueuedJob, SyncRunner};
 use astrolift_manifest::Limits;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 
@@ -133,8 +136,12 @@ impl SyncFunction {
     async fn process(&self, record: &SqsMessage) -> RecordOutcome {
         let message_id = record.message_id.as_deref();
         let body = record.body.as_deref().unwrap_or_default();
-        let job: SyncJob = match serde_json::from_str(body) {
-            Ok(job) => job,
+        let job = match QueuedJob::parse(body) {
+            Ok(QueuedJob::Sync(job)) => job,
+            Ok(QueuedJob::Report(report)) => {
+                self.runner.report(&report).await;
+                return RecordOutcome::Done;
+            }
             Err(error) => {
                 // Never parses, so never retried; the body is not logged (it
                 // could be anything), its size is.

@@ -1,5 +1,7 @@
 //! The sync function against the fake GitHub and SQLite stores, fed with
-//! batches shaped like `events/sync-batch.json`.
+//! batches shaped like `events/sync-batch.json`, and report jobs relayed
+//! through a moto SQS queue.
 
 mod batches;
+mod reports;
 mod support;

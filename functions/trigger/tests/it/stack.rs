@@ -4,7 +4,9 @@
 //! the stack's webhook secret. The function is built as on Lambda (`service_from_env`):
 //! a generic binding with `verify = { kind = "github" }` is answered 202, one whose
 //! `secret://` reference names no secret 500 (a configuration error), and the same binding
-//! with Secrets Manager unreachable 503 (retry).
+//! with Secrets Manager unreachable 503 (retry). A terminal callback of a dispatch that asks
+//! for a comment is relayed to the stack's report queue (the function holds no App key), as
+//! one report job naming the task, for the sync function to post.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,11 +14,14 @@ use std::time::Duration;
 use astrolift_forge::webhook::sign;
 use astrolift_manifest::triggers::{TriggerSource, TriggerSpec, Verify};
 use astrolift_store::StateStore;
+use astrolift_store::state::tasks::record_render;
 use astrolift_store::state::{
-    Agent, AgentChange, AgentStatus, AuditAction, ChangeSet, DynamoStateStore, TriggerBinding,
+    Agent, AgentChange, AgentStatus, AuditAction, ChangeSet, Dispatch, DispatchStatus,
+    DynamoStateStore, ReportTarget, TriggerBinding,
 };
 use astrolift_store::testing::unique_name;
 use astrolift_trigger::dispatch::MemoryDispatchQueue;
+use astrolift_trigger::render::key_hash;
 use astrolift_trigger::{AwsSecretResolver, TriggerService};
 use lambda_http::{Body, Request};
 
@@ -209,4 +214,86 @@ async fn the_stacks_trigger_function_verifies_github_and_classifies_secret_error
     );
     let (code, answer) = status(&offline, post(&missing_id, &token, body)).await;
     assert_eq!(code, 503, "an unreachable secret store: {answer}");
+}
+
+/// A dispatch of issue 1 that asks for a comment, with a render keyed `key`: its task id.
+async fn reporting_dispatch(state: &dyn StateStore, key: &str) -> String {
+    let task_id = unique_name("t-smoke");
+    let dispatch = Dispatch {
+        id: format!("d-{task_id}"),
+        idempotency_key: format!("k-{task_id}"),
+        trigger_id: unique_name("trg_report"),
+        repository: unique_name("smoke/report"),
+        manifest_path: MANIFEST.to_owned(),
+        snapshot_hash: SNAPSHOT.to_owned(),
+        payload: None,
+        created_at: 1,
+        status: DispatchStatus::Dispatched,
+        sender: Some("octocat".to_owned()),
+        trusted: true,
+        task_id: task_id.clone(),
+        env_spec: None,
+        message: None,
+        report: Some(ReportTarget {
+            kind: "comment".to_owned(),
+            repository: "smoke/report".to_owned(),
+            installation_id: 1,
+            number: 1,
+            head_sha: None,
+        }),
+    };
+    state
+        .record_dispatch(&dispatch)
+        .await
+        .expect("records the dispatch on the stack's table");
+    record_render(state.tasks(), &task_id, Some(&key_hash(key)), 2)
+        .await
+        .expect("rendered");
+    task_id
+}
+
+#[tokio::test]
+async fn the_stacks_trigger_function_relays_a_terminal_report_to_the_sync_function() {
+    let Some((table, _)) = smoke_setup() else {
+        return;
+    };
+    let queue_url = std::env::var("ASTROLIFT_REPORT_QUEUE_URL")
+        .expect("the trigger function's ASTROLIFT_REPORT_QUEUE_URL");
+    let state = DynamoStateStore::from_env(&table)
+        .await
+        .expect("the stack's table");
+    let task_id = reporting_dispatch(&state, "smoke-cluster-key").await;
+    let service = astrolift_fn_trigger::service_from_env()
+        .await
+        .expect("the cold start succeeds on the trigger function's own configuration");
+    let callback = lambda_http::http::Request::builder()
+        .method("POST")
+        .uri(format!("https://trigger.example/callbacks/{task_id}"))
+        .header("authorization", "Bearer smoke-cluster-key")
+        .header("content-type", "application/json")
+        .body(Body::Text(
+            r#"{"status":"succeeded","result":{"ok":true}}"#.to_owned(),
+        ))
+        .expect("a request");
+    let (code, answer) = status(&service, callback).await;
+    assert_eq!(code, 200, "{answer}");
+
+    let sqs = aws_sdk_sqs::Client::new(&aws_config::load_from_env().await);
+    let received = sqs
+        .receive_message()
+        .queue_url(&queue_url)
+        .max_number_of_messages(10)
+        .send()
+        .await
+        .expect("receives from the stack's report queue");
+    let jobs: Vec<serde_json::Value> = received
+        .messages()
+        .iter()
+        .filter_map(|m| serde_json::from_str(m.body()?).ok())
+        .collect();
+    assert_eq!(
+        jobs,
+        vec![serde_json::json!({"version": 1, "kind": "report", "task_id": task_id})],
+        "one report job for the sync function"
+    );
 }
