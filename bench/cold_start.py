@@ -203,7 +203,12 @@ def time_first_event(api, binary, env, recorder=None):
     if recorder:
         recorder.take()
     start = time.perf_counter_ns()
-    process = subprocess.Popen([binary], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # COLD_START_STDERR=PATH keeps the binary's stderr (appended), to see what it says at exit.
+    stderr_path = os.environ.get("COLD_START_STDERR")
+    stderr = open(stderr_path, "ab") if stderr_path else subprocess.DEVNULL
+    process = subprocess.Popen([binary], env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+    if stderr_path:
+        stderr.close()
     if not api.responded.wait(timeout=10):
         process.kill()
         raise SystemExit(f"{binary}: no response within 10 s")

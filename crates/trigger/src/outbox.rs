@@ -28,12 +28,30 @@ use crate::dispatch::{DispatchError, DispatchMessage, DispatchQueue, QueueDestin
 /// Default bound on undrained messages.
 pub const DEFAULT_OUTBOX_MAX: u64 = 10_000;
 
-const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS outbox (
+/// The table, and its size kept in `outbox_size` by triggers, so that the bound
+/// ([`DispatchQueue::has_room`], asked before every dispatch) is one row read: SQLite's
+/// `COUNT(*)` reads the whole table, which made each dispatch slower the more the outbox
+/// held. The triggers live in the file, so every writer (`serve`, the CLI, an older
+/// binary) keeps the size; an outbox made before them is counted once, in the same
+/// transaction that adds them.
+const SCHEMA: &str = "BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS outbox (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     dispatch_id TEXT NOT NULL UNIQUE,
     body TEXT NOT NULL,
     created_at INTEGER NOT NULL
-);";
+);
+CREATE TABLE IF NOT EXISTS outbox_size (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    messages INTEGER NOT NULL
+);
+INSERT INTO outbox_size (id, messages)
+    SELECT 1, (SELECT COUNT(*) FROM outbox) WHERE NOT EXISTS (SELECT 1 FROM outbox_size);
+CREATE TRIGGER IF NOT EXISTS outbox_added AFTER INSERT ON outbox
+    BEGIN UPDATE outbox_size SET messages = messages + 1 WHERE id = 1; END;
+CREATE TRIGGER IF NOT EXISTS outbox_removed AFTER DELETE ON outbox
+    BEGIN UPDATE outbox_size SET messages = messages - 1 WHERE id = 1; END;
+COMMIT;";
 
 /// A message kept in the outbox.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +87,12 @@ impl SqliteOutbox {
                 .map_err(|e| e.to_string())?;
             connection
                 .pragma_update(None, "journal_mode", "WAL")
+                .map_err(|e| e.to_string())?;
+            // As the state store's: a commit survives the process, and only a power loss
+            // may take the last ones, as it may take the dispatch records they belong to
+            // (FULL would fsync on every dispatch and guarantee no more end to end).
+            connection
+                .pragma_update(None, "synchronous", "NORMAL")
                 .map_err(|e| e.to_string())?;
             connection
                 .execute_batch(SCHEMA)
@@ -113,7 +137,7 @@ impl SqliteOutbox {
     /// Undrained messages.
     pub async fn len(&self) -> Result<u64, DispatchError> {
         self.with(|c| {
-            c.query_row("SELECT COUNT(*) FROM outbox", [], |row| {
+            c.query_row("SELECT messages FROM outbox_size WHERE id = 1", [], |row| {
                 row.get::<_, i64>(0)
             })
         })

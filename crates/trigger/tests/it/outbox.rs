@@ -1,6 +1,7 @@
 //! The durable local outbox: kept across reopening, bounded (at the bound
 //! and one past it: the service answers 503 with `Retry-After` and records
-//! nothing), listed oldest first, drained to SQS on moto.
+//! nothing), listed oldest first, drained to SQS on moto; its size kept
+//! exact by the file's triggers, an outbox made before them counted once.
 
 use std::sync::Arc;
 
@@ -142,4 +143,56 @@ async fn the_outbox_drains_to_sqs_oldest_first() {
     ids.sort();
     expected.sort();
     assert_eq!(ids, expected);
+}
+
+#[tokio::test]
+async fn the_size_is_kept_by_every_writer_and_an_older_outbox_is_counted_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("outbox.db");
+    let sent = messages(4).await;
+    {
+        // An outbox as a binary before the size table made it, with two messages.
+        let old = rusqlite::Connection::open(&path).expect("opens");
+        old.execute_batch(
+            "CREATE TABLE outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                dispatch_id TEXT NOT NULL UNIQUE, body TEXT NOT NULL, created_at INTEGER NOT NULL);",
+        )
+        .expect("old schema");
+        for message in &sent[..2] {
+            let body = serde_json::to_string(message).expect("JSON");
+            old.execute(
+                "INSERT INTO outbox (dispatch_id, body, created_at) VALUES (?1, ?2, 1)",
+                rusqlite::params![message.dispatch_id, body],
+            )
+            .expect("inserts");
+        }
+    }
+    let outbox = SqliteOutbox::open(&path, 10).await.expect("opens");
+    assert_eq!(outbox.len().await.expect("counts"), 2, "counted on open");
+    let again = SqliteOutbox::open(&path, 10).await.expect("reopens");
+    assert_eq!(again.len().await.expect("counts"), 2, "counted once");
+    outbox.publish(&sent[2]).await.expect("publishes");
+    outbox
+        .publish(&sent[2])
+        .await
+        .expect("a duplicate is kept once");
+    {
+        // Another process writing the file directly: the triggers count it too.
+        let other = rusqlite::Connection::open(&path).expect("opens");
+        let body = serde_json::to_string(&sent[3]).expect("JSON");
+        other
+            .execute(
+                "INSERT INTO outbox (dispatch_id, body, created_at) VALUES (?1, ?2, 1)",
+                rusqlite::params![sent[3].dispatch_id, body],
+            )
+            .expect("inserts");
+    }
+    assert_eq!(again.len().await.expect("counts"), 4);
+    let drained = again
+        .drain_to(&astrolift_trigger::dispatch::MemoryDispatchQueue::new())
+        .await
+        .expect("drains");
+    assert_eq!(drained, 4);
+    assert_eq!(outbox.len().await.expect("counts"), 0);
+    assert!(outbox.is_empty().await.expect("counts"));
 }
