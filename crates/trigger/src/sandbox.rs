@@ -28,8 +28,11 @@
 //!   "stopped: it failed inside its evaluation worker". The next request gets
 //!   a fresh worker: the process always answers it.
 //! - At most [`max_concurrent`] evaluations run at once per process
-//!   (`ASTROLIFT_JQ_WORKERS`, default twice the available parallelism); the
-//!   excess is [`WorkerResult::Busy`] at once, a 503 with `Retry-After`.
+//!   (`ASTROLIFT_JQ_WORKERS`, default twice the available parallelism). A
+//!   request that finds every slot taken waits for one up to
+//!   [`slots::SLOT_WAIT`] (250 ms), with at most [`slots::WAITERS_PER_SLOT`]
+//!   waiting per slot; past that it is [`WorkerResult::Busy`], a 503 with
+//!   `Retry-After` ([`slots`]).
 //!
 //! # Guards (inside every evaluation)
 //! Runaway jq that loops or recurses through definitions is stopped from
@@ -67,6 +70,7 @@
 //! the trigger function.
 
 mod pool;
+pub mod slots;
 mod threads;
 mod worker;
 
@@ -493,9 +497,10 @@ pub enum WorkerResult {
 /// Runs `jobs` on `body` under `limits`: in a worker process when this
 /// process called [`init`] (or [`use_worker_processes`]), else on a worker
 /// thread (see the module docs). At most [`max_concurrent`] evaluations run
-/// at once in the process; the excess is [`WorkerResult::Busy`] at once.
+/// at once in the process; the excess waits for a slot, boundedly, and is
+/// [`WorkerResult::Busy`] past that ([`slots`]).
 pub async fn run_in_worker(body: Vec<u8>, jobs: Vec<Job>, limits: &Limits) -> WorkerResult {
-    let Some(slot) = pool::Slot::take() else {
+    let Some(slot) = pool::take_slot().await else {
         return WorkerResult::Busy;
     };
     let request = Request {

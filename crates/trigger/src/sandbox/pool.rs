@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use super::slots::{SLOT_WAIT, Slots};
 use super::worker::{CPU_ENV, MEMORY_ENV, WORKER_ENV, WireJob, WireRequest};
 use super::{GRACE, Request, SandboxError, WireResult};
 
@@ -88,43 +89,28 @@ fn memory_limit_bytes() -> u64 {
         .saturating_mul(1024 * 1024)
 }
 
-static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
+/// The process's evaluation slots ([`super::slots`]).
+fn slots() -> &'static Slots {
+    static SLOTS: OnceLock<Slots> = OnceLock::new();
+    SLOTS.get_or_init(|| Slots::new(max_concurrent(), SLOT_WAIT))
+}
 
 /// The most evaluations that were in flight at once since the process began.
 pub fn peak_in_flight() -> usize {
-    PEAK.load(Ordering::Acquire)
-}
-
-/// One of the [`max_concurrent`] evaluation slots; released on drop.
-#[derive(Debug)]
-pub(super) struct Slot(());
-
-impl Slot {
-    /// A free slot, or `None` when every slot is taken.
-    pub(super) fn take() -> Option<Slot> {
-        let max = max_concurrent();
-        IN_FLIGHT
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .ok()
-            .map(|before| {
-                PEAK.fetch_max(before + 1, Ordering::AcqRel);
-                Slot(())
-            })
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        IN_FLIGHT.fetch_sub(1, Ordering::AcqRel);
-    }
+    slots().peak()
 }
 
 /// Evaluations in flight in this process (for tests and metrics).
 pub fn in_flight() -> usize {
-    IN_FLIGHT.load(Ordering::Acquire)
+    slots().in_flight()
+}
+
+/// One of the process's evaluation slots; released on drop.
+pub(super) type Slot = super::slots::Slot<'static>;
+
+/// A slot of the process: free now, or within [`SLOT_WAIT`] ([`Slots::take`]).
+pub(super) async fn take_slot() -> Option<Slot> {
+    slots().take().await
 }
 
 /// Runs `request` on a worker process, on a blocking thread: the exchange
