@@ -528,7 +528,7 @@ pub fn triage_env_spec(project_id: &str) -> EnvSpec {
 }
 
 /// Registers the skill sources the examples' catalogue and organization skills resolve
-/// through (`examples/skill-repos/`, served by the fake GitHub's
+/// through (`tests/fake-github/skill-repos/`, served by the fake GitHub's
 /// `add_example_skill_repos`), for `project_id`: the aliases `steadymd` (the monorepo's)
 /// and `platform` (the single agent's), both `example/runbooks`, and the catalogue
 /// `example/catalogue` at `main`.

@@ -232,12 +232,12 @@ impl FakeGitHub {
         state.repo_installations.insert(key, id);
     }
 
-    /// Serves the examples' skill repositories (`examples/skill-repos/`), which their
+    /// Serves the examples' skill repositories (`tests/fake-github/skill-repos/`), which their
     /// catalogue and organization skills name: [`EXAMPLE_RUNBOOKS`] and
     /// [`EXAMPLE_CATALOGUE`] at `main`, each in an installation of its own (not the agent
     /// repository's). The stores' side is `astrolift_store::testing::register_example_skill_sources`.
     pub fn add_example_skill_repos(&self) {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/skill-repos");
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("skill-repos");
         for (full_name, sha, folder, installation) in [
             (EXAMPLE_RUNBOOKS, EXAMPLE_RUNBOOKS_SHA, "runbooks", 9_001),
             (EXAMPLE_CATALOGUE, EXAMPLE_CATALOGUE_SHA, "catalogue", 9_002),
