@@ -10,10 +10,10 @@
 use std::io::Read;
 use std::path::PathBuf;
 
-use astrolift_fake_github::FakeGitHub;
+use astrolift_fake_github::{FakeGitHub, Fault};
 use astrolift_store::blob::BlobKey;
-use astrolift_store::state::{Agent, Catalogue, SkillRepo};
-use astrolift_sync::PlanStatus::{self, Added, Changed, Failed, Unchanged};
+use astrolift_store::state::{Agent, Catalogue, RepoRegistration, SkillRepo};
+use astrolift_sync::PlanStatus::{self, Added, Changed, Failed, Unchanged, Unregistered};
 use astrolift_sync::{Report, Stores};
 use serde_json::Value;
 
@@ -45,6 +45,13 @@ fn remote_skills(name: &str) -> PathBuf {
 /// runbooks) and `ghost` (a repository the App is not installed on), another project's
 /// alias `other`, and, with `catalogue`, the catalogue.
 async fn skill_world(stores: &Stores, agents: PathBuf, catalogue: bool) -> FakeGitHub {
+    let github = skill_sources(stores, agents, catalogue).await;
+    register_repository(stores).await;
+    github
+}
+
+/// [`skill_world`] without the agent repository's registration.
+async fn skill_sources(stores: &Stores, agents: PathBuf, catalogue: bool) -> FakeGitHub {
     let github = FakeGitHub::start().await.expect("fake GitHub");
     github.add_installation(INSTALLATION);
     github.add_repo("octo", "agents", "main", MAIN_SHA, agents);
@@ -54,7 +61,6 @@ async fn skill_world(stores: &Stores, agents: PathBuf, catalogue: bool) -> FakeG
     let skills = remote_skills("catalogue");
     github.add_repo("astrolift", "catalogue", "main", CATALOGUE_SHA, skills);
     github.install_repo(CATALOGUE_INSTALLATION, "astrolift", "catalogue");
-    register_repository(stores).await;
     let skills = stores.state.skills();
     for (project, alias, repository) in [
         ("proj-bot", "steadymd", "steadymd/runbooks"),
@@ -231,4 +237,49 @@ async fn a_catalogue_skill_without_a_registered_catalogue_is_an_error() {
     let triage = diagnostics_of(&report, "agents/triage/astrolift.toml");
     insta::assert_snapshot!("no_catalogue", triage);
     assert_eq!(github.tarball_downloads("astrolift", "catalogue"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_skill_repository_github_cannot_serve_fails_the_sync_for_a_retry() {
+    let (stores, _dir) = embedded_stores().await;
+    let github = skill_world(&stores, fixture("skills"), true).await;
+    let down = Fault::server_error(100).on("GET", "/repos/steadymd/runbooks/tarball");
+    github.inject(down);
+    let error = runner(&github, &stores)
+        .run(&push_job("d-skills-down"))
+        .await
+        .expect_err("the runbooks cannot be read");
+    assert!(error.is_retryable(), "a 5xx is worth retrying: {error}");
+    assert!(error.to_string().contains("steadymd/runbooks"), "{error}");
+    let runs = github.check_runs();
+    assert_eq!(runs[0].conclusion.as_deref(), Some("failure"));
+    // Never registered without a skill it names.
+    let agents = stores
+        .state
+        .list_agents("octo/agents")
+        .await
+        .expect("agents");
+    assert!(agents.is_empty(), "{agents:#?}");
+}
+
+#[tokio::test]
+async fn an_uncovered_manifest_has_no_project_so_its_org_skills_are_unresolved() {
+    let (stores, _dir) = embedded_stores().await;
+    let github = skill_sources(&stores, fixture("skills"), true).await;
+    let registration = RepoRegistration {
+        repository: "octo/agents".into(),
+        installation_id: Some(INSTALLATION),
+        project_id: "proj-bot".into(),
+        registered_ref: "main".into(),
+        manifest_path: Some("agents/review/astrolift.toml".into()),
+        updated_at: 1,
+    };
+    let put = stores.state.put_registration(&registration).await;
+    put.expect("registered");
+    let report = push(&github, &stores, "d-uncovered").await;
+    assert_statuses(&report, &[("review", Added), ("triage", Unregistered)]);
+    // Its catalogue skill resolves (the catalogue is the deployment's); its org skill has
+    // no project to resolve through.
+    let triage = diagnostics_of(&report, "agents/triage/astrolift.toml");
+    insta::assert_snapshot!("uncovered_manifest", triage);
 }
