@@ -168,6 +168,8 @@ struct Sources {
     catalogue: Option<Catalogue>,
     /// Each (repository, ref) fetched.
     fetched: HashMap<(String, String), SkillFetch>,
+    /// At most this many are fetched ([`Limits::skill_repositories`]).
+    limit: usize,
 }
 
 impl Sources {
@@ -176,7 +178,10 @@ impl Sources {
         context: &SkillContext<'_>,
         fetcher: &dyn SkillFetcher,
     ) -> Result<Sources, SyncError> {
-        let mut sources = Sources::default();
+        let mut sources = Sources {
+            limit: context.limits.skill_repositories,
+            ..Sources::default()
+        };
         let mut wanted = BTreeSet::new();
         let mut catalogue_wanted = false;
         for (manifest, project) in agents {
@@ -203,7 +208,8 @@ impl Sources {
             let at = sources.catalogue.as_ref();
             wanted.extend(at.map(|c| (c.repository.clone(), c.registered_ref.clone())));
         }
-        for (repository, git_ref) in wanted {
+        // Bounded: a manifest can name any number of refs, each a tarball download.
+        for (repository, git_ref) in wanted.into_iter().take(sources.limit) {
             let found = fetcher.fetch(&repository, &git_ref).await?;
             sources.fetched.insert((repository, git_ref), found);
         }
@@ -228,14 +234,12 @@ impl Sources {
     }
 
     /// What was found for `repository` at `git_ref`, as the resolver reads it (every
-    /// registered one was fetched).
+    /// registered one was fetched, up to the limit).
     fn fetched(&self, repository: &str, git_ref: &str) -> Fetched<'_> {
         let key = (repository.to_owned(), git_ref.to_owned());
         let repository = repository.to_owned();
         match self.fetched.get(&key) {
-            None => Fetched::Unresolved {
-                reason: format!("`{repository}` was not fetched"),
-            },
+            None => Fetched::OverLimit { limit: self.limit },
             Some(SkillFetch::Tree { commit, tree }) => Fetched::Tree {
                 repository,
                 commit: commit.clone(),

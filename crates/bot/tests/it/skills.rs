@@ -283,3 +283,21 @@ async fn an_uncovered_manifest_has_no_project_so_its_org_skills_are_unresolved()
     let triage = diagnostics_of(&report, "agents/triage/astrolift.toml");
     insta::assert_snapshot!("uncovered_manifest", triage);
 }
+
+#[tokio::test]
+async fn skill_repositories_past_the_limit_are_not_fetched_and_fail_their_references() {
+    let (stores, _dir) = embedded_stores().await;
+    let github = skill_world(&stores, fixture("skills"), true).await;
+    let mut runner = runner(&github, &stores);
+    // The catalogue comes first (repository order): the runbooks are past the limit.
+    runner.limits.skill_repositories = 1;
+    let outcome = runner
+        .run(&push_job("d-limit"))
+        .await
+        .expect("the sync runs");
+    assert_statuses(&outcome.report, &[("review", Failed), ("triage", Failed)]);
+    let review = diagnostics_of(&outcome.report, "agents/review/astrolift.toml");
+    insta::assert_snapshot!("over_the_limit", review);
+    assert_eq!(github.tarball_downloads("astrolift", "catalogue"), 1);
+    assert_eq!(github.tarball_downloads("steadymd", "runbooks"), 0);
+}
