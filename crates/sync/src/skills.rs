@@ -173,6 +173,8 @@ struct Sources {
 }
 
 impl Sources {
+    /// Reads the registrations `agents` name and fetches each repository (at most
+    /// `limit` of them).
     async fn read(
         agents: &[(&AgentManifest, Option<String>)],
         context: &SkillContext<'_>,
@@ -182,6 +184,22 @@ impl Sources {
             limit: context.limits.skill_repositories,
             ..Sources::default()
         };
+        let wanted = sources.wanted(agents, context).await?;
+        // Bounded: a manifest can name any number of refs, each a tarball download.
+        for (repository, git_ref) in wanted.into_iter().take(sources.limit) {
+            let found = fetcher.fetch(&repository, &git_ref).await?;
+            sources.fetched.insert((repository, git_ref), found);
+        }
+        Ok(sources)
+    }
+
+    /// Every (repository, ref) the agents' references name through a registration, in
+    /// repository, then ref, order; the registrations they name are kept.
+    async fn wanted(
+        &mut self,
+        agents: &[(&AgentManifest, Option<String>)],
+        context: &SkillContext<'_>,
+    ) -> Result<BTreeSet<(String, String)>, SyncError> {
         let mut wanted = BTreeSet::new();
         let mut catalogue_wanted = false;
         for (manifest, project) in agents {
@@ -196,7 +214,7 @@ impl Sources {
                         },
                         Some(project),
                     ) => {
-                        let repository = sources.alias(context, project, repo_alias).await?;
+                        let repository = self.alias(context, project, repo_alias).await?;
                         wanted.extend(repository.map(|r| (r, git_ref.clone())));
                     }
                     _ => {}
@@ -204,16 +222,11 @@ impl Sources {
             }
         }
         if catalogue_wanted {
-            sources.catalogue = context.state.get_catalogue().await?;
-            let at = sources.catalogue.as_ref();
+            self.catalogue = context.state.get_catalogue().await?;
+            let at = self.catalogue.as_ref();
             wanted.extend(at.map(|c| (c.repository.clone(), c.registered_ref.clone())));
         }
-        // Bounded: a manifest can name any number of refs, each a tarball download.
-        for (repository, git_ref) in wanted.into_iter().take(sources.limit) {
-            let found = fetcher.fetch(&repository, &git_ref).await?;
-            sources.fetched.insert((repository, git_ref), found);
-        }
-        Ok(sources)
+        Ok(wanted)
     }
 
     /// The repository `project` registered as `alias`, read once per sync.
