@@ -21,6 +21,8 @@
 //! - `accept`: the check run's "Accept drift" requested action, honoured
 //!   only for a sender with write permission (GitHub's collaborator
 //!   permission), recorded as audit events keyed by head sha.
+//! - [`skills`]: the sync's skill fetcher: a skill repository read as the
+//!   installation that covers it, each (repository, ref) once per sync.
 //! - [`commit_order`]: the sync's ancestry oracle, from GitHub's compare API
 //!   (asked only when a push is not a fast-forward of the registered commit).
 //! - [`config`]: the parts built from the environment once per process.
@@ -60,6 +62,7 @@ pub mod job;
 pub mod queue;
 pub mod report;
 pub mod runner;
+pub mod skills;
 pub mod suggest;
 pub mod telemetry;
 pub mod triggers;

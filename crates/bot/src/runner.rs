@@ -31,6 +31,7 @@ use crate::commit_order::{GitHubCommitOrder, is_retryable};
 use crate::ingress::now;
 use crate::job::{JobTrigger, ReportJob, SyncJob};
 use crate::report::GitHubReporter;
+use crate::skills::GitHubSkillFetcher;
 use crate::suggest::{PullRequest, drop_suggested_annotations, post_suggestions, warn_not_posted};
 use crate::telemetry::{self, Metric};
 
@@ -230,7 +231,7 @@ impl SyncRunner {
             .list_repository_registrations(&job.repository)
             .await?;
         let (mode, check_only) = decide_mode(job, &registrations);
-        let tree = self.fetch(installation, repo, &job.head_sha).await?;
+        let tree = fetch_tree(installation, repo, &job.head_sha, self.limits).await?;
         let request = SyncRequest {
             repository: job.repository.clone(),
             commit: job.head_sha.clone(),
@@ -247,6 +248,10 @@ impl SyncRunner {
                 limits: self.limits,
                 config_paths: self.config_paths(&job.repository).await?,
             },
+            skills: Some(Arc::new(GitHubSkillFetcher {
+                github: self.github.clone(),
+                limits: self.limits,
+            })),
         };
         let (report, tree) = self.sync_off_the_async_workers(tree, request).await?;
         let trigger_paths = self.trigger_paths(&job.repository).await?;
@@ -326,20 +331,6 @@ impl SyncRunner {
         }
     }
 
-    async fn fetch(
-        &self,
-        installation: &Installation,
-        repo: &RepoPath,
-        sha: &str,
-    ) -> Result<TarballTree, JobError> {
-        let limits = self.limits;
-        let download = installation.tarball(repo, sha).await?;
-        let tree = download
-            .read_blocking(move |reader| SourceTarball::read(reader, &limits))
-            .await??;
-        Ok(tree)
-    }
-
     /// Config manifests named by env specs whose config repository is this one.
     async fn config_paths(&self, repository: &str) -> Result<Vec<String>, JobError> {
         Ok(astrolift_sync::config_paths(self.stores.state.as_ref(), repository).await?)
@@ -408,6 +399,21 @@ impl SyncRunner {
             }
         }
     }
+}
+
+/// The tree of `repo` at commit `sha`: its tarball streamed (on a blocking thread) into a
+/// bounded tree. Agent repositories and skill repositories ([`crate::skills`]) alike.
+pub(crate) async fn fetch_tree(
+    installation: &Installation,
+    repo: &RepoPath,
+    sha: &str,
+    limits: Limits,
+) -> Result<TarballTree, JobError> {
+    let download = installation.tarball(repo, sha).await?;
+    let tree = download
+        .read_blocking(move |reader| SourceTarball::read(reader, &limits))
+        .await??;
+    Ok(tree)
 }
 
 /// Check or apply, and why only check (docs/reference.md §1): a repository

@@ -37,6 +37,9 @@ pub struct Limits {
     pub workflow_stages: usize,
     /// The `result` of a callback (`POST /callbacks/{task_id}`), as serialized, bytes.
     pub callback_result: u64,
+    /// Skill repositories one sync fetches, each distinct (repository, ref) once: a
+    /// reference past it is `skill/too-many-repositories`.
+    pub skill_repositories: usize,
 }
 
 pub const KIB: u64 = 1024;
@@ -59,6 +62,7 @@ impl Limits {
         tarball_path: 4096,
         workflow_stages: 64,
         callback_result: 256 * KIB,
+        skill_repositories: 32,
     };
 }
 

@@ -66,6 +66,11 @@ pub const INVALID_REMOTE_SKILL: Code = Code::new(
     Severity::Error,
     "The SKILL.md of a catalogue or organization skill does not validate.",
 );
+pub const TOO_MANY_REPOSITORIES: Code = Code::new(
+    "skill/too-many-repositories",
+    Severity::Error,
+    "The repository's agents name more skill repositories (distinct repository and ref) than one sync fetches.",
+);
 pub const UNRESOLVED: Code = Code::new(
     "skill/unresolved",
     Severity::Warning,
@@ -81,6 +86,7 @@ pub const CODES: &[&Code] = &[
     &NO_CATALOGUE,
     &NOT_IN_CATALOGUE,
     &INVALID_REMOTE_SKILL,
+    &TOO_MANY_REPOSITORIES,
     &UNRESOLVED,
 ];
 
@@ -98,6 +104,9 @@ pub enum Fetched<'t> {
     NotInstalled { repository: String },
     /// The ref names no commit of `repository`.
     UnknownRef { repository: String },
+    /// It was not fetched: the sync already fetched `limit` skill repositories
+    /// ([`Limits::skill_repositories`]).
+    OverLimit { limit: usize },
     /// It could not be asked here; `reason` says why (no App credentials, say).
     Unresolved { reason: String },
 }
@@ -120,6 +129,9 @@ impl std::fmt::Debug for Fetched<'_> {
                 .debug_struct("UnknownRef")
                 .field("repository", repository)
                 .finish(),
+            Fetched::OverLimit { limit } => {
+                f.debug_struct("OverLimit").field("limit", limit).finish()
+            }
             Fetched::Unresolved { reason } => f
                 .debug_struct("Unresolved")
                 .field("reason", reason)
@@ -250,6 +262,15 @@ impl Reporter<'_> {
             Fetched::UnknownRef { repository } => {
                 let message = format!("no branch, tag or commit of `{repository}` has this name");
                 self.report(&UNKNOWN_REF, message, None);
+                None
+            }
+            Fetched::OverLimit { limit } => {
+                let message = format!(
+                    "not fetched: the agents of this repository name more than {limit} skill \
+                     repositories (distinct repository and ref)"
+                );
+                let help = "use fewer refs of the same skill repository (`@main` for all, say)";
+                self.report(&TOO_MANY_REPOSITORIES, message, Some(help));
                 None
             }
             Fetched::Unresolved { reason } => {

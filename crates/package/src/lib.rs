@@ -143,12 +143,18 @@ fn package_slice<W: std::io::Write>(
 /// ([`PreparedAgent::package`]) or, when a stored [`FingerprintRecord`]
 /// already says what its archive is, snapshotted without building it
 /// ([`PreparedAgent::reuse`]).
+///
+/// The fingerprint covers the slice's files (a resolved remote skill's
+/// included), the pins do not: a skill whose ref moved to a commit with the
+/// same files keeps its archive and changes only the snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreparedAgent {
     pub slice: Slice,
     pub hashes: ContentHashes,
     /// [`slice_fingerprint`] of the slice, 64 hex digits.
     pub fingerprint: String,
+    /// The snapshot pins of its resolved remote skills (empty without any).
+    pub pins: SkillPins,
 }
 
 /// Slices one agent and hashes its files; every failure is a diagnostic on
@@ -159,6 +165,29 @@ pub fn prepare_agent(
     limits: &astrolift_manifest::Limits,
 ) -> Result<PreparedAgent, Vec<astrolift_manifest::Diagnostic>> {
     let slice = slice(manifest, tree, limits)?;
+    prepare_slice(manifest, slice, tree, SkillPins::new())
+}
+
+/// [`prepare_agent`] for an agent whose resolved remote skills are mounted in `tree` (as
+/// [`package_agent_with_remote`] packages it): its slice holds their files and its
+/// snapshot will pin each one. The agent must then be packaged or reused with `tree`.
+pub fn prepare_agent_with_remote(
+    manifest: &astrolift_manifest::model::AgentManifest,
+    tree: &MountedTree<'_>,
+    limits: &astrolift_manifest::Limits,
+) -> Result<PreparedAgent, Vec<astrolift_manifest::Diagnostic>> {
+    let slice = slice_with_remote(manifest, tree, limits)?;
+    let pins = remote_pins(tree.remote())
+        .map_err(|e| vec![e.to_diagnostic(&manifest.manifest, &manifest.name)])?;
+    prepare_slice(manifest, slice, tree, pins)
+}
+
+fn prepare_slice(
+    manifest: &astrolift_manifest::model::AgentManifest,
+    slice: Slice,
+    tree: &dyn PayloadTree,
+    pins: SkillPins,
+) -> Result<PreparedAgent, Vec<astrolift_manifest::Diagnostic>> {
     let failed = |e: PackageError| vec![e.to_diagnostic(&manifest.manifest, &manifest.name)];
     let hashes = ContentHashes::of_slice(&slice, tree).map_err(failed)?;
     let fingerprint =
@@ -167,6 +196,7 @@ pub fn prepare_agent(
         slice,
         hashes,
         fingerprint,
+        pins,
     })
 }
 
@@ -203,8 +233,15 @@ impl PreparedAgent {
         tree: &dyn PayloadTree,
         output: PackageOutput,
     ) -> Result<Packaged, Vec<astrolift_manifest::Diagnostic>> {
-        let snapshot = snapshot_with_hashes(manifest, &self.slice, tree, &output, &self.hashes)
-            .map_err(|e| vec![e.to_diagnostic(&manifest.manifest, &manifest.name)])?;
+        let snapshot = snapshot_pinned(
+            manifest,
+            &self.slice,
+            tree,
+            &output,
+            &self.hashes,
+            &self.pins,
+        )
+        .map_err(|e| vec![e.to_diagnostic(&manifest.manifest, &manifest.name)])?;
         Ok(Packaged {
             slice: self.slice,
             output,

@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::state::{
-    Agent, AgentKey, ApplyReport, AuditEvent, ChangeSet, DeliveryOutcome, Dispatch,
-    DispatchOutcome, EnvSpec, Installation, RepoRegistration, StateStats, StateStore, SyncedCommit,
-    TriggerBinding, UnixSeconds,
+    Agent, AgentKey, ApplyReport, AuditEvent, Catalogue, ChangeSet, DeliveryOutcome, Dispatch,
+    DispatchOutcome, EnvSpec, Installation, RepoRegistration, SkillRepo, StateStats, StateStore,
+    SyncedCommit, TriggerBinding, UnixSeconds,
 };
 use crate::{
     BlobBody, BlobKey, BlobStats, BlobStore, BoxFuture, PutOutcome, StoreError, StoreResult,
@@ -525,4 +525,31 @@ pub fn triage_env_spec(project_id: &str) -> EnvSpec {
         manifest_path: String::new(),
         updated_at: 1,
     }
+}
+
+/// Registers the skill sources the examples' catalogue and organization skills resolve
+/// through (`tests/fake-github/skill-repos/`, served by the fake GitHub's
+/// `add_example_skill_repos`), for `project_id`: the aliases `steadymd` (the monorepo's)
+/// and `platform` (the single agent's), both `example/runbooks`, and the catalogue
+/// `example/catalogue` at `main`.
+pub async fn register_example_skill_sources(
+    state: &dyn StateStore,
+    project_id: &str,
+) -> StoreResult<()> {
+    let skills = state.skills();
+    for alias in ["steadymd", "platform"] {
+        let repo = SkillRepo {
+            project_id: project_id.into(),
+            alias: alias.into(),
+            repository: "example/runbooks".into(),
+            updated_at: 1,
+        };
+        skills.put_skill_repo(&repo).await?;
+    }
+    let catalogue = Catalogue {
+        repository: "example/catalogue".into(),
+        registered_ref: "main".into(),
+        updated_at: 1,
+    };
+    skills.put_catalogue(&catalogue).await
 }

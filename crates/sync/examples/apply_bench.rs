@@ -36,6 +36,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         mode: Mode::apply_all("bench"),
         now: 1,
         validate: ValidateOptions::default(),
+        skills: None,
     };
     let first = timed_run(&tree, &request, &stores).await?;
     let noop = timed_run(&tree, &request, &stores).await?;

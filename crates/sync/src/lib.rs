@@ -27,6 +27,12 @@
 //! - **Env specs of the project.** A trigger may only name an env spec of
 //!   the project it registers under (`env_specs`); another one fails its
 //!   agent with an error on the `env_spec` line.
+//! - **Remote skills resolved once per sync** ([`skills`]). Each skill
+//!   repository is fetched once per (repository, ref) through the caller's
+//!   [`SkillFetcher`], every agent's catalogue and organization references
+//!   resolve against those trees (an agent's aliases are its project's), a
+//!   failing reference fails its agent, and a resolved skill is packaged and
+//!   pinned (commit and content hash) in the snapshot.
 //! - **Per-manifest registrations.** Registrations are keyed by (repository,
 //!   manifest path): an apply writes exactly the manifests the registrations it
 //!   applies cover ([`Mode::Apply`]), each under its registration's project; a
@@ -42,7 +48,8 @@
 //!   only an explicit teardown (in `store`) retires it, and audit events stay.
 //!
 //! Deliberately absent: GitHub (where the tree comes from, where the report
-//! goes and how commits are ordered (`CommitOrder`) are the caller's),
+//! goes, how commits are ordered (`CommitOrder`) and how skill repositories
+//! are fetched (`SkillFetcher`) are the caller's),
 //! rendering (the report is the single input
 //! of every renderer), and any clock (the caller passes `now`).
 #![forbid(unsafe_code)]
@@ -58,6 +65,7 @@ mod pipeline;
 pub mod plan;
 pub mod report;
 mod scope;
+pub mod skills;
 pub mod suggestions;
 pub mod workflows;
 pub mod workspaces;
@@ -68,6 +76,7 @@ pub use order::{CommitOrder, Order, OrderError, OrderFuture};
 pub use pipeline::{Stores, SyncRequest, sync};
 pub use plan::{PlanEntry, PlanStatus};
 pub use report::{Coverage, Mode, Report, ReportCounts};
+pub use skills::{SkillFetch, SkillFetchError, SkillFetchFuture, SkillFetcher, SkillTree};
 
 /// Why a sync failed as a whole. Agent problems are never errors: they are
 /// diagnostics and `failed` plan entries.
@@ -81,6 +90,8 @@ pub enum SyncError {
     NoRef,
     #[error(transparent)]
     Order(#[from] OrderError),
+    #[error(transparent)]
+    SkillFetch(#[from] skills::SkillFetchError),
 }
 
 impl SyncError {
@@ -94,5 +105,6 @@ impl SyncError {
                     | astrolift_store::StoreError::Conflict(_)
             ) | SyncError::Spool(_)
         ) || matches!(self, SyncError::Order(error) if error.retryable)
+            || matches!(self, SyncError::SkillFetch(error) if error.retryable)
     }
 }

@@ -1,9 +1,10 @@
 //! Validation and packaging of every discovered agent.
 //!
 //! Three steps, so that an unchanged agent is never archived again:
-//! 1. [`validate_and_prepare`] (CPU and local disk): validate the tree; for
-//!    each clean agent, compute its slice and hash its files once, which
-//!    gives the slice fingerprint ([`astrolift_package::fingerprint`]).
+//! 1. [`prepare`] (CPU and local disk): for each clean agent of a validated
+//!    tree, with its resolved remote skills mounted ([`crate::skills`]),
+//!    compute its slice and hash its files once, which gives the slice
+//!    fingerprint ([`astrolift_package::fingerprint`]).
 //! 2. [`stored_outputs`] (blob store): look up the [`FingerprintRecord`] of
 //!    each fingerprint, several at a time.
 //! 3. [`package`] (CPU and local disk): snapshot the agents with a record
@@ -18,9 +19,9 @@ use std::io::{BufWriter, Write};
 
 use astrolift_manifest::model::AgentManifest;
 use astrolift_manifest::parallel::map_in_order;
-use astrolift_manifest::{Diagnostic, ValidateOptions, validate_repository};
+use astrolift_manifest::{Diagnostic, Validation};
 use astrolift_package::{
-    FingerprintRecord, PackageOutput, PayloadTree, PreparedAgent, prepare_agent,
+    FingerprintRecord, PackageOutput, PayloadTree, PreparedAgent, prepare_agent_with_remote,
 };
 use astrolift_store::blob::{BlobKey, BlobStore};
 use futures_util::StreamExt;
@@ -28,6 +29,7 @@ use tempfile::TempPath;
 
 use crate::SyncError;
 use crate::plan::{Candidate, Packaged};
+use crate::skills::AgentSkills;
 
 /// Agents one thread slices and hashes before a second thread is worth starting.
 const AGENTS_PER_THREAD: usize = 32;
@@ -47,6 +49,9 @@ pub(crate) struct Artifacts {
     pub fingerprint: String,
     /// How the archive's output was learned.
     pub origin: ArchiveOrigin,
+    /// Its resolved remote skills: the tree it is packaged from is the
+    /// repository's with these mounted ([`AgentSkills::mount`]).
+    pub skills: AgentSkills,
 }
 
 /// Whether the archive was built by this sync or taken from a stored record.
@@ -71,10 +76,18 @@ pub(crate) struct Packaging {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// One validated agent: sliced and hashed when clean, with its remote skills.
+#[derive(Debug)]
+struct PreparingAgent {
+    manifest: AgentManifest,
+    prepared: Option<PreparedAgent>,
+    skills: AgentSkills,
+}
+
 /// Every agent validated, and each clean one sliced and hashed.
 #[derive(Debug, Default)]
 pub(crate) struct Prepared {
-    agents: Vec<(AgentManifest, Option<PreparedAgent>)>,
+    agents: Vec<PreparingAgent>,
     diagnostics: Vec<Diagnostic>,
     /// The repository's workflows, each with whether it has errors.
     pub workflows: Vec<crate::workflows::FoundWorkflow>,
@@ -85,22 +98,27 @@ pub(crate) struct Prepared {
 impl Prepared {
     /// The validated manifests, in discovery order.
     pub(crate) fn manifests(&self) -> impl Iterator<Item = &AgentManifest> {
-        self.agents.iter().map(|(manifest, _)| manifest)
+        self.agents.iter().map(|agent| &agent.manifest)
     }
 
     /// Fails the agent at `index` with `diagnostics` (errors found after
     /// validation): it is neither packaged nor registered.
     pub(crate) fn fail(&mut self, index: usize, diagnostics: Vec<Diagnostic>) {
-        if let Some((_, prepared)) = self.agents.get_mut(index) {
-            *prepared = None;
+        if let Some(agent) = self.agents.get_mut(index) {
+            agent.prepared = None;
         }
         self.diagnostics.extend(diagnostics);
     }
 }
 
-/// Validates the tree, then slices and hashes each agent that has no error.
-pub(crate) fn validate_and_prepare(tree: &dyn PayloadTree, options: &ValidateOptions) -> Prepared {
-    let validation = validate_repository(tree, options);
+/// Slices and hashes each agent of `validation` that has no error, with its resolved
+/// remote skills (`skills`, parallel to the agents) mounted.
+pub(crate) fn prepare(
+    validation: Validation,
+    skills: Vec<AgentSkills>,
+    tree: &dyn PayloadTree,
+    limits: &astrolift_manifest::Limits,
+) -> Prepared {
     let failing = validation.agents_with_errors();
     let workflows = validation
         .workflows
@@ -112,22 +130,33 @@ pub(crate) fn validate_and_prepare(tree: &dyn PayloadTree, options: &ValidateOpt
         .collect();
     let mut diagnostics = validation.diagnostics;
     // Slicing and hashing are CPU- and read-bound per agent: spread over the cores.
-    let work: Vec<(&AgentManifest, bool)> = validation
+    let skills = skills
+        .into_iter()
+        .chain(std::iter::repeat_with(AgentSkills::default));
+    let work: Vec<(&AgentManifest, bool, AgentSkills)> = validation
         .agents
         .iter()
         .zip(failing.iter().copied())
+        .zip(skills)
+        .map(|((manifest, failed), skills)| (manifest, failed, skills))
         .collect();
-    let outcomes = map_in_order(&work, AGENTS_PER_THREAD, |&(manifest, failed)| {
-        (!failed).then(|| prepare_agent(manifest, tree, &options.limits))
+    let outcomes = map_in_order(&work, AGENTS_PER_THREAD, |(manifest, failed, skills)| {
+        (!failed).then(|| prepare_agent_with_remote(manifest, &skills.mount(tree), limits))
     });
+    let skills: Vec<AgentSkills> = work.into_iter().map(|(_, _, skills)| skills).collect();
     let agents = validation
         .agents
         .into_iter()
         .zip(outcomes)
-        .map(|(manifest, outcome)| {
+        .zip(skills)
+        .map(|((manifest, outcome), skills)| {
             let prepared =
                 outcome.and_then(|result| result.map_err(|found| diagnostics.extend(found)).ok());
-            (manifest, prepared)
+            PreparingAgent {
+                manifest,
+                prepared,
+                skills,
+            }
         })
         .collect();
     Prepared {
@@ -151,8 +180,8 @@ pub(crate) async fn stored_outputs(
     let lookups: Vec<_> = prepared
         .agents
         .iter()
-        .map(|(_, agent)| {
-            let agent = agent.as_ref();
+        .map(|agent| {
+            let agent = agent.prepared.as_ref();
             async move {
                 let agent = agent.filter(|agent| !agent.slice.inline)?;
                 let key = BlobKey::package_fingerprint(&agent.fingerprint).ok()?;
@@ -184,15 +213,19 @@ pub(crate) fn package(
     };
     let total = prepared.agents.len();
     let stored = stored.into_iter().chain(std::iter::repeat(None));
-    for (index, ((manifest, agent), output)) in prepared.agents.into_iter().zip(stored).enumerate()
-    {
-        let outcome = match agent {
+    for (index, (agent, output)) in prepared.agents.into_iter().zip(stored).enumerate() {
+        let PreparingAgent {
+            manifest,
+            prepared,
+            skills,
+        } = agent;
+        let outcome = match prepared {
             None => None,
-            Some(agent) => package_agent(
+            Some(prepared) => package_agent(
                 &manifest,
-                agent,
+                prepared,
                 output,
-                tree,
+                (tree, skills),
                 keep_archives,
                 &mut packaging.diagnostics,
             )?,
@@ -211,10 +244,12 @@ fn package_agent(
     manifest: &AgentManifest,
     agent: PreparedAgent,
     stored: Option<PackageOutput>,
-    tree: &dyn PayloadTree,
+    (base, skills): (&dyn PayloadTree, AgentSkills),
     keep_archive: bool,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<Option<(Packaged, Artifacts)>, SyncError> {
+    let mounted = skills.mount(base);
+    let tree: &dyn PayloadTree = &mounted;
     let fingerprint = agent.fingerprint.clone();
     let (result, archive, origin) = match stored {
         _ if agent.slice.inline => {
@@ -249,6 +284,7 @@ fn package_agent(
         snapshot_json: packaged.snapshot.canonical_json(),
         fingerprint,
         origin,
+        skills: skills.clone(),
     };
     Ok(Some((identity, artifacts)))
 }

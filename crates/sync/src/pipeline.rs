@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use astrolift_manifest::model::AgentManifest;
-use astrolift_manifest::{ValidateOptions, diagnostic};
+use astrolift_manifest::{ValidateOptions, Validation, diagnostic, validate_repository};
 use astrolift_package::{PayloadTree, PreparedAgent};
 use astrolift_store::StoreError;
 use astrolift_store::blob::{
@@ -20,12 +20,12 @@ use crate::drift::snapshot_drift;
 use crate::env_specs::check_env_specs;
 use crate::order::{CommitOrder, Order};
 use crate::package_step::{
-    ArchiveOrigin, Artifacts, Packaging, build_archive, package, stored_outputs,
-    validate_and_prepare,
+    ArchiveOrigin, Artifacts, Packaging, Prepared, build_archive, package, prepare, stored_outputs,
 };
 use crate::plan::{Plan, PlanContext, PlanStatus, plan};
 use crate::report::{Mode, Report, ReportCounts};
 use crate::scope::Scope;
+use crate::skills::{SkillContext, SkillFetcher, resolve_skills};
 use crate::workflows::{WorkflowContext, apply_workflows, plan_workflows};
 use crate::workspaces::{WorkspaceContext, apply_workspaces, plan_workspaces};
 
@@ -57,6 +57,10 @@ pub struct SyncRequest {
     /// Now, for records and audit events.
     pub now: UnixSeconds,
     pub validate: ValidateOptions,
+    /// Fetches the skill repositories that catalogue and organization skills name (see
+    /// [`crate::skills`]); `None` (no App credentials here) leaves each such reference
+    /// unresolved, a warning that says why.
+    pub skills: Option<Arc<dyn SkillFetcher>>,
 }
 
 /// Runs the pipeline on `tree`. `progress(done, total)` is called after each agent is packaged.
@@ -72,17 +76,7 @@ pub async fn sync(
 ) -> Result<Report, SyncError> {
     let applying = request.mode.applies();
     let scope = Scope::read(&request.mode, &request.repository, stores.state.as_ref()).await?;
-    let mut prepared = validate_and_prepare(tree, &request.validate);
-    let found_workflows = std::mem::take(&mut prepared.workflows);
-    let workspace_paths = std::mem::take(&mut prepared.workspace_manifests);
-    check_env_specs(&mut prepared, tree, stores.state.as_ref(), request, &scope).await?;
-    let stored = stored_outputs(stores.blobs.as_ref(), &prepared).await;
-    let packaging = package(prepared, stored, tree, applying, progress)?;
     let registered = stores.state.list_agents(&request.repository).await?;
-    let bindings = stores
-        .state
-        .list_repository_trigger_bindings(&request.repository)
-        .await?;
     // A check of an unregistered repository plans as if it registered every manifest, under
     // the project of its agents registered earlier (if any).
     let fallback = registered
@@ -93,6 +87,22 @@ pub async fn sync(
             .project_of(manifest)
             .or_else(|| scope.is_unregistered_check().then(|| fallback.clone()))
     };
+    let validation = validate_repository(tree, &request.validate);
+    let projects = validation
+        .agents
+        .iter()
+        .map(|m| project_of(&m.manifest).filter(|p| !p.is_empty()))
+        .collect();
+    let mut prepared = resolve_and_prepare(validation, projects, tree, request, stores).await?;
+    let found_workflows = std::mem::take(&mut prepared.workflows);
+    let workspace_paths = std::mem::take(&mut prepared.workspace_manifests);
+    check_env_specs(&mut prepared, tree, stores.state.as_ref(), request, &scope).await?;
+    let stored = stored_outputs(stores.blobs.as_ref(), &prepared).await;
+    let packaging = package(prepared, stored, tree, applying, progress)?;
+    let bindings = stores
+        .state
+        .list_repository_trigger_bindings(&request.repository)
+        .await?;
     let context = PlanContext {
         repository: &request.repository,
         project_of: &project_of,
@@ -190,6 +200,30 @@ pub async fn sync(
     }
     report.recount();
     Ok(report)
+}
+
+/// Resolves the remote skills of every agent of `validation` (under `projects`, the project
+/// each registers under, parallel to the agents; the findings join the validation's
+/// diagnostics, so an error fails its agent), then slices and hashes each clean agent with
+/// its skills mounted.
+async fn resolve_and_prepare(
+    mut validation: Validation,
+    projects: Vec<Option<String>>,
+    tree: &dyn PayloadTree,
+    request: &SyncRequest,
+    stores: &Stores,
+) -> Result<Prepared, SyncError> {
+    let agents: Vec<(&AgentManifest, Option<String>)> =
+        validation.agents.iter().zip(projects).collect();
+    let context = SkillContext {
+        state: stores.state.skills(),
+        fetcher: request.skills.as_deref(),
+        limits: &request.validate.limits,
+    };
+    let mut found = Vec::new();
+    let skills = resolve_skills(&agents, &context, &mut found).await?;
+    validation.diagnostics.extend(found);
+    Ok(prepare(validation, skills, tree, &request.validate.limits))
 }
 
 fn new_report(
@@ -366,7 +400,7 @@ async fn upload_archive(
             if blobs.exists(&key).await? {
                 return Ok(0);
             }
-            rebuilt = rebuild_archive(tree, manifest, agent, digest)?;
+            rebuilt = rebuild_archive(&artifacts.skills.mount(tree), manifest, agent, digest)?;
             rebuilt.to_path_buf()
         }
         // Built without a spool file: only in check mode, which uploads nothing.

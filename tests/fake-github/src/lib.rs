@@ -66,6 +66,15 @@ pub const TEST_PRIVATE_KEY_PEM: &str = include_str!("../keys/test-app-private-ke
 /// The matching public key, which the fake verifies JWTs against.
 pub const TEST_PUBLIC_KEY_PEM: &str = include_str!("../keys/test-app-public-key.pem");
 
+/// The examples' organization skill repository ([`FakeGitHub::add_example_skill_repos`]).
+pub const EXAMPLE_RUNBOOKS: &str = "example/runbooks";
+/// The commit its `main` names.
+pub const EXAMPLE_RUNBOOKS_SHA: &str = "5111111111111111111111111111111111111111";
+/// The examples' catalogue repository.
+pub const EXAMPLE_CATALOGUE: &str = "example/catalogue";
+/// The commit its `main` names.
+pub const EXAMPLE_CATALOGUE_SHA: &str = "5222222222222222222222222222222222222222";
+
 /// A repository commit the fake can serve.
 #[derive(Debug, Clone)]
 pub(crate) struct FakeRepo {
@@ -221,6 +230,22 @@ impl FakeGitHub {
         }
         let key = (owner.to_owned(), repo.to_owned());
         state.repo_installations.insert(key, id);
+    }
+
+    /// Serves the examples' skill repositories (`tests/fake-github/skill-repos/`), which their
+    /// catalogue and organization skills name: [`EXAMPLE_RUNBOOKS`] and
+    /// [`EXAMPLE_CATALOGUE`] at `main`, each in an installation of its own (not the agent
+    /// repository's). The stores' side is `astrolift_store::testing::register_example_skill_sources`.
+    pub fn add_example_skill_repos(&self) {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("skill-repos");
+        for (full_name, sha, folder, installation) in [
+            (EXAMPLE_RUNBOOKS, EXAMPLE_RUNBOOKS_SHA, "runbooks", 9_001),
+            (EXAMPLE_CATALOGUE, EXAMPLE_CATALOGUE_SHA, "catalogue", 9_002),
+        ] {
+            let (owner, repo) = full_name.split_once('/').unwrap_or((full_name, ""));
+            self.add_repo(owner, repo, "main", sha, dir.join(folder));
+            self.install_repo(installation, owner, repo);
+        }
     }
 
     /// How many tarballs of `owner/repo` were downloaded (requests to the download URL).

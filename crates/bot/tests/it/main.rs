@@ -10,5 +10,6 @@ mod registrations;
 mod reports;
 mod rerequests;
 mod runner;
+mod skills;
 mod suggestions;
 mod support;

@@ -79,11 +79,17 @@ async fn each_registration_applies_its_own_agents(stores: Stores) {
     let github = FakeGitHub::start().await.expect("fake GitHub");
     github.add_installation(INSTALLATION);
     github.add_repo("octo", "agents", "main", MAIN_SHA, fixture.path());
+    github.add_example_skill_repos();
     register(&stores, TRIAGE, "proj-triage", "main").await;
     register(&stores, REPORTER, "proj-reports", "release").await;
     // The triage trigger names `triage-prod`: an env spec of the triage project.
     let spec = astrolift_store::testing::triage_env_spec("proj-triage");
     stores.state.put_env_spec(&spec).await.expect("env spec");
+    // Its catalogue and organization skills resolve through the triage project's sources.
+    let state = stores.state.as_ref();
+    astrolift_store::testing::register_example_skill_sources(state, "proj-triage")
+        .await
+        .expect("skill sources");
     let runner = runner(&github, &stores);
 
     // A push to main applies the triage registration only.

@@ -4,7 +4,9 @@
 use astrolift_fake_github::{FakeGitHub, Fault};
 use astrolift_sync::{PlanStatus, Stores};
 
-use crate::support::{aws_stores, embedded_stores, fake_github, push_job, register, runner};
+use crate::support::{
+    INSTALLATION, aws_stores, embedded_stores, fake_github, push_job, register, runner,
+};
 
 fn assert_no_run_in_progress(github: &FakeGitHub) {
     let runs = github.check_runs();
@@ -54,7 +56,9 @@ async fn applies_then_converges(stores: Stores) {
         registered
     );
     assert_eq!(
-        github.requests_to("POST", "/app/installations/").len(),
+        github
+            .requests_to("POST", &format!("/app/installations/{INSTALLATION}/"))
+            .len(),
         1,
         "token cached"
     );

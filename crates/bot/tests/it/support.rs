@@ -60,7 +60,19 @@ pub async fn aws_stores(test: &str) -> Option<Stores> {
     })
 }
 
+/// Registers `octo/agents` (every manifest, project `proj-bot`) with the example's env spec
+/// and its skill sources.
 pub async fn register(stores: &Stores) {
+    register_repository(stores).await;
+    // The example's catalogue and organization skills resolve through these.
+    let state = stores.state.as_ref();
+    astrolift_store::testing::register_example_skill_sources(state, "proj-bot")
+        .await
+        .expect("skill sources");
+}
+
+/// [`register`] without the skill sources.
+pub async fn register_repository(stores: &Stores) {
     let registration = RepoRegistration {
         repository: "octo/agents".into(),
         installation_id: Some(INSTALLATION),
@@ -83,6 +95,7 @@ pub async fn fake_github(fixture: &str) -> FakeGitHub {
     let github = FakeGitHub::start().await.expect("fake GitHub");
     github.add_installation(INSTALLATION);
     github.add_repo("octo", "agents", "main", MAIN_SHA, examples(fixture));
+    github.add_example_skill_repos();
     github
 }
 

@@ -1,16 +1,20 @@
 //! `astrolift check [DIR] [--apply] [--format human|json]`: discover,
 //! validate, package and plan on the configured stores; `--apply` registers.
+//! Catalogue and organization skills are fetched through the App on
+//! `GITHUB_API_URL` when `GITHUB_APP_ID` (and its key) are set.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
+use astrolift_bot::config::Environment;
 use astrolift_cli::render;
 use astrolift_manifest::{DirTree, Limits, ValidateOptions};
 use astrolift_store::StateStore;
 use astrolift_store::state::RepoRegistration;
-use astrolift_sync::{Coverage, Mode, Report, Stores, SyncRequest, sync};
+use astrolift_sync::{Coverage, Mode, Report, SkillFetcher, Stores, SyncRequest, sync};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::stores::{StoreArgs, now, runtime};
@@ -103,6 +107,12 @@ async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Re
     };
     let now = now();
     let config_paths = astrolift_sync::config_paths(stores.state.as_ref(), &repository).await?;
+    // Remote skills resolve through the App when its credentials are configured; without
+    // them each reference is a `skill/unresolved` warning that says so.
+    let fetcher = astrolift_bot::skills::fetcher_from_env(&Environment::new(), limits)
+        .await
+        .context("cannot use the GitHub App credentials to fetch skill repositories")?;
+    let skills = fetcher.map(|f| Arc::new(f) as Arc<dyn SkillFetcher>);
     let request = SyncRequest {
         repository,
         commit: args.commit.clone(),
@@ -117,6 +127,7 @@ async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Re
             limits,
             config_paths,
         },
+        skills,
     };
     let progress = progress_bar();
     let report = sync(tree, &request, &stores, &|done, total| {

@@ -4,7 +4,7 @@
 //!
 //! Registering reaches no GitHub, like `register-repo`: whether the App can read the
 //! repository is found out when a reference to it is resolved (`skill/repo-not-installed`
-//! on the manifest line; the sync does not resolve yet, docs/reference.md §5.1).
+//! on the manifest line, at the next sync or `check`, docs/reference.md §5.1).
 
 use std::process::ExitCode;
 

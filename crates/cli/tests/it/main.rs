@@ -18,6 +18,7 @@ mod inline;
 mod killed;
 mod push_bench;
 mod registry;
+mod remote_skills;
 mod renderers;
 mod sarif_github;
 mod sarif_schema;

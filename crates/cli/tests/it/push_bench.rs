@@ -34,6 +34,7 @@ async fn push_benchmark() {
     let github = FakeGitHub::start().await.expect("fake GitHub");
     github.add_installation(INSTALLATION);
     github.add_repo("octo", "agents", "main", SHA, repo);
+    github.add_example_skill_repos();
     let server = start_serve_on(&github, true, home, &state, &blobs);
 
     let started = Instant::now();
@@ -42,7 +43,8 @@ async fn push_benchmark() {
     let runs = completed_runs(&github, SHA).await;
     let elapsed = started.elapsed();
     let annotations = runs[0].annotations.len();
-    let tokens = github.requests_to("POST", "/app/installations/").len();
+    let ours = format!("/app/installations/{INSTALLATION}/");
+    let tokens = github.requests_to("POST", &ours).len();
     let tarballs = github
         .requests_to("GET", "/repos/octo/agents/tarball/")
         .len();

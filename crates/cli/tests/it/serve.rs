@@ -89,11 +89,9 @@ pub(crate) fn start_serve_on(
             blobs,
         ]);
         assert_eq!(run.code, 0, "{}", run.stderr);
-        crate::support::define_triage_env_spec(
-            "proj-e2e",
-            "octo/agents",
-            &["--state", state, "--blobs", blobs],
-        );
+        let store_args = ["--state", state, "--blobs", blobs];
+        crate::support::define_triage_env_spec("proj-e2e", "octo/agents", &store_args);
+        crate::support::register_example_skill_sources("proj-e2e", &store_args);
     }
     let mut child = Command::new(env!("CARGO_BIN_EXE_astrolift"))
         .args([
@@ -135,6 +133,7 @@ async fn fake_github() -> FakeGitHub {
     let github = FakeGitHub::start().await.expect("fake GitHub starts");
     github.add_installation(INSTALLATION);
     github.add_repo("octo", "agents", "main", MAIN_SHA, examples("monorepo"));
+    github.add_example_skill_repos();
     github.add_repo(
         "octo",
         "agents",
@@ -283,7 +282,8 @@ async fn a_push_to_the_registered_ref_registers_and_reports() {
         registered,
         "the second sync changed nothing"
     );
-    let token_requests = github.requests_to("POST", "/app/installations/").len();
+    let ours = format!("/app/installations/{INSTALLATION}/");
+    let token_requests = github.requests_to("POST", &ours).len();
     assert_eq!(token_requests, 1, "one installation token served both jobs");
 }
 

@@ -90,11 +90,9 @@ impl ServeProcess {
                 &blobs,
             ]);
             assert_eq!(run.code, 0, "{}", run.stderr);
-            crate::support::define_triage_env_spec(
-                "proj-issue9",
-                "octo/agents",
-                &["--state", &state, "--blobs", &blobs],
-            );
+            let store_args = ["--state", &state, "--blobs", &blobs];
+            crate::support::define_triage_env_spec("proj-issue9", "octo/agents", &store_args);
+            crate::support::register_example_skill_sources("proj-issue9", &store_args);
         }
         let mut command = Command::new(binary);
         command
@@ -271,6 +269,7 @@ pub async fn fake_github_with(refs: &[(&str, &str)]) -> FakeGitHub {
     for (git_ref, sha) in refs {
         github.add_repo("octo", "agents", git_ref, sha, example("monorepo"));
     }
+    github.add_example_skill_repos();
     github
 }
 

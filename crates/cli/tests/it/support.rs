@@ -20,6 +20,22 @@ pub struct Run {
     pub stderr: String,
 }
 
+/// Registers, in the stores `store_args` name, the skill sources the examples' catalogue
+/// and organization skills resolve through when a sync fetches them
+/// (`tests/fake-github/skill-repos/`, which `FakeGitHub::add_example_skill_repos` serves):
+/// the aliases `steadymd` and `platform` of `project`, and the catalogue.
+pub fn register_example_skill_sources(project: &str, store_args: &[&str]) {
+    let aliases = ["steadymd", "platform"].map(|alias| {
+        let args = ["skill-repo", "register", alias, "example/runbooks"];
+        [&args[..], &["--project-id", project]].concat()
+    });
+    let catalogue = vec!["catalogue", "register", "example/catalogue"];
+    for args in aliases.into_iter().chain([catalogue]) {
+        let run = astrolift([&args[..], store_args].concat());
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+}
+
 /// Runs `astrolift` with `args`, colours forced neither on nor off.
 pub fn astrolift<I, S>(args: I) -> Run
 where

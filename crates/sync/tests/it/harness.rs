@@ -159,6 +159,7 @@ pub async fn run_pushed(
         },
         now: time,
         validate: ValidateOptions::default(),
+        skills: None,
     };
     sync(tree, &request, stores, &|_, _| {}).await
 }

@@ -75,6 +75,7 @@ async fn run(stores: &Stores, tree: &CountingTree, mode: Mode) -> Report {
         mode,
         now: 100,
         validate: ValidateOptions::default(),
+        skills: None,
     };
     let report = sync(tree, &request, stores, &|_, _| {})
         .await

@@ -80,6 +80,7 @@ pub async fn fake_github() -> FakeGitHub {
         MAIN_SHA,
         examples.join("single-agent"),
     );
+    github.add_example_skill_repos();
     github
 }
 
@@ -110,6 +111,11 @@ pub async fn stores() -> (Stores, tempfile::TempDir) {
     // The example's triage trigger names `triage-prod`: an env spec of the project.
     let spec = astrolift_store::testing::triage_env_spec("proj-events");
     stores.state.put_env_spec(&spec).await.expect("env spec");
+    // Its catalogue and organization skills resolve through the example skill sources.
+    let state = stores.state.as_ref();
+    astrolift_store::testing::register_example_skill_sources(state, "proj-events")
+        .await
+        .expect("skill sources");
     (stores, dir)
 }
 

@@ -114,6 +114,7 @@ async fn apply_monorepo(blobs: Arc<dyn BlobStore>, state: Arc<dyn StateStore>) {
         mode: Mode::apply_all("proj-1"),
         now: 1_795_978_800,
         validate: ValidateOptions::default(),
+        skills: None,
     };
     let report = sync(&tree, &request, &Stores { blobs, state }, &|_, _| {})
         .await

@@ -1,0 +1,327 @@
+//! Catalogue and organization skills, resolved at sync (docs/reference.md §5.1, "Remote
+//! skills").
+//!
+//! For the agents of one sync: each agent's project's aliases and the deployment's
+//! catalogue are read from the [`SkillSourceStore`] (each once), each skill repository is
+//! fetched once per (repository, ref) however many agents use it, through the caller's
+//! [`SkillFetcher`] (the bot's asks GitHub as the installation covering the repository),
+//! and every agent's references are resolved against those trees by
+//! [`resolve_remote_skills`]. The crate stays free of GitHub: without a fetcher (a local
+//! run without App credentials) nothing is looked up and every catalogue and organization
+//! reference is the warning `skill/unresolved`, with the reason (docs/reference.md §5.1:
+//! a local run without credentials reports them unresolved, never as errors).
+//!
+//! Decisions where the issue is silent:
+//! - an agent covered by no registration has no project, so its organization references
+//!   are `skill/unresolved` (it is checked only, never registered); its catalogue
+//!   references resolve (the catalogue belongs to the deployment);
+//! - a fetch that fails (GitHub down, a tarball refused) fails the sync, retried when
+//!   transient, as an ancestry question does: a sync never registers an agent without a
+//!   skill it names.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use astrolift_manifest::model::{AgentManifest, SkillRef};
+use astrolift_manifest::remote_skill::{
+    Fetched, RemoteSkill, RemoteSkillSources, resolve_remote_skills,
+};
+use astrolift_manifest::{Diagnostic, Limits};
+use astrolift_package::{MountedTree, PayloadTree, RemoteSkillTree};
+use astrolift_store::state::{Catalogue, SkillSourceStore};
+
+use crate::SyncError;
+
+/// Why a reference is unresolved without a fetcher.
+pub const NO_FETCHER: &str =
+    "no GitHub App credentials are configured here, so skill repositories are not fetched";
+/// Why an organization reference of an agent without a project is unresolved.
+pub const NO_PROJECT: &str = "no registration covers this manifest, so it has no project \
+     whose skill repositories it could use";
+
+/// A fetched skill repository's tree.
+pub type SkillTree = Arc<dyn PayloadTree + Send + Sync>;
+
+/// What a [`SkillFetcher`] found for one repository at one ref.
+#[derive(Clone)]
+pub enum SkillFetch {
+    /// The tree of `commit` (40 hex digits), the commit the ref names.
+    Tree { commit: String, tree: SkillTree },
+    /// The App is not installed on the repository, or cannot read it.
+    NotInstalled,
+    /// The ref names no commit of the repository.
+    UnknownRef,
+}
+
+impl Debug for SkillFetch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SkillFetch::Tree { commit, .. } => f
+                .debug_struct("Tree")
+                .field("commit", commit)
+                .finish_non_exhaustive(),
+            SkillFetch::NotInstalled => f.write_str("NotInstalled"),
+            SkillFetch::UnknownRef => f.write_str("UnknownRef"),
+        }
+    }
+}
+
+/// Why a skill repository could not be fetched.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot fetch skill repository {repository} at {git_ref}: {reason}")]
+pub struct SkillFetchError {
+    pub repository: String,
+    pub git_ref: String,
+    pub reason: String,
+    /// True when asking again may succeed (an outage, a rate limit).
+    pub retryable: bool,
+}
+
+/// The answer of [`SkillFetcher::fetch`] (boxed: the trait is used as `dyn`).
+pub type SkillFetchFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<SkillFetch, SkillFetchError>> + Send + 'a>>;
+
+/// Fetches skill repositories: `repository` (`owner/name`) at `git_ref` (a branch, tag or
+/// sha), resolved to a commit and read at that commit.
+pub trait SkillFetcher: Debug + Send + Sync {
+    fn fetch<'a>(&'a self, repository: &'a str, git_ref: &'a str) -> SkillFetchFuture<'a>;
+}
+
+/// One agent's resolved remote skills, each with the tree it was read from.
+#[derive(Clone, Default)]
+pub(crate) struct AgentSkills(Vec<(RemoteSkill, SkillTree)>);
+
+impl Debug for AgentSkills {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(skill, _)| &skill.reference))
+            .finish()
+    }
+}
+
+impl AgentSkills {
+    /// `base` with these skills mounted (exactly `base` when there are none).
+    pub(crate) fn mount<'t>(&'t self, base: &'t dyn PayloadTree) -> MountedTree<'t> {
+        let remote = self
+            .0
+            .iter()
+            .map(|(skill, tree)| RemoteSkillTree {
+                skill,
+                tree: tree.as_ref(),
+            })
+            .collect();
+        MountedTree::new(base, remote)
+    }
+}
+
+/// What a sync resolves remote skills with.
+pub(crate) struct SkillContext<'c> {
+    pub state: &'c dyn SkillSourceStore,
+    pub fetcher: Option<&'c dyn SkillFetcher>,
+    pub limits: &'c Limits,
+}
+
+/// Resolves the remote skills of `agents` (each with the project it registers under, if
+/// any), parallel to them; every finding is appended to `diagnostics`.
+pub(crate) async fn resolve_skills(
+    agents: &[(&AgentManifest, Option<String>)],
+    context: &SkillContext<'_>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<Vec<AgentSkills>, SyncError> {
+    let sources = match context.fetcher {
+        Some(fetcher) => Some(Sources::read(agents, context, fetcher).await?),
+        None => None,
+    };
+    Ok(agents
+        .iter()
+        .map(|(manifest, project)| {
+            let Some(sources) = &sources else {
+                resolve_remote_skills(manifest, &Offline, context.limits, diagnostics);
+                return AgentSkills::default();
+            };
+            let view = AgentSources {
+                sources,
+                project: project.as_deref(),
+            };
+            let resolved = resolve_remote_skills(manifest, &view, context.limits, diagnostics);
+            AgentSkills(
+                resolved
+                    .into_iter()
+                    .filter_map(|skill| {
+                        let tree = sources.tree_of(&skill)?;
+                        Some((skill, tree))
+                    })
+                    .collect(),
+            )
+        })
+        .collect())
+}
+
+/// The registrations and fetched repositories a sync's agents name.
+#[derive(Default)]
+struct Sources {
+    /// The repository of each (project, alias) asked; `None`: not registered.
+    aliases: HashMap<(String, String), Option<String>>,
+    catalogue: Option<Catalogue>,
+    /// Each (repository, ref) fetched.
+    fetched: HashMap<(String, String), SkillFetch>,
+    /// At most this many are fetched ([`Limits::skill_repositories`]).
+    limit: usize,
+}
+
+impl Sources {
+    /// Reads the registrations `agents` name and fetches each repository (at most
+    /// `limit` of them).
+    async fn read(
+        agents: &[(&AgentManifest, Option<String>)],
+        context: &SkillContext<'_>,
+        fetcher: &dyn SkillFetcher,
+    ) -> Result<Sources, SyncError> {
+        let mut sources = Sources {
+            limit: context.limits.skill_repositories,
+            ..Sources::default()
+        };
+        let wanted = sources.wanted(agents, context).await?;
+        // Bounded: a manifest can name any number of refs, each a tarball download.
+        for (repository, git_ref) in wanted.into_iter().take(sources.limit) {
+            let found = fetcher.fetch(&repository, &git_ref).await?;
+            sources.fetched.insert((repository, git_ref), found);
+        }
+        Ok(sources)
+    }
+
+    /// Every (repository, ref) the agents' references name through a registration, in
+    /// repository, then ref, order; the registrations they name are kept.
+    async fn wanted(
+        &mut self,
+        agents: &[(&AgentManifest, Option<String>)],
+        context: &SkillContext<'_>,
+    ) -> Result<BTreeSet<(String, String)>, SyncError> {
+        let mut wanted = BTreeSet::new();
+        let mut catalogue_wanted = false;
+        for (manifest, project) in agents {
+            for skill in &manifest.skills {
+                match (skill, project) {
+                    (SkillRef::Catalogue { .. }, _) => catalogue_wanted = true,
+                    (
+                        SkillRef::Org {
+                            repo_alias,
+                            git_ref,
+                            ..
+                        },
+                        Some(project),
+                    ) => {
+                        let repository = self.alias(context, project, repo_alias).await?;
+                        wanted.extend(repository.map(|r| (r, git_ref.clone())));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if catalogue_wanted {
+            self.catalogue = context.state.get_catalogue().await?;
+            let at = self.catalogue.as_ref();
+            wanted.extend(at.map(|c| (c.repository.clone(), c.registered_ref.clone())));
+        }
+        Ok(wanted)
+    }
+
+    /// The repository `project` registered as `alias`, read once per sync.
+    async fn alias(
+        &mut self,
+        context: &SkillContext<'_>,
+        project: &str,
+        alias: &str,
+    ) -> Result<Option<String>, SyncError> {
+        let key = (project.to_owned(), alias.to_owned());
+        if let Some(known) = self.aliases.get(&key) {
+            return Ok(known.clone());
+        }
+        let found = context.state.get_skill_repo(project, alias).await?;
+        let repository = found.map(|r| r.repository);
+        self.aliases.insert(key, repository.clone());
+        Ok(repository)
+    }
+
+    /// What was found for `repository` at `git_ref`, as the resolver reads it (every
+    /// registered one was fetched, up to the limit).
+    fn fetched(&self, repository: &str, git_ref: &str) -> Fetched<'_> {
+        let key = (repository.to_owned(), git_ref.to_owned());
+        let repository = repository.to_owned();
+        match self.fetched.get(&key) {
+            None => Fetched::OverLimit { limit: self.limit },
+            Some(SkillFetch::Tree { commit, tree }) => Fetched::Tree {
+                repository,
+                commit: commit.clone(),
+                tree: tree.as_ref(),
+            },
+            Some(SkillFetch::NotInstalled) => Fetched::NotInstalled { repository },
+            Some(SkillFetch::UnknownRef) => Fetched::UnknownRef { repository },
+        }
+    }
+
+    /// The tree `skill` was read from.
+    fn tree_of(&self, skill: &RemoteSkill) -> Option<SkillTree> {
+        self.fetched
+            .iter()
+            .find_map(|((repository, _), found)| match found {
+                SkillFetch::Tree { commit, tree }
+                    if *repository == skill.repository && *commit == skill.commit =>
+                {
+                    Some(tree.clone())
+                }
+                _ => None,
+            })
+    }
+}
+
+/// The sources as one agent sees them: its project's aliases only.
+struct AgentSources<'s> {
+    sources: &'s Sources,
+    project: Option<&'s str>,
+}
+
+impl RemoteSkillSources for AgentSources<'_> {
+    fn organization(&self, alias: &str, git_ref: &str) -> Option<Fetched<'_>> {
+        let Some(project) = self.project else {
+            return Some(Fetched::Unresolved {
+                reason: NO_PROJECT.to_owned(),
+            });
+        };
+        let key = (project.to_owned(), alias.to_owned());
+        let repository = self.sources.aliases.get(&key)?.as_deref()?;
+        Some(self.sources.fetched(repository, git_ref))
+    }
+
+    fn catalogue(&self) -> Option<Fetched<'_>> {
+        let catalogue = self.sources.catalogue.as_ref()?;
+        Some(
+            self.sources
+                .fetched(&catalogue.repository, &catalogue.registered_ref),
+        )
+    }
+}
+
+/// No fetcher: every reference is unresolved, and why.
+struct Offline;
+
+impl Offline {
+    fn unresolved() -> Option<Fetched<'static>> {
+        Some(Fetched::Unresolved {
+            reason: NO_FETCHER.to_owned(),
+        })
+    }
+}
+
+impl RemoteSkillSources for Offline {
+    fn organization(&self, _: &str, _: &str) -> Option<Fetched<'_>> {
+        Offline::unresolved()
+    }
+
+    fn catalogue(&self) -> Option<Fetched<'_>> {
+        Offline::unresolved()
+    }
+}

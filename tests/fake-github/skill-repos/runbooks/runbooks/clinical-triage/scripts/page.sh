@@ -1,0 +1,3 @@
+#!/bin/sh
+# Pages the on-call clinician (an example: prints what it would send).
+echo "page: $*"
