@@ -16,8 +16,11 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 
 /// The longest a request waits for a free slot.
 pub const SLOT_WAIT: Duration = Duration::from_millis(250);
-/// Requests that may wait, per slot.
-pub const WAITERS_PER_SLOT: usize = 8;
+/// Requests that may wait, per slot. Sized so that for ordinary programs the wait, not this
+/// bound, decides: a slot serves thousands of short evaluations in [`SLOT_WAIT`], and a
+/// waiter holds only the request it already read. It sheds load at once when the queue is
+/// hopeless (programs that run to their deadline hold the slots).
+pub const WAITERS_PER_SLOT: usize = 64;
 
 /// A pool of evaluation slots (one per process, [`super::pool`]'s; tests make their own).
 #[derive(Debug)]
