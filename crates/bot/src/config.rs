@@ -7,6 +7,8 @@
 //! `GITHUB_APP_PRIVATE_KEY_SECRET_ID`), read once at cold start. A plain
 //! variable wins over an id.
 
+use std::sync::Arc;
+
 use astrolift_forge::github::{
     AppCredentials, CredentialsError, GitHubApp, GitHubConfig, GitHubError,
 };
@@ -50,6 +52,9 @@ pub struct Environment {
     secrets_manager: OnceCell<aws_sdk_secretsmanager::Client>,
     /// Read once: the webhook ingress and the trigger service both need them.
     webhook: OnceCell<WebhookSecrets>,
+    /// Built once: `serve`'s runner and its trigger service's reporter share one client,
+    /// so one installation-token cache and one TLS setup.
+    github: OnceCell<Arc<GitHubApp>>,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -108,7 +113,15 @@ impl Environment {
     }
 
     /// The App (id, private key, `GITHUB_API_URL`).
-    pub async fn github_app(&self) -> Result<GitHubApp, ConfigError> {
+    /// Built once per environment, however many parts ask for it.
+    pub async fn github_app(&self) -> Result<Arc<GitHubApp>, ConfigError> {
+        self.github
+            .get_or_try_init(|| async { self.build_github_app().await.map(Arc::new) })
+            .await
+            .cloned()
+    }
+
+    async fn build_github_app(&self) -> Result<GitHubApp, ConfigError> {
         let key = self
             .secret("GITHUB_APP_PRIVATE_KEY", "GITHUB_APP_PRIVATE_KEY_SECRET_ID")
             .await?;

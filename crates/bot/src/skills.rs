@@ -29,7 +29,7 @@ pub async fn fetcher_from_env(
     if !configured {
         return Ok(None);
     }
-    let github = Arc::new(environment.github_app().await?);
+    let github = environment.github_app().await?;
     Ok(Some(GitHubSkillFetcher { github, limits }))
 }
 

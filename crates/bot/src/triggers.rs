@@ -70,7 +70,7 @@ pub async fn service_from_env(
 /// does not need them.
 pub async fn reporter_from_env(environment: &Environment) -> Option<Arc<dyn ResultReporter>> {
     match environment.github_app().await {
-        Ok(github) => return Some(Arc::new(GitHubReporter::new(Arc::new(github)))),
+        Ok(github) => return Some(Arc::new(GitHubReporter::new(github))),
         Err(ConfigError::Missing(_) | ConfigError::Credentials(_)) => {}
         Err(error) => {
             tracing::warn!(%error, "no GitHub App client: terminal results are relayed or not reported");

@@ -89,7 +89,7 @@ impl SyncFunction {
         let github = environment.github_app().await?;
         Ok(Self::new(SyncRunner {
             stores,
-            github: Arc::new(github),
+            github,
             limits: Limits::DEFAULT,
             function: FUNCTION,
             fail_run_patience: FAIL_RUN_PATIENCE,

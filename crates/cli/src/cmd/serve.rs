@@ -214,7 +214,7 @@ async fn build(args: &Args) -> anyhow::Result<App> {
     let limits = Limits::DEFAULT;
     let runner = Arc::new(SyncRunner {
         stores: stores.clone(),
-        github: Arc::new(github),
+        github,
         limits,
         function: "serve",
         fail_run_patience: Duration::from_secs(60),
