@@ -8,17 +8,19 @@
 //! bundle is gone, or with no blob store to deliver it fails the dispatch
 //! ([`ContentError`]): it is never recorded as queued without its files.
 
+use std::sync::Arc;
+
 use astrolift_store::StoreError;
 use astrolift_store::blob::{BlobKey, BlobStore};
 use astrolift_store::state::{EnvSpec, StateStore, UnixSeconds};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::content::{ContentError, ContentSource, UrlOptions};
+use crate::content::{ContentError, ContentSource, Kept, UrlOptions};
 use crate::message::EnvSpecRef;
 
 #[derive(Debug, Deserialize)]
-struct StoredBundle {
+pub(crate) struct StoredBundle {
     document: Value,
     files: Vec<StoredFile>,
 }
@@ -32,9 +34,12 @@ struct StoredFile {
 }
 
 /// The `config` of a dispatch with `spec`: `None` when the spec names no config manifest.
-pub async fn load_config_content(
+/// The package record is read each time (a sync may move it); the bundle it names is
+/// content-addressed, so it is read once and `kept`.
+pub(crate) async fn load_config_content(
     state: &dyn StateStore,
     blobs: &dyn BlobStore,
+    kept: &Kept<StoredBundle>,
     spec: &EnvSpec,
     options: UrlOptions,
     now: UnixSeconds,
@@ -52,7 +57,7 @@ pub async fn load_config_content(
         .get_config_package(repository, manifest_path)
         .await?
         .ok_or_else(not_packaged)?;
-    let bundle = read_bundle(blobs, &record.bundle_hash).await?;
+    let bundle = kept_bundle(blobs, kept, &record.bundle_hash).await?;
     let expires_at =
         now.saturating_add(i64::try_from(options.expiry.as_secs()).unwrap_or(i64::MAX));
     let mut files = Vec::with_capacity(bundle.files.len());
@@ -74,15 +79,25 @@ pub async fn load_config_content(
     })))
 }
 
-/// The bundle, read whole: the sync wrote it, bounded by the config limits (file count and
-/// sizes), so it is not a repository's bytes.
-async fn read_bundle(blobs: &dyn BlobStore, hash: &str) -> Result<StoredBundle, ContentError> {
+/// The bundle `hash`, kept or read whole: the sync wrote it, bounded by the config limits
+/// (file count and sizes), so it is not a repository's bytes.
+async fn kept_bundle(
+    blobs: &dyn BlobStore,
+    kept: &Kept<StoredBundle>,
+    hash: &str,
+) -> Result<Arc<StoredBundle>, ContentError> {
+    if let Some(bundle) = kept.get(hash) {
+        return Ok(bundle);
+    }
     let key = BlobKey::config_bundle(hash)?;
     let bytes = blobs.get(&key).await.map_err(|error| match error {
         StoreError::NotFound(_) => ContentError::MissingConfig(hash.to_owned()),
         other => ContentError::Store(other),
     })?;
-    serde_json::from_slice(&bytes).map_err(|e| ContentError::Config(e.to_string()))
+    let bundle: Arc<StoredBundle> =
+        Arc::new(serde_json::from_slice(&bytes).map_err(|e| ContentError::Config(e.to_string()))?);
+    kept.keep(hash, Arc::clone(&bundle), bytes.len());
+    Ok(bundle)
 }
 
 /// The env spec part of a dispatch: the reference the message carries and the config

@@ -36,7 +36,7 @@ use astrolift_store::{BoxFuture, StoreError};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::config_content::{config_without_blob_store, load_config_content};
+use crate::config_content::{StoredBundle, config_without_blob_store, load_config_content};
 use crate::env::{PromptTexts, SkillText, SnapshotView, ToolContract};
 use crate::message::{DispatchContent, PackageRef};
 
@@ -441,7 +441,8 @@ pub const CONCURRENT_ARCHIVE_READS: usize = 2;
 /// snapshot's archive once. Snapshots are content-addressed, so what was
 /// read for a hash never changes: the snapshot and its prompt texts are
 /// kept (oldest dropped first, [`CONTENT_CACHE_BYTES`] in all) and only the
-/// package URL is presigned per dispatch. Reads of archives are bounded to
+/// package URL is presigned per dispatch. Config bundles are kept the same
+/// way (a second budget); their package record is read per dispatch. Reads of archives are bounded to
 /// [`CONCURRENT_ARCHIVE_READS`] at once.
 #[derive(Debug, Clone)]
 pub struct BlobContent {
@@ -451,28 +452,37 @@ pub struct BlobContent {
     kept: Arc<KeptContent>,
 }
 
-/// Snapshot hash and content, oldest first.
-type KeptEntries = std::collections::VecDeque<(String, Arc<SnapshotContent>)>;
-
+/// Content-addressed reads kept by hash, oldest dropped first, at most
+/// [`CONTENT_CACHE_BYTES`] in all: what was read for a hash never changes.
 #[derive(Debug)]
-struct KeptContent {
-    /// Insertion order (oldest first) and the total text bytes.
-    entries: std::sync::Mutex<(KeptEntries, usize)>,
-    reads: tokio::sync::Semaphore,
+pub(crate) struct Kept<T> {
+    /// The entries, oldest first, and their total bytes.
+    entries: std::sync::Mutex<(KeptEntries<T>, usize)>,
 }
 
-impl KeptContent {
-    fn get(&self, hash: &str) -> Option<Arc<SnapshotContent>> {
+/// (hash, content, its bytes), oldest first.
+type KeptEntries<T> = std::collections::VecDeque<(String, Arc<T>, usize)>;
+
+impl<T> Default for Kept<T> {
+    fn default() -> Self {
+        Self {
+            entries: std::sync::Mutex::new((KeptEntries::new(), 0)),
+        }
+    }
+}
+
+impl<T> Kept<T> {
+    pub(crate) fn get(&self, hash: &str) -> Option<Arc<T>> {
         let entries = self.entries.lock().ok()?;
         entries
             .0
             .iter()
-            .find(|(kept, _)| kept == hash)
-            .map(|(_, content)| Arc::clone(content))
+            .find(|(kept, _, _)| kept == hash)
+            .map(|(_, content, _)| Arc::clone(content))
     }
 
-    fn keep(&self, hash: &str, content: Arc<SnapshotContent>) {
-        let bytes = content.text_bytes();
+    /// Keeps `content` of `bytes` bytes (more than the whole budget is never kept).
+    pub(crate) fn keep(&self, hash: &str, content: Arc<T>, bytes: usize) {
         if bytes > CONTENT_CACHE_BYTES {
             return;
         }
@@ -480,18 +490,26 @@ impl KeptContent {
             return;
         };
         let (entries, total) = &mut *guard;
-        if entries.iter().any(|(kept, _)| kept == hash) {
+        if entries.iter().any(|(kept, _, _)| kept == hash) {
             return;
         }
         while *total + bytes > CONTENT_CACHE_BYTES {
-            let Some((_, oldest)) = entries.pop_front() else {
+            let Some((_, _, oldest)) = entries.pop_front() else {
                 break;
             };
-            *total -= oldest.text_bytes();
+            *total -= oldest;
         }
-        entries.push_back((hash.to_owned(), content));
+        entries.push_back((hash.to_owned(), content, bytes));
         *total += bytes;
     }
+}
+
+#[derive(Debug)]
+struct KeptContent {
+    snapshots: Kept<SnapshotContent>,
+    /// Config bundles by hash ([`crate::config_content`]), counted by their stored size.
+    bundles: Kept<StoredBundle>,
+    reads: tokio::sync::Semaphore,
 }
 
 impl BlobContent {
@@ -501,23 +519,25 @@ impl BlobContent {
             urls,
             limits,
             kept: Arc::new(KeptContent {
-                entries: std::sync::Mutex::new((KeptEntries::new(), 0)),
+                snapshots: Kept::default(),
+                bundles: Kept::default(),
                 reads: tokio::sync::Semaphore::new(CONCURRENT_ARCHIVE_READS),
             }),
         }
     }
 
     async fn snapshot_content(&self, hash: &str) -> Result<Arc<SnapshotContent>, ContentError> {
-        if let Some(kept) = self.kept.get(hash) {
-            return Ok(kept);
+        let kept = &self.kept.snapshots;
+        if let Some(content) = kept.get(hash) {
+            return Ok(content);
         }
         let _reading = self.kept.reads.acquire().await.ok();
         // Another dispatch of the same snapshot may have read it meanwhile.
-        if let Some(kept) = self.kept.get(hash) {
-            return Ok(kept);
+        if let Some(content) = kept.get(hash) {
+            return Ok(content);
         }
         let read = Arc::new(read_snapshot_content(self.blobs.as_ref(), hash, &self.limits).await?);
-        self.kept.keep(hash, Arc::clone(&read));
+        kept.keep(hash, Arc::clone(&read), read.text_bytes());
         Ok(read)
     }
 
@@ -556,6 +576,7 @@ impl ContentSource for BlobContent {
         Box::pin(load_config_content(
             state,
             self.blobs.as_ref(),
+            &self.kept.bundles,
             spec,
             self.urls,
             now,

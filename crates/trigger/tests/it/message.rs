@@ -665,3 +665,64 @@ async fn a_config_that_cannot_be_delivered_is_refused() {
         "{error}"
     );
 }
+
+/// A config bundle is content-addressed, so a content source reads it once: the second
+/// dispatch is served after the bundle object is gone (only the package record is read
+/// again, and each file's URL presigned again); another source reads it itself.
+#[tokio::test]
+async fn a_config_bundle_is_read_once_per_content_source() {
+    let (state, _dir) = sqlite().await;
+    let spec = config_spec();
+    let blob_dir = tempfile::tempdir().expect("tempdir");
+    let blobs = Arc::new(FsBlobStore::new(blob_dir.path()).expect("blob dir"));
+    let file = b"echo triage\n".to_vec();
+    let file_hex = hex::encode(Sha256::digest(&file));
+    let file_key = BlobKey::config_file(&file_hex).expect("a key");
+    blobs
+        .put_if_absent(&file_key, file.clone().into(), "application/octet-stream")
+        .await
+        .expect("puts the file");
+    let bundle = json!({
+        "document": {"name": "triage"},
+        "files": [{"path": "bin/run.sh", "digest": format!("sha256:{file_hex}"),
+                   "size": file.len(), "mode": "0755"}],
+    })
+    .to_string();
+    let bundle_hex = hex::encode(Sha256::digest(bundle.as_bytes()));
+    let bundle_key = BlobKey::config_bundle(&bundle_hex).expect("a key");
+    blobs
+        .put_if_absent(&bundle_key, bundle.into_bytes().into(), "application/json")
+        .await
+        .expect("puts the bundle");
+    let record = astrolift_store::state::ConfigPackage {
+        repository: spec.config_repo.clone(),
+        manifest_path: spec.manifest_path.clone(),
+        bundle_hash: bundle_hex,
+        commit: "c0ffee".into(),
+        updated_at: 1,
+        version: 1,
+    };
+    state
+        .config_packages()
+        .put_config_package(&record, None)
+        .await
+        .expect("records the package");
+    let source = BlobContent::new(blobs.clone(), UrlOptions::default(), Limits::DEFAULT);
+    let (_, first) = env_spec_parts(&source, &state, Some(&spec), 1)
+        .await
+        .expect("delivers the config");
+    std::fs::remove_file(blob_dir.path().join(bundle_key.as_str())).expect("a blob file");
+    let (_, second) = env_spec_parts(&source, &state, Some(&spec), 1)
+        .await
+        .expect("served from what the first dispatch read");
+    assert_eq!(second, first);
+    assert_eq!(
+        first.as_ref().map(|c| c["files"][0]["mode"].clone()),
+        Some(json!("0755"))
+    );
+    let fresh = BlobContent::new(blobs, UrlOptions::default(), Limits::DEFAULT);
+    let error = env_spec_parts(&fresh, &state, Some(&spec), 1)
+        .await
+        .expect_err("another source reads the bundle itself");
+    assert!(matches!(error, ContentError::MissingConfig(_)), "{error}");
+}
