@@ -18,7 +18,7 @@ use astrolift_forge::github::{
     CheckRunOutput, Conclusion, GitHubApp, GitHubError, Installation, RepoPath,
 };
 use astrolift_manifest::{Limits, SourceTree, ValidateOptions};
-use astrolift_package::{SourceTarball, TarballError, TarballTree};
+use astrolift_package::{SourceTarball, TarballError, TarballOptions, TarballTree};
 use astrolift_store::StoreError;
 use astrolift_store::state::RepoRegistration;
 use astrolift_sync::check_run::{CheckOnlyReason, RenderContext, register_command, render};
@@ -231,7 +231,8 @@ impl SyncRunner {
             .list_repository_registrations(&job.repository)
             .await?;
         let (mode, check_only) = decide_mode(job, &registrations);
-        let tree = fetch_tree(installation, repo, &job.head_sha, self.limits).await?;
+        let options = TarballOptions::from_limits(&self.limits);
+        let tree = fetch_tree(installation, repo, &job.head_sha, options).await?;
         let request = SyncRequest {
             repository: job.repository.clone(),
             commit: job.head_sha.clone(),
@@ -407,11 +408,11 @@ pub(crate) async fn fetch_tree(
     installation: &Installation,
     repo: &RepoPath,
     sha: &str,
-    limits: Limits,
+    options: TarballOptions,
 ) -> Result<TarballTree, JobError> {
     let download = installation.tarball(repo, sha).await?;
     let tree = download
-        .read_blocking(move |reader| SourceTarball::read(reader, &limits))
+        .read_blocking(move |reader| SourceTarball::read_with(reader, &options))
         .await??;
     Ok(tree)
 }

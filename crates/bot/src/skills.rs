@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use astrolift_forge::github::{GitHubApp, RepoPath};
 use astrolift_manifest::Limits;
+use astrolift_package::TarballOptions;
 use astrolift_sync::{SkillFetch, SkillFetchError, SkillFetchFuture, SkillFetcher};
 
 use crate::config::{ConfigError, Environment};
@@ -74,7 +75,10 @@ impl GitHubSkillFetcher {
             }
             Err(error) => return Err(error.into()),
         };
-        let tree = fetch_tree(&installation, &repo, &commit, self.limits).await?;
+        // Smaller bounds than an agent repository's: a sync holds every skill tree it
+        // fetched at once.
+        let options = TarballOptions::for_skill_repository(&self.limits);
+        let tree = fetch_tree(&installation, &repo, &commit, options).await?;
         Ok(SkillFetch::Tree {
             commit,
             tree: Arc::new(tree),

@@ -97,6 +97,26 @@ impl TarballOptions {
     }
 }
 
+/// A skill repository's tarball gets this share of an agent repository's memory, index and
+/// size bounds: a sync holds every skill repository it fetched (up to
+/// `Limits::skill_repositories`, 32) while it packages, so together they may take at most
+/// twice what the agent repository's own tarball may.
+pub const SKILL_TARBALL_SHARE: u64 = 16;
+
+impl TarballOptions {
+    /// The bounds of one skill repository's tarball ([`SKILL_TARBALL_SHARE`] of an agent
+    /// repository's memory budget, index and total size; the same entry and path bounds).
+    pub fn for_skill_repository(limits: &Limits) -> Self {
+        let agent = Self::from_limits(limits);
+        Self {
+            max_index_bytes: agent.max_index_bytes / SKILL_TARBALL_SHARE,
+            max_total_bytes: agent.max_total_bytes / SKILL_TARBALL_SHARE,
+            memory_budget: agent.memory_budget / SKILL_TARBALL_SHARE,
+            ..agent
+        }
+    }
+}
+
 impl Default for TarballOptions {
     fn default() -> Self {
         Self::from_limits(&Limits::DEFAULT)
@@ -189,7 +209,8 @@ impl SourceTarball {
         Self::read_with(reader, &TarballOptions::from_limits(limits))
     }
 
-    /// Reads a GitHub `tar.gz` stream with explicit bounds.
+    /// Reads a GitHub `tar.gz` stream with explicit bounds (a skill repository's:
+    /// [`TarballOptions::for_skill_repository`]).
     pub fn read_with(
         reader: impl Read,
         options: &TarballOptions,
@@ -705,4 +726,24 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
 #[cfg(windows)]
 fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     std::os::windows::fs::FileExt::seek_read(file, buf, offset)
+}
+
+#[cfg(test)]
+mod skill_bounds {
+    use super::*;
+
+    #[test]
+    fn every_skill_repository_a_sync_may_hold_fits_twice_an_agent_repositorys_bounds() {
+        let limits = Limits::DEFAULT;
+        let agent = TarballOptions::from_limits(&limits);
+        let skill = TarballOptions::for_skill_repository(&limits);
+        let held = limits.skill_repositories as u64;
+        assert!(held * skill.memory_budget <= 2 * agent.memory_budget);
+        assert!(held * skill.max_index_bytes <= 2 * agent.max_index_bytes);
+        assert!(held * skill.max_total_bytes <= 2 * agent.max_total_bytes);
+        assert_eq!(
+            (skill.max_entries, skill.max_path),
+            (agent.max_entries, agent.max_path)
+        );
+    }
 }
