@@ -1,14 +1,15 @@
 //! Trigger bindings as the bot sees them: the service built from the
 //! environment, and GitHub-sourced fan-out for the webhook ingress.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use astrolift_forge::webhook::WebhookSecrets;
 use astrolift_manifest::Limits;
 use astrolift_store::{BlobStore, BoxFuture, StateStore};
 use astrolift_trigger::content::{BlobContent, UrlOptions};
-use astrolift_trigger::dispatch::{DispatchQueue, SqsDispatchQueue};
-use astrolift_trigger::outbox::{SqliteOutbox, outbox_max_from_env, outbox_path};
+use astrolift_trigger::dispatch::{DispatchError, DispatchQueue, SqsDispatchQueue};
+use astrolift_trigger::outbox::{SqliteOutbox, StateOutbox, outbox_max_from_env, outbox_path};
 use astrolift_trigger::report::ResultReporter;
 use astrolift_trigger::secrets::{AwsSecretResolver, EnvSecretResolver, resolver_from_env};
 use astrolift_trigger::{SecretError, SecretResolver, TriggerResponse, TriggerService};
@@ -50,8 +51,7 @@ pub async fn service_from_env(
         Some(github) => Arc::from(resolver_with_github(github).await?),
         None => Arc::from(resolver_from_env().await?),
     };
-    let queue =
-        dispatch_queue_from_env(&state.location(), Some(environment.aws_config().await)).await?;
+    let queue = dispatch_queue_from_env(&state, Some(environment.aws_config().await)).await?;
     let urls = UrlOptions::from_env().map_err(TriggerSetupError::Config)?;
     let content = BlobContent::new(blobs, urls, Limits::DEFAULT);
     Ok(TriggerService::new(state, secrets, queue, Limits::DEFAULT)
@@ -93,16 +93,21 @@ pub fn callback_base_from_env() -> Option<String> {
 }
 
 /// Where dispatch messages go: the SQS queue of `ASTROLIFT_DISPATCH_QUEUE_URL`
-/// (first draining what a local outbox beside `state_url` still holds, if
-/// one exists), else the durable local outbox
-/// ([`astrolift_trigger::outbox`], bounded by `ASTROLIFT_OUTBOX_MAX`).
-/// `aws`: the SDK configuration to reuse (loaded from the environment when
-/// `None`). The one choice `serve`, the functions and `astrolift dispatch` share.
+/// (first draining what a local outbox still holds), else the durable local
+/// outbox ([`astrolift_trigger::outbox`], bounded by `ASTROLIFT_OUTBOX_MAX`):
+/// the one inside a `sqlite:` state store ([`StateOutbox`]: a dispatch and
+/// its message are one transaction), or the file `ASTROLIFT_OUTBOX` names
+/// (or `.astrolift/outbox.db` with a state store that keeps none). `aws`: the
+/// SDK configuration to reuse (loaded from the environment when `None`). The
+/// one choice `serve`, the functions and `astrolift dispatch` share.
 pub async fn dispatch_queue_from_env(
-    state_url: &str,
+    state: &Arc<dyn StateStore>,
     aws: Option<&aws_config::SdkConfig>,
 ) -> Result<Arc<dyn DispatchQueue>, TriggerSetupError> {
-    let path = outbox_path(state_url);
+    let location = state.location();
+    let file = outbox_file(&location);
+    // The outbox file a `sqlite:` state had beside it before the outbox moved inside.
+    let earlier = Some(outbox_path(&location)).filter(|path| file.is_none() && path.exists());
     match std::env::var("ASTROLIFT_DISPATCH_QUEUE_URL") {
         Ok(url) if !url.trim().is_empty() => {
             let client = match aws {
@@ -110,33 +115,63 @@ pub async fn dispatch_queue_from_env(
                 None => aws_sdk_sqs::Client::new(&aws_config::load_from_env().await),
             };
             let queue = SqsDispatchQueue::new(client, url);
-            if path.exists() {
-                drain_outbox(&path, &queue).await;
+            if let Some(outbox) = StateOutbox::of(state.clone(), u64::MAX) {
+                report_drained(outbox.path(), outbox.drain_to(&queue).await);
+            }
+            if let Some(path) = file.filter(|path| path.exists()).or(earlier) {
+                drain_outbox_file(&path, &queue).await;
             }
             Ok(Arc::new(queue))
         }
         _ => {
             let max = outbox_max_from_env().map_err(TriggerSetupError::Config)?;
-            let outbox = SqliteOutbox::open(&path, max)
-                .await
-                .map_err(|e| TriggerSetupError::Config(e.to_string()))?;
+            let outbox: Arc<dyn DispatchQueue> = match file {
+                Some(path) => Arc::new(
+                    SqliteOutbox::open(&path, max)
+                        .await
+                        .map_err(|e| TriggerSetupError::Config(e.to_string()))?,
+                ),
+                None => {
+                    let outbox = StateOutbox::of(state.clone(), max).ok_or_else(|| {
+                        TriggerSetupError::Config("the state store keeps no outbox".to_owned())
+                    })?;
+                    if let Some(path) = earlier {
+                        drain_outbox_file(&path, &outbox).await;
+                    }
+                    Arc::new(outbox)
+                }
+            };
             tracing::info!(
-                outbox = %path.display(),
+                outbox = ?outbox.destination(),
                 max,
                 "ASTROLIFT_DISPATCH_QUEUE_URL is not set: dispatches go to the local outbox"
             );
-            Ok(Arc::new(outbox))
+            Ok(outbox)
         }
     }
 }
 
-/// Sends what an earlier run left in the local outbox to `queue`; a failure
-/// is logged and leaves the rest for the next start.
-async fn drain_outbox(path: &std::path::Path, queue: &SqsDispatchQueue) {
+/// The outbox file for the state store at `location`, when the outbox is a
+/// file: `ASTROLIFT_OUTBOX` when set; else `.astrolift/outbox.db` for a
+/// state store that keeps no outbox; `None` for a `sqlite:` state store,
+/// whose outbox is inside it.
+fn outbox_file(location: &str) -> Option<PathBuf> {
+    let named = std::env::var("ASTROLIFT_OUTBOX").is_ok_and(|path| !path.trim().is_empty());
+    (named || !location.starts_with("sqlite:")).then(|| outbox_path(location))
+}
+
+/// Sends what an earlier run left in the outbox file at `path` to `queue`
+/// (the SQS queue, or the outbox inside a `sqlite:` state that replaced the file
+/// beside it); a failure is logged and leaves the rest for the next start.
+async fn drain_outbox_file(path: &std::path::Path, queue: &dyn DispatchQueue) {
     let drained = match SqliteOutbox::open(path, u64::MAX).await {
         Ok(outbox) => outbox.drain_to(queue).await,
         Err(error) => Err(error),
     };
+    report_drained(path, drained);
+}
+
+fn report_drained(path: &std::path::Path, drained: Result<u64, DispatchError>) {
     match drained {
         Ok(0) => {}
         Ok(sent) => tracing::info!(sent, outbox = %path.display(), "drained the local outbox"),

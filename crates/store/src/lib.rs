@@ -9,7 +9,7 @@
 //!   commits, installations, agents, audit events, webhook deliveries, env specs, trigger
 //!   bindings, dispatches and their tasks: [`state::tasks`], the run of a dispatch as
 //!   renders and callbacks move it; registered workspace manifests and drift acceptances:
-//!   [`state::workspaces`]). Implementations: [`state::SqliteStateStore`] (`sqlite:PATH`, the
+//!   [`state::workspaces`]; on SQLite, the local dispatch outbox: [`state::outbox`]). Implementations: [`state::SqliteStateStore`] (`sqlite:PATH`, the
 //!   embedded default) and [`state::DynamoStateStore`] (`dynamodb:TABLE`), whose single
 //!   table's shape is defined once, in [`state::table_definition`].
 //! - The fault-injecting wrappers of [`testing`] (feature `testing`), for crash tests.

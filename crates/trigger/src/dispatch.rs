@@ -127,6 +127,12 @@ pub enum DispatchError {
     /// The local outbox holds its maximum of undrained messages.
     #[error("the dispatch outbox is full ({max} undrained messages)")]
     Full { max: u64 },
+    /// The dispatch was recorded, but its queue did not take the message.
+    #[error("dispatch {dispatch_id} was recorded but not queued: {source}")]
+    NotQueued {
+        dispatch_id: String,
+        source: Box<DispatchError>,
+    },
 }
 
 /// Who caused a dispatch, whether it passed the trust policy, and where its
@@ -251,6 +257,41 @@ pub async fn record(
     record_new(state, new_dispatch(request)?).await
 }
 
+/// Records a new dispatch, as [`record`], and gives a new one's message to
+/// `queue` ([`DispatchQueue::record_and_publish`]): what every dispatch
+/// (trigger, workflow stage, `astrolift dispatch`) goes through.
+pub async fn record_and_queue(
+    state: &dyn StateStore,
+    queue: &dyn DispatchQueue,
+    request: &DispatchRequest<'_>,
+) -> Result<DispatchResult, DispatchError> {
+    queue
+        .record_and_publish(state, new_dispatch(request)?)
+        .await
+}
+
+/// [`DispatchQueue::record_and_publish`]'s default: the bound, the record,
+/// then the message.
+pub(crate) async fn record_then_publish<Q: DispatchQueue + ?Sized>(
+    queue: &Q,
+    state: &dyn StateStore,
+    dispatch: Dispatch,
+) -> Result<DispatchResult, DispatchError> {
+    queue.has_room().await?;
+    let recorded = record_new(state, dispatch).await?;
+    if recorded.created {
+        let published = match DispatchMessage::of(&recorded.dispatch) {
+            Ok(message) => queue.publish(&message).await,
+            Err(error) => Err(error),
+        };
+        published.map_err(|error| DispatchError::NotQueued {
+            dispatch_id: recorded.id.clone(),
+            source: Box::new(error),
+        })?;
+    }
+    Ok(recorded)
+}
+
 /// The `trigger_id` of a dispatch asked for by hand (`astrolift dispatch`).
 pub const MANUAL_TRIGGER: &str = "manual";
 
@@ -273,19 +314,27 @@ async fn record_new(
     state: &dyn StateStore,
     dispatch: Dispatch,
 ) -> Result<DispatchResult, DispatchError> {
-    let id = dispatch.id.clone();
-    Ok(match state.record_dispatch(&dispatch).await? {
-        DispatchOutcome::New => DispatchResult {
-            id,
-            created: true,
-            dispatch,
-        },
-        DispatchOutcome::Existing(first) => DispatchResult {
-            id: first,
-            created: false,
-            dispatch,
-        },
-    })
+    let outcome = state.record_dispatch(&dispatch).await?;
+    Ok(DispatchResult::of(dispatch, outcome))
+}
+
+impl DispatchResult {
+    /// The result of recording `dispatch` with `outcome`.
+    pub fn of(dispatch: Dispatch, outcome: DispatchOutcome) -> Self {
+        let id = dispatch.id.clone();
+        match outcome {
+            DispatchOutcome::New => DispatchResult {
+                id,
+                created: true,
+                dispatch,
+            },
+            DispatchOutcome::Existing(first) => DispatchResult {
+                id: first,
+                created: false,
+                dispatch,
+            },
+        }
+    }
 }
 
 /// The message kept in a dispatch record, with its payload put back. A
@@ -324,6 +373,21 @@ pub trait DispatchQueue: Send + Sync + std::fmt::Debug {
     /// a bounded queue (the local outbox) is full. Checked before recording.
     fn has_room(&self) -> BoxFuture<'_, Result<(), DispatchError>> {
         Box::pin(async { Ok(()) })
+    }
+
+    /// Records `dispatch` (a conditional write: a key seen before records
+    /// nothing) and, when it is new, publishes its message;
+    /// [`DispatchError::Full`] before anything is recorded when the queue
+    /// is full, [`DispatchError::NotQueued`] when the record was written but
+    /// the message was not taken. The default does the three one after the
+    /// other; the outbox inside the state store ([`crate::outbox::StateOutbox`])
+    /// does them in one transaction.
+    fn record_and_publish<'a>(
+        &'a self,
+        state: &'a dyn StateStore,
+        dispatch: Dispatch,
+    ) -> BoxFuture<'a, Result<DispatchResult, DispatchError>> {
+        Box::pin(record_then_publish(self, state, dispatch))
     }
 
     /// Where published messages wait (what `dispatch --tail` says of a queued dispatch).

@@ -1,9 +1,17 @@
 //! The durable local dispatch outbox: where `serve` and the CLI put
-//! dispatch messages when no dispatch queue is configured.
+//! dispatch messages when no dispatch queue is configured. Two forms:
 //!
-//! One SQLite file beside the state (`outbox.db` in the directory of a
-//! `sqlite:` state store; `.astrolift/outbox.db` otherwise; or
-//! `ASTROLIFT_OUTBOX=PATH`), one table `outbox (seq, dispatch_id, body,
+//! - [`StateOutbox`], with a `sqlite:` state store: inside the state
+//!   ([`astrolift_store::state::outbox`]). The dispatch, its task and its
+//!   place in the outbox are one transaction, the bound is checked inside it,
+//!   and the outbox holds only the dispatch's key (the message is the
+//!   record's). One commit and one hand-off to a blocking thread per dispatch.
+//! - [`SqliteOutbox`], a file of its own (`ASTROLIFT_OUTBOX=PATH`, or
+//!   `.astrolift/outbox.db` with a state store that keeps no outbox; also
+//!   the `outbox.db` beside a `sqlite:` state written before the outbox moved
+//!   inside, which is moved in at start).
+//!
+//! The file has one table `outbox (seq, dispatch_id, body,
 //! created_at)`, oldest first. It is bounded: past
 //! `ASTROLIFT_OUTBOX_MAX` undrained messages (default
 //! [`DEFAULT_OUTBOX_MAX`]) [`DispatchQueue::has_room`] is
@@ -20,10 +28,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use astrolift_store::BoxFuture;
+use astrolift_store::state::{Dispatch, DispatchOutbox, Queued};
+use astrolift_store::{BoxFuture, StateStore};
 use rusqlite::{Connection, params};
 
-use crate::dispatch::{DispatchError, DispatchMessage, DispatchQueue, QueueDestination};
+use crate::dispatch::{
+    DispatchError, DispatchMessage, DispatchQueue, DispatchResult, QueueDestination,
+    record_then_publish,
+};
 
 /// Default bound on undrained messages.
 pub const DEFAULT_OUTBOX_MAX: u64 = 10_000;
@@ -180,20 +192,179 @@ impl SqliteOutbox {
     /// Sends every message to `queue`, oldest first, deleting each once
     /// sent; stops at the first failure. Returns how many were sent.
     pub async fn drain_to(&self, queue: &dyn DispatchQueue) -> Result<u64, DispatchError> {
-        let mut sent = 0;
-        loop {
-            let batch = self.list(0, 100).await?;
-            if batch.is_empty() {
-                return Ok(sent);
-            }
-            for entry in batch {
-                queue.publish(&entry.message).await?;
-                let seq = entry.seq;
-                self.with(move |c| c.execute("DELETE FROM outbox WHERE seq = ?1", [seq]))
-                    .await?;
-                sent += 1;
-            }
+        drain(self, queue).await
+    }
+
+    async fn remove(&self, seq: i64) -> Result<(), DispatchError> {
+        self.with(move |c| c.execute("DELETE FROM outbox WHERE seq = ?1", [seq]))
+            .await
+            .map(drop)
+    }
+}
+
+/// The rows of an outbox, as [`drain`] reads and removes them.
+trait OutboxRows: Sync {
+    fn batch(&self) -> BoxFuture<'_, Result<Vec<OutboxEntry>, DispatchError>>;
+    fn sent(&self, seq: i64) -> BoxFuture<'_, Result<(), DispatchError>>;
+}
+
+impl OutboxRows for SqliteOutbox {
+    fn batch(&self) -> BoxFuture<'_, Result<Vec<OutboxEntry>, DispatchError>> {
+        Box::pin(self.list(0, DRAIN_BATCH))
+    }
+    fn sent(&self, seq: i64) -> BoxFuture<'_, Result<(), DispatchError>> {
+        Box::pin(self.remove(seq))
+    }
+}
+
+/// [`DispatchQueue::has_room`] of an outbox holding `len` of at most `max`.
+fn room(len: u64, max: u64) -> Result<(), DispatchError> {
+    if len >= max {
+        return Err(DispatchError::Full { max });
+    }
+    Ok(())
+}
+
+/// Messages read per batch while draining.
+const DRAIN_BATCH: u32 = 100;
+
+/// Sends every message of `outbox` to `queue`, oldest first, removing each
+/// once sent; stops at the first failure. Returns how many were sent.
+async fn drain(outbox: &dyn OutboxRows, queue: &dyn DispatchQueue) -> Result<u64, DispatchError> {
+    let mut sent = 0;
+    loop {
+        let batch = outbox.batch().await?;
+        if batch.is_empty() {
+            return Ok(sent);
         }
+        for entry in batch {
+            queue.publish(&entry.message).await?;
+            outbox.sent(entry.seq).await?;
+            sent += 1;
+        }
+    }
+}
+
+/// The outbox kept inside an embedded state store
+/// ([`astrolift_store::state::outbox`]): a dispatch, its task and its place
+/// in the outbox are one transaction, with the bound checked inside it, and
+/// the outbox row holds only the dispatch's key (the message is the record's).
+/// What `serve` and the CLI use with a `sqlite:` state store (unless
+/// `ASTROLIFT_OUTBOX` names a file of its own).
+#[derive(Clone)]
+pub struct StateOutbox {
+    state: Arc<dyn StateStore>,
+    max: u64,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for StateOutbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateOutbox")
+            .field("path", &self.path)
+            .field("max", &self.max)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StateOutbox {
+    /// The outbox of `state`, bounded to `max` dispatches; `None` when the
+    /// store keeps none (DynamoDB).
+    pub fn of(state: Arc<dyn StateStore>, max: u64) -> Option<Self> {
+        state.dispatch_outbox()?;
+        let location = state.location();
+        let path = PathBuf::from(location.strip_prefix("sqlite:").unwrap_or(&location));
+        Some(Self { state, max, path })
+    }
+
+    fn outbox(&self) -> Result<&dyn DispatchOutbox, DispatchError> {
+        self.state
+            .dispatch_outbox()
+            .ok_or_else(|| queue_error("the state store keeps no outbox"))
+    }
+
+    /// The state store's file, where the outbox lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Waiting dispatches.
+    pub async fn len(&self) -> Result<u64, DispatchError> {
+        Ok(self.outbox()?.queued_len().await?)
+    }
+
+    /// Whether no dispatch waits.
+    pub async fn is_empty(&self) -> Result<bool, DispatchError> {
+        Ok(self.len().await? == 0)
+    }
+
+    /// Up to `limit` messages after `after_seq`, oldest first.
+    pub async fn list(
+        &self,
+        after_seq: i64,
+        limit: u32,
+    ) -> Result<Vec<OutboxEntry>, DispatchError> {
+        let queued = self.outbox()?.queued(after_seq, limit).await?;
+        queued
+            .into_iter()
+            .map(|queued| {
+                Ok(OutboxEntry {
+                    seq: queued.seq,
+                    message: DispatchMessage::of(&queued.dispatch)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Sends every waiting dispatch's message to `queue`, oldest first, taking
+    /// each out once sent; stops at the first failure. Returns how many were sent.
+    pub async fn drain_to(&self, queue: &dyn DispatchQueue) -> Result<u64, DispatchError> {
+        drain(self, queue).await
+    }
+}
+
+impl OutboxRows for StateOutbox {
+    fn batch(&self) -> BoxFuture<'_, Result<Vec<OutboxEntry>, DispatchError>> {
+        Box::pin(self.list(0, DRAIN_BATCH))
+    }
+    fn sent(&self, seq: i64) -> BoxFuture<'_, Result<(), DispatchError>> {
+        Box::pin(async move { Ok(self.outbox()?.unqueue(seq).await?) })
+    }
+}
+
+impl DispatchQueue for StateOutbox {
+    fn destination(&self) -> QueueDestination {
+        QueueDestination::Outbox(self.path.clone())
+    }
+
+    /// Queues a dispatch recorded in this state store before.
+    fn publish<'a>(
+        &'a self,
+        message: &'a DispatchMessage,
+    ) -> BoxFuture<'a, Result<(), DispatchError>> {
+        Box::pin(async move { Ok(self.outbox()?.queue(&message.idempotency_key).await?) })
+    }
+
+    fn has_room(&self) -> BoxFuture<'_, Result<(), DispatchError>> {
+        Box::pin(async move { room(self.len().await?, self.max) })
+    }
+
+    fn record_and_publish<'a>(
+        &'a self,
+        state: &'a dyn StateStore,
+        dispatch: Dispatch,
+    ) -> BoxFuture<'a, Result<DispatchResult, DispatchError>> {
+        Box::pin(async move {
+            // One transaction only when the caller records in the store this outbox lives
+            // in (`serve` and the CLI build both from one URL); else one step after another.
+            if state.location() != self.state.location() {
+                return record_then_publish(self, state, dispatch).await;
+            }
+            match self.outbox()?.record_queued(&dispatch, self.max).await? {
+                Queued::Full => Err(DispatchError::Full { max: self.max }),
+                Queued::Recorded(outcome) => Ok(DispatchResult::of(dispatch, outcome)),
+            }
+        })
     }
 }
 
@@ -223,13 +394,7 @@ impl DispatchQueue for SqliteOutbox {
     }
 
     fn has_room(&self) -> BoxFuture<'_, Result<(), DispatchError>> {
-        Box::pin(async move {
-            let len = self.len().await?;
-            if len >= self.max {
-                return Err(DispatchError::Full { max: self.max });
-            }
-            Ok(())
-        })
+        Box::pin(async move { room(self.len().await?, self.max) })
     }
 }
 

@@ -61,8 +61,7 @@ use crate::config_content::env_spec_parts;
 use crate::content::{ContentSource, RecordOnlyContent};
 use crate::dispatch::Origin;
 use crate::dispatch::{
-    DispatchError, DispatchMessage, DispatchQueue, DispatchRequest, delivery_key, idempotency_key,
-    record,
+    DispatchError, DispatchQueue, DispatchRequest, delivery_key, idempotency_key, record_and_queue,
 };
 use crate::error::TriggerError;
 use crate::evaluate::{CompiledBinding, Outcome, evaluate_verified};
@@ -431,14 +430,11 @@ impl TriggerService {
             Ok(env_spec) => env_spec,
             Err(refused) => return refused,
         };
-        if let Err(error) = self.queue.has_room().await {
-            return dispatch_error_response(trigger_id, &error, None);
-        }
         let now = now_seconds();
         let content = match self.content.content(&ready.agent, now).await {
             Ok(content) => content,
             Err(error) => {
-                return dispatch_error_response(trigger_id, &DispatchError::Content(error), None);
+                return dispatch_error_response(trigger_id, &DispatchError::Content(error));
             }
         };
         let parts = env_spec_parts(
@@ -450,7 +446,7 @@ impl TriggerService {
         let (env_spec, config) = match parts.await {
             Ok(parts) => parts,
             Err(error) => {
-                return dispatch_error_response(trigger_id, &DispatchError::Content(error), None);
+                return dispatch_error_response(trigger_id, &DispatchError::Content(error));
             }
         };
         let request = DispatchRequest {
@@ -469,19 +465,11 @@ impl TriggerService {
             callback_base: self.callback_base.as_deref(),
             now,
         };
-        let recorded = match record(self.state.as_ref(), &request).await {
-            Ok(recorded) => recorded,
-            Err(error) => return dispatch_error_response(trigger_id, &error, None),
-        };
-        if recorded.created {
-            let published = match DispatchMessage::of(&recorded.dispatch) {
-                Ok(message) => self.queue.publish(&message).await,
-                Err(error) => Err(error),
+        let recorded =
+            match record_and_queue(self.state.as_ref(), self.queue.as_ref(), &request).await {
+                Ok(recorded) => recorded,
+                Err(error) => return dispatch_error_response(trigger_id, &error),
             };
-            if let Err(error) = published {
-                return dispatch_error_response(trigger_id, &error, Some(&recorded.id));
-            }
-        }
         tracing::info!(
             trigger_id,
             dispatch_id = %recorded.id,
@@ -584,11 +572,7 @@ fn trigger_error_response(trigger_id: &str, error: &TriggerError) -> TriggerResp
     response
 }
 
-fn dispatch_error_response(
-    trigger_id: &str,
-    error: &DispatchError,
-    recorded: Option<&str>,
-) -> TriggerResponse {
+fn dispatch_error_response(trigger_id: &str, error: &DispatchError) -> TriggerResponse {
     let mut response = match error {
         DispatchError::Store(store) => store_error_response(trigger_id, store),
         DispatchError::Full { .. } => error_response(
@@ -609,7 +593,7 @@ fn dispatch_error_response(
             "the dispatch's package, prompts or config could not be read",
             &error.to_string(),
         ),
-        DispatchError::Queue(_) if recorded.is_some() => error_response(
+        DispatchError::NotQueued { .. } => error_response(
             500,
             trigger_id,
             "the dispatch was recorded but could not be queued",
@@ -622,8 +606,10 @@ fn dispatch_error_response(
             &other.to_string(),
         ),
     };
-    if let (Some(id), Value::Object(body)) = (recorded, &mut response.body) {
-        body.insert("dispatch_id".to_owned(), Value::String(id.to_owned()));
+    if let (DispatchError::NotQueued { dispatch_id, .. }, Value::Object(body)) =
+        (error, &mut response.body)
+    {
+        body.insert("dispatch_id".to_owned(), Value::String(dispatch_id.clone()));
     }
     response
 }

@@ -40,7 +40,8 @@ use serde_json::{Value, json};
 use crate::config_content::env_spec_parts;
 use crate::content::{ContentError, ContentSource};
 use crate::dispatch::{
-    DispatchError, DispatchMessage, DispatchQueue, DispatchRequest, Origin, new_dispatch_id, record,
+    DispatchError, DispatchQueue, DispatchRequest, Origin, new_dispatch_id, record,
+    record_and_queue,
 };
 use crate::message::Source;
 use crate::sandbox::{Job, SandboxedProgram, WorkerResult, run_in_worker};
@@ -578,14 +579,10 @@ impl StageDispatcher for RecordingDispatcher<'_> {
                 callback_base: self.callback_base,
                 now,
             };
-            let recorded = record(self.state, &request).await?;
-            if recorded.created
-                && let Some(queue) = self.queue
-            {
-                queue
-                    .publish(&DispatchMessage::of(&recorded.dispatch)?)
-                    .await?;
-            }
+            let recorded = match self.queue {
+                Some(queue) => record_and_queue(self.state, queue, &request).await?,
+                None => record(self.state, &request).await?,
+            };
             Ok(Ok(recorded.id))
         })
     }

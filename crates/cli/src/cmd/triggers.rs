@@ -27,7 +27,7 @@ use astrolift_trigger::content::{
     BlobContent, ContentSource, UrlOptions, prompt_texts_of_manifest,
 };
 use astrolift_trigger::dispatch::{
-    DispatchMessage, DispatchRequest, Origin, QueueDestination, manual_key, record,
+    DispatchRequest, Origin, QueueDestination, manual_key, record_and_queue,
 };
 use astrolift_trigger::env::{
     DispatchContext, RenderedEnv, RuntimeOptions, SnapshotView, non_empty_payload,
@@ -195,7 +195,7 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
                 }
             },
         };
-        let queue = dispatch_queue_from_env(&args.stores.state, None).await?;
+        let queue = dispatch_queue_from_env(&state, None).await?;
         queue.has_room().await?;
         let now = now();
         let source = BlobContent::new(
@@ -224,10 +224,7 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
             callback_base: callback_base.as_deref(),
             now,
         };
-        let recorded = record(state.as_ref(), &request).await?;
-        if recorded.created {
-            queue.publish(&DispatchMessage::of(&recorded.dispatch)?).await?;
-        }
+        let recorded = record_and_queue(state.as_ref(), queue.as_ref(), &request).await?;
         let mut out = json!({
             "dispatch_id": recorded.id,
             "agent": agent.name,

@@ -77,7 +77,7 @@ pub fn dispatch(request: WorkflowDispatch<'_>) -> anyhow::Result<ExitCode> {
     runtime()?.block_on(async {
         let state = request.stores.state().await?;
         let record = find_workflow(state.as_ref(), request.name, request.repository).await?;
-        let deps = StageDispatchDeps::from_env(request.stores).await?;
+        let deps = StageDispatchDeps::from_env(request.stores, &state).await?;
         let dispatcher = deps.dispatcher(state.as_ref());
         let progress = start_run(
             state.as_ref(),
@@ -123,7 +123,7 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     };
     runtime()?.block_on(async {
         let state = args.stores.state().await?;
-        let deps = StageDispatchDeps::from_env(&args.stores).await?;
+        let deps = StageDispatchDeps::from_env(&args.stores, &state).await?;
         let dispatcher = deps.dispatcher(state.as_ref());
         let progress = report_stage(
             state.as_ref(),
@@ -186,9 +186,12 @@ struct StageDispatchDeps {
 }
 
 impl StageDispatchDeps {
-    async fn from_env(stores: &StoreArgs) -> anyhow::Result<Self> {
+    async fn from_env(
+        stores: &StoreArgs,
+        state: &std::sync::Arc<dyn StateStore>,
+    ) -> anyhow::Result<Self> {
         Ok(Self {
-            queue: dispatch_queue_from_env(&stores.state, None).await?,
+            queue: dispatch_queue_from_env(state, None).await?,
             content: BlobContent::new(
                 stores.blobs().await?,
                 UrlOptions::from_env().map_err(anyhow::Error::msg)?,

@@ -124,8 +124,8 @@ async fn trigger_dispatch_render_callback_through_serve() {
         .expect("an id")
         .to_owned();
     assert!(
-        server.home.path().join("outbox.db").exists(),
-        "no queue: the local outbox"
+        !server.home.path().join("outbox.db").exists(),
+        "no queue: the local outbox, inside the state"
     );
 
     // Render: the seed's variables, a fresh key each time.
@@ -309,7 +309,7 @@ async fn dispatch_tail_ends_with_the_callback_status() {
             "{queued}"
         );
         let outbox = queued["outbox"].as_str().expect("the outbox path");
-        assert!(outbox.ends_with("outbox.db"), "{outbox}");
+        assert!(outbox.ends_with("state.db"), "inside the state: {outbox}");
 
         let rendered = render_json(&server, &dispatch_id);
         let task_id = rendered["task_id"].as_str().expect("a task").to_owned();

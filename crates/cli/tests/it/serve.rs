@@ -594,14 +594,14 @@ async fn registered_triggers_dispatch_through_serve() {
         "a redelivery dispatches nothing"
     );
 
-    // No dispatch queue: both dispatches wait in the durable outbox beside
-    // the state, as valid v1 messages.
-    let outbox = astrolift_trigger::outbox::SqliteOutbox::open(
-        server.home.path().join("outbox.db"),
-        u64::MAX,
-    )
-    .await
-    .expect("the outbox exists");
+    // No dispatch queue: both dispatches wait in the durable outbox inside
+    // the state, as valid v1 messages, and no outbox file was made beside it.
+    let state = astrolift_store::state::SqliteStateStore::open(server.home.path().join("state.db"))
+        .await
+        .expect("the state opens");
+    let outbox = astrolift_trigger::outbox::StateOutbox::of(std::sync::Arc::new(state), u64::MAX)
+        .expect("a sqlite state keeps an outbox");
+    assert!(!server.home.path().join("outbox.db").exists());
     let kept = outbox.list(0, 10).await.expect("lists");
     let sources: Vec<_> = kept
         .iter()

@@ -5,6 +5,7 @@ mod change;
 pub mod configs;
 mod dynamo;
 mod model;
+pub mod outbox;
 pub mod skills;
 mod sqlite;
 mod table;
@@ -24,6 +25,7 @@ pub use change::{
 pub use configs::{ConfigPackage, ConfigPackageStore};
 pub use dynamo::DynamoStateStore;
 pub use model::*;
+pub use outbox::{DispatchOutbox, Queued, QueuedDispatch};
 pub use skills::{Catalogue, SkillRepo, SkillSourceStore};
 pub use sqlite::SqliteStateStore;
 pub use table::{AttributeShape, IndexShape, KeyShape, TableShape, table_definition};
@@ -264,6 +266,12 @@ pub trait StateStore: Send + Sync + fmt::Debug {
 
     /// Organization skill repositories and the catalogue ([`skills`]).
     fn skills(&self) -> &dyn SkillSourceStore;
+
+    /// The dispatch outbox kept inside the store ([`outbox`]): SQLite's; `None` for a
+    /// store without one (DynamoDB, whose dispatches go to SQS).
+    fn dispatch_outbox(&self) -> Option<&dyn DispatchOutbox> {
+        None
+    }
 
     /// Explicit teardown: marks the agent `torn_down` (conditional on its current version),
     /// deletes its trigger bindings and appends a `torn_down` audit event. The agent record

@@ -19,6 +19,7 @@ use super::{StateCounters, StateStats, StateStore};
 use crate::{BoxFuture, StoreError, StoreResult};
 
 mod configs;
+mod outbox;
 mod skills;
 mod tasks;
 mod workflows;
@@ -82,6 +83,9 @@ DROP TABLE registrations;
 fn registration_scope(manifest_path: Option<&str>) -> String {
     manifest_path.unwrap_or_default().to_owned()
 }
+
+/// Prepared statements kept per connection.
+const STATEMENT_CACHE: usize = 128;
 
 /// The embedded state store. One connection, used from a blocking thread per call.
 #[derive(Debug, Clone)]
@@ -150,8 +154,8 @@ fn query_body<T: DeserializeOwned>(
     params: impl rusqlite::Params,
 ) -> StoreResult<Option<T>> {
     let body: Option<String> = connection
-        .query_row(sql, params, |row| row.get(0))
-        .optional()
+        .prepare_cached(sql)
+        .and_then(|mut statement| statement.query_row(params, |row| row.get(0)).optional())
         .map_err(sql_error)?;
     body.as_deref().map(from_json).transpose()
 }
@@ -219,7 +223,8 @@ impl SqliteStateStore {
     ) -> StoreResult<u64> {
         let written = self
             .with_connection(move |c| {
-                c.execute(sql, rusqlite::params_from_iter(values))
+                c.prepare_cached(sql)
+                    .and_then(|mut statement| statement.execute(rusqlite::params_from_iter(values)))
                     .map_err(sql_error)
             })
             .await? as u64;
@@ -242,6 +247,9 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
     connection
         .pragma_update(None, "synchronous", "NORMAL")
         .map_err(sql_error)?;
+    // Every statement of the hot paths (a delivery's reads, a dispatch's writes) stays
+    // prepared: rusqlite's default keeps 16, fewer than the store's statements.
+    connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     connection.execute_batch(SCHEMA).map_err(sql_error)?;
     connection
         .execute_batch(workflows::SCHEMA)
@@ -255,6 +263,9 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
         .map_err(sql_error)?;
     connection
         .execute_batch(skills::SCHEMA)
+        .map_err(sql_error)?;
+    connection
+        .execute_batch(outbox::SCHEMA)
         .map_err(sql_error)?;
     migrate(&connection)?;
     migrate_registrations(&connection)?;
@@ -837,5 +848,9 @@ impl StateStore for SqliteStateStore {
 
     fn skills(&self) -> &dyn super::skills::SkillSourceStore {
         self
+    }
+
+    fn dispatch_outbox(&self) -> Option<&dyn super::outbox::DispatchOutbox> {
+        Some(self)
     }
 }

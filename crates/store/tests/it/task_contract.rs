@@ -13,7 +13,7 @@ use crate::state_contract::Subject;
 
 const NOW: UnixSeconds = 1_767_225_600;
 
-fn dispatch(name: &str) -> Dispatch {
+pub fn dispatch(name: &str) -> Dispatch {
     let id = astrolift_store::testing::unique_name(name);
     Dispatch {
         id: format!("d-{id}"),

@@ -2,6 +2,9 @@
 //! and one past it: the service answers 503 with `Retry-After` and records
 //! nothing), listed oldest first, drained to SQS on moto; its size kept
 //! exact by the file's triggers, an outbox made before them counted once.
+//! The outbox inside a `sqlite:` state: the dispatch and its place in one
+//! transaction (one past the bound records no dispatch), an earlier outbox
+//! file moved into it.
 
 use std::sync::Arc;
 
@@ -9,9 +12,10 @@ use astrolift_store::StateStore;
 use astrolift_store::testing::{aws_endpoint, unique_name};
 use astrolift_trigger::TriggerService;
 use astrolift_trigger::dispatch::{
-    DispatchError, DispatchMessage, DispatchQueue, SqsDispatchQueue,
+    DispatchError, DispatchMessage, DispatchQueue, MemoryDispatchQueue, QueueDestination,
+    SqsDispatchQueue,
 };
-use astrolift_trigger::outbox::{SqliteOutbox, outbox_path};
+use astrolift_trigger::outbox::{SqliteOutbox, StateOutbox, outbox_path};
 
 use crate::dispatch::{record_binding, stored_binding};
 use crate::support::signed;
@@ -194,5 +198,112 @@ async fn the_size_is_kept_by_every_writer_and_an_older_outbox_is_counted_once() 
         .expect("drains");
     assert_eq!(drained, 4);
     assert_eq!(outbox.len().await.expect("counts"), 0);
+    assert!(outbox.is_empty().await.expect("counts"));
+}
+
+/// Rows of `table` in the state file at `path`, read past the store.
+fn rows(path: &std::path::Path, table: &str) -> i64 {
+    let connection = rusqlite::Connection::open(path).expect("opens");
+    connection
+        .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |row| {
+            row.get(0)
+        })
+        .expect("counts")
+}
+
+#[tokio::test]
+async fn the_state_outbox_holds_at_the_bound_and_one_past_records_no_dispatch() {
+    let registered = crate::message::register_example().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let state: Arc<dyn StateStore> = Arc::new(
+        astrolift_store::state::SqliteStateStore::open(&path)
+            .await
+            .expect("opens"),
+    );
+    let outbox = StateOutbox::of(state.clone(), 2).expect("a sqlite state keeps an outbox");
+    let (service, _) = crate::message::service_with_example(&registered, state.clone()).await;
+    let service: TriggerService = service.with_queue(Arc::new(outbox.clone()));
+    let mut ids = Vec::new();
+    for key in ["ENG-1", "ENG-2"] {
+        let body = format!(r#"{{"issue":{{"key":"{key}"}}}}"#);
+        let answer = service
+            .handle("trg_msg_generic", &signed(body.as_bytes()), body.as_bytes())
+            .await;
+        assert_eq!(answer.status, 202, "{}", answer.body);
+        ids.push(answer.body["dispatch_id"].clone());
+    }
+    // At the bound: a redelivery writes nothing, so it is still answered.
+    let first = br#"{"issue":{"key":"ENG-1"}}"#;
+    let answer = service
+        .handle("trg_msg_generic", &signed(first), first)
+        .await;
+    assert_eq!(
+        (answer.status, &answer.body["dispatch_id"]),
+        (200, &ids[0]),
+        "{}",
+        answer.body
+    );
+    // One past it: 503, and neither the dispatch nor its task is recorded.
+    let third = br#"{"issue":{"key":"ENG-3"}}"#;
+    let answer = service
+        .handle("trg_msg_generic", &signed(third), third)
+        .await;
+    assert_eq!(answer.status, 503, "{}", answer.body);
+    assert_eq!(
+        answer.retry_after(),
+        Some(astrolift_trigger::RETRY_AFTER_SECONDS)
+    );
+    assert_eq!(
+        (rows(&path, "dispatches"), rows(&path, "dispatch_tasks")),
+        (2, 2)
+    );
+    assert_eq!(outbox.len().await.expect("counts"), 2);
+    assert_eq!(outbox.destination(), QueueDestination::Outbox(path.clone()));
+    // The outbox keeps keys, not messages: what it lists is each record's message.
+    let listed: Vec<_> = outbox
+        .list(0, 10)
+        .await
+        .expect("lists")
+        .into_iter()
+        .map(|entry| serde_json::Value::String(entry.message.dispatch_id))
+        .collect();
+    assert_eq!(listed, ids, "oldest first");
+    assert!(!dir.path().join("outbox.db").exists());
+}
+
+#[tokio::test]
+async fn an_earlier_outbox_file_moves_into_the_state_outbox_and_drains_oldest_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sqlite = astrolift_store::state::SqliteStateStore::open(dir.path().join("state.db"))
+        .await
+        .expect("opens");
+    let mut sent = Vec::new();
+    for n in 0..3 {
+        let key = format!("t-1:key:{n}");
+        let recorded = record_binding(&sqlite, &stored_binding(), "snap-1", None, &key, 1).await;
+        sent.push(DispatchMessage::of(&recorded.dispatch).expect("message"));
+    }
+    // A binary from before the outbox moved inside the state kept them in a file beside it.
+    let earlier = SqliteOutbox::open(dir.path().join("outbox.db"), 10)
+        .await
+        .expect("opens");
+    for message in &sent {
+        earlier.publish(message).await.expect("publishes");
+    }
+    let state: Arc<dyn StateStore> = Arc::new(sqlite);
+    let outbox = StateOutbox::of(state, 10).expect("a sqlite state keeps an outbox");
+    assert_eq!(earlier.drain_to(&outbox).await.expect("moves"), 3);
+    assert!(earlier.is_empty().await.expect("counts"));
+    // Moving one again (a crash between queueing and deleting) queues it once.
+    outbox.publish(&sent[0]).await.expect("queues once");
+    assert_eq!(outbox.len().await.expect("counts"), 3);
+    let queue = MemoryDispatchQueue::new();
+    assert_eq!(outbox.drain_to(&queue).await.expect("drains"), 3);
+    assert_eq!(
+        queue.messages(),
+        sent,
+        "the records' messages, oldest first"
+    );
     assert!(outbox.is_empty().await.expect("counts"));
 }

@@ -2,7 +2,7 @@
 //! dispatch id, written with the dispatch (see [`insert_dispatch`]) and updated on its
 //! `version` inside one `IMMEDIATE` transaction.
 
-use rusqlite::{Connection, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 use super::{SqliteStateStore, integer, query_body, sql_error, to_json};
 use crate::state::model::{Dispatch, DispatchOutcome};
@@ -26,34 +26,62 @@ pub(super) fn insert_dispatch(
     let tx = connection
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_error)?;
+    let inserted = insert_dispatch_in(&tx, dispatch)?;
+    if inserted.1 > 0 {
+        tx.commit().map_err(sql_error)?;
+    }
+    Ok(inserted)
+}
+
+/// [`insert_dispatch`]'s writes inside the caller's transaction, which commits them when
+/// rows were written (an existing key writes none).
+pub(super) fn insert_dispatch_in(
+    tx: &Transaction<'_>,
+    dispatch: &Dispatch,
+) -> StoreResult<(DispatchOutcome, u64)> {
+    let body = to_json(dispatch)?;
     let inserted = tx
-        .execute(
+        .prepare_cached(
             "INSERT INTO dispatches (idempotency_key, id, body) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
-            params![dispatch.idempotency_key, dispatch.id, to_json(dispatch)?],
         )
+        .and_then(|mut insert| {
+            insert.execute(params![dispatch.idempotency_key, dispatch.id, body])
+        })
         .map_err(sql_error)?;
     if inserted == 0 {
-        let existing: String = tx
-            .query_row(
-                "SELECT id FROM dispatches WHERE idempotency_key = ?1",
-                [&dispatch.idempotency_key],
-                |row| row.get(0),
-            )
-            .map_err(sql_error)?;
+        let existing = existing_dispatch(tx, &dispatch.idempotency_key)?.ok_or_else(|| {
+            StoreError::Conflict(format!("dispatch {} moved", dispatch.idempotency_key))
+        })?;
         return Ok((DispatchOutcome::Existing(existing), 0));
     }
     let mut written = 1;
     if !dispatch.task_id.is_empty() {
         let task = DispatchTask::queued(dispatch);
+        let body = to_json(&task)?;
+        let version = integer(task.version)?;
         written += tx
-            .execute(
+            .prepare_cached(
                 "INSERT INTO dispatch_tasks (task_id, dispatch_id, version, body) VALUES (?1, ?2, ?3, ?4)",
-                params![task.task_id, task.dispatch_id, integer(task.version)?, to_json(&task)?],
             )
+            .and_then(|mut insert| insert.execute(params![task.task_id, task.dispatch_id, version, body]))
             .map_err(sql_error)? as u64;
     }
-    tx.commit().map_err(sql_error)?;
     Ok((DispatchOutcome::New, written))
+}
+
+/// The id of the dispatch recorded under `idempotency_key`, if any.
+pub(super) fn existing_dispatch(
+    connection: &Connection,
+    idempotency_key: &str,
+) -> StoreResult<Option<String>> {
+    connection
+        .prepare_cached("SELECT id FROM dispatches WHERE idempotency_key = ?1")
+        .and_then(|mut select| {
+            select
+                .query_row([idempotency_key], |row| row.get(0))
+                .optional()
+        })
+        .map_err(sql_error)
 }
 
 fn update_task_row(
