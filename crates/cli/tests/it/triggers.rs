@@ -299,3 +299,55 @@ fn dispatch_records_once_per_idempotency_key() {
         assert!(!refused.stderr.is_empty(), "{bad:?}");
     }
 }
+
+/// `astrolift dispatch` with `ASTROLIFT_OUTBOX` set to `outbox` (unset when `None`).
+fn dispatch_with_outbox(dir: &Path, key: &str, outbox: Option<&Path>) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_astrolift"));
+    command
+        .args([
+            "dispatch",
+            "emr-triage",
+            "--input",
+            "{}",
+            "--idempotency-key",
+            key,
+        ])
+        .arg(format!("--state=sqlite:{}", dir.join("state.db").display()))
+        .arg(format!("--blobs=file:{}", dir.join("blobs").display()))
+        .env_remove("ASTROLIFT_DISPATCH_QUEUE_URL")
+        .env_remove("ASTROLIFT_OUTBOX")
+        .env_remove("RUST_LOG");
+    if let Some(outbox) = outbox {
+        command.env("ASTROLIFT_OUTBOX", outbox);
+    }
+    run_of(command.output().expect("the astrolift binary runs"))
+}
+
+/// Rows of `table` in the SQLite file at `path`.
+fn rows(path: &Path, table: &str) -> i64 {
+    let connection = rusqlite::Connection::open(path).expect("opens");
+    connection
+        .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |row| {
+            row.get(0)
+        })
+        .expect("counts")
+}
+
+#[test]
+fn an_outbox_file_beside_the_state_moves_inside_it() {
+    let dir = applied();
+    let beside = dir.path().join("outbox.db");
+    // As a version before the outbox moved inside the state kept it: a file beside it.
+    let earlier = dispatch_with_outbox(dir.path(), "k-earlier", Some(&beside));
+    assert_eq!(earlier.code, 0, "{}", earlier.stderr);
+    assert_eq!(rows(&beside, "outbox"), 1);
+    let state = dir.path().join("state.db");
+    assert_eq!(rows(&state, "dispatch_outbox"), 0);
+    // Without ASTROLIFT_OUTBOX the outbox is the state's; the earlier message moves in.
+    let now = dispatch_with_outbox(dir.path(), "k-now", None);
+    assert_eq!(now.code, 0, "{}", now.stderr);
+    assert_eq!(
+        (rows(&beside, "outbox"), rows(&state, "dispatch_outbox")),
+        (0, 2)
+    );
+}
