@@ -273,6 +273,7 @@ async fn an_uncovered_manifest_has_no_project_so_its_org_skills_are_unresolved()
         registered_ref: "main".into(),
         manifest_path: Some("agents/review/astrolift.toml".into()),
         updated_at: 1,
+        last_sync: None,
     };
     let put = stores.state.put_registration(&registration).await;
     put.expect("registered");

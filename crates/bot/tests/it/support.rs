@@ -80,6 +80,7 @@ pub async fn register_repository(stores: &Stores) {
         registered_ref: "main".into(),
         manifest_path: None,
         updated_at: 1,
+        last_sync: None,
     };
     stores
         .state

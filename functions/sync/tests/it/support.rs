@@ -102,6 +102,7 @@ pub async fn stores() -> (Stores, tempfile::TempDir) {
         registered_ref: "main".into(),
         manifest_path: None,
         updated_at: 1,
+        last_sync: None,
     };
     stores
         .state
