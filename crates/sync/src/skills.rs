@@ -31,7 +31,7 @@ use astrolift_manifest::remote_skill::{
 };
 use astrolift_manifest::{Diagnostic, Limits};
 use astrolift_package::{MountedTree, PayloadTree, RemoteSkillTree};
-use astrolift_store::state::{Catalogue, SkillSourceStore};
+use astrolift_store::state::{Catalogue, SkillSource, SkillSourceStore};
 
 use crate::SyncError;
 
@@ -124,18 +124,27 @@ pub(crate) struct SkillContext<'c> {
     pub limits: &'c Limits,
 }
 
+/// The skill repositories (at the refs named) each agent's references name through a
+/// registration, parallel to the agents: what dependents follow (docs/reference.md §5.1).
+/// Named, not resolved: an agent whose skill failed to resolve still follows the repository
+/// whose next push may fix it. Empty without a fetcher (nothing is looked up).
+pub(crate) type NamedSources = Vec<BTreeSet<SkillSource>>;
+
 /// Resolves the remote skills of `agents` (each with the project it registers under, if
 /// any), parallel to them; every finding is appended to `diagnostics`.
 pub(crate) async fn resolve_skills(
     agents: &[(&AgentManifest, Option<String>)],
     context: &SkillContext<'_>,
     diagnostics: &mut Vec<Diagnostic>,
-) -> Result<Vec<AgentSkills>, SyncError> {
+) -> Result<(Vec<AgentSkills>, NamedSources), SyncError> {
     let sources = match context.fetcher {
         Some(fetcher) => Some(Sources::read(agents, context, fetcher).await?),
         None => None,
     };
-    Ok(agents
+    let named = sources
+        .as_ref()
+        .map_or_else(|| vec![BTreeSet::new(); agents.len()], |s| s.named.clone());
+    let skills = agents
         .iter()
         .map(|(manifest, project)| {
             let Some(sources) = &sources else {
@@ -157,7 +166,8 @@ pub(crate) async fn resolve_skills(
                     .collect(),
             )
         })
-        .collect())
+        .collect();
+    Ok((skills, named))
 }
 
 /// The registrations and fetched repositories a sync's agents name.
@@ -168,6 +178,8 @@ struct Sources {
     catalogue: Option<Catalogue>,
     /// Each (repository, ref) fetched.
     fetched: HashMap<(String, String), SkillFetch>,
+    /// What each agent names ([`NamedSources`]).
+    named: NamedSources,
     /// At most this many are fetched ([`Limits::skill_repositories`]).
     limit: usize,
 }
@@ -201,11 +213,12 @@ impl Sources {
         context: &SkillContext<'_>,
     ) -> Result<BTreeSet<(String, String)>, SyncError> {
         let mut wanted = BTreeSet::new();
-        let mut catalogue_wanted = false;
-        for (manifest, project) in agents {
+        let mut catalogue_wanted = Vec::new();
+        for (index, (manifest, project)) in agents.iter().enumerate() {
+            let mut named = BTreeSet::new();
             for skill in &manifest.skills {
                 match (skill, project) {
-                    (SkillRef::Catalogue { .. }, _) => catalogue_wanted = true,
+                    (SkillRef::Catalogue { .. }, _) => catalogue_wanted.push(index),
                     (
                         SkillRef::Org {
                             repo_alias,
@@ -215,16 +228,33 @@ impl Sources {
                         Some(project),
                     ) => {
                         let repository = self.alias(context, project, repo_alias).await?;
-                        wanted.extend(repository.map(|r| (r, git_ref.clone())));
+                        if let Some(repository) = repository {
+                            named.insert(SkillSource {
+                                repository: repository.clone(),
+                                git_ref: git_ref.clone(),
+                            });
+                            wanted.insert((repository, git_ref.clone()));
+                        }
                     }
                     _ => {}
                 }
             }
+            self.named.push(named);
         }
-        if catalogue_wanted {
+        if !catalogue_wanted.is_empty() {
             self.catalogue = context.state.get_catalogue().await?;
-            let at = self.catalogue.as_ref();
-            wanted.extend(at.map(|c| (c.repository.clone(), c.registered_ref.clone())));
+            if let Some(c) = &self.catalogue {
+                let source = SkillSource {
+                    repository: c.repository.clone(),
+                    git_ref: c.registered_ref.clone(),
+                };
+                for index in catalogue_wanted {
+                    if let Some(named) = self.named.get_mut(index) {
+                        named.insert(source.clone());
+                    }
+                }
+                wanted.insert((c.repository.clone(), c.registered_ref.clone()));
+            }
         }
         Ok(wanted)
     }

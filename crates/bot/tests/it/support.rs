@@ -114,6 +114,7 @@ pub fn runner(github: &FakeGitHub, stores: &Stores) -> SyncRunner {
         limits: Limits::DEFAULT,
         function: "test",
         fail_run_patience: Duration::from_secs(2),
+        jobs: None,
     }
 }
 
@@ -160,6 +161,7 @@ pub fn push_job(delivery: &str) -> SyncJob {
         default_branch: Some("main".into()),
         pull_request: None,
         accept_drift: None,
+        skill_change: None,
     }
 }
 
