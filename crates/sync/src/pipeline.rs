@@ -222,6 +222,7 @@ async fn resolve_and_prepare(
         state: stores.state.skills(),
         fetcher: request.skills.as_deref(),
         limits: &request.validate.limits,
+        no_project: crate::skills::NO_PROJECT,
     };
     let mut found = Vec::new();
     let (skills, named) = resolve_skills(&agents, &context, &mut found).await?;

@@ -41,6 +41,10 @@ pub const NO_FETCHER: &str =
 /// Why an organization reference of an agent without a project is unresolved.
 pub const NO_PROJECT: &str = "no registration covers this manifest, so it has no project \
      whose skill repositories it could use";
+/// Why a reference is unresolved where App credentials are configured but no state store is
+/// named (`astrolift validate` without `--state`).
+pub const NO_STATE: &str = "no state store is named here (`--state` or `ASTROLIFT_STATE`), \
+     so the skill repositories and the catalogue are not known";
 
 /// A fetched skill repository's tree.
 pub type SkillTree = Arc<dyn PayloadTree + Send + Sync>;
@@ -122,6 +126,47 @@ pub(crate) struct SkillContext<'c> {
     pub state: &'c dyn SkillSourceStore,
     pub fetcher: Option<&'c dyn SkillFetcher>,
     pub limits: &'c Limits,
+    /// Why an organization reference of an agent without a project is unresolved.
+    pub no_project: &'c str,
+}
+
+/// Resolves the remote skills of `agents` (each with its project, if known) without a sync
+/// (`astrolift validate`): every finding is appended to `diagnostics`, and nothing is
+/// packaged. As a sync resolves them when there are a state store (the aliases and the
+/// catalogue) and a fetcher; otherwise each catalogue and organization reference is the
+/// warning `skill/unresolved`, whose reason is [`NO_FETCHER`] without a fetcher, else
+/// [`NO_STATE`]. `no_project` is the reason for an organization reference of an agent
+/// without a project.
+pub async fn check_remote_skills(
+    agents: &[(&AgentManifest, Option<String>)],
+    state: Option<&dyn SkillSourceStore>,
+    fetcher: Option<&dyn SkillFetcher>,
+    limits: &Limits,
+    no_project: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<(), SyncError> {
+    match (state, fetcher) {
+        (Some(state), Some(fetcher)) => {
+            let context = SkillContext {
+                state,
+                fetcher: Some(fetcher),
+                limits,
+                no_project,
+            };
+            resolve_skills(agents, &context, diagnostics).await?;
+        }
+        (_, fetcher) => {
+            let reason = if fetcher.is_none() {
+                NO_FETCHER
+            } else {
+                NO_STATE
+            };
+            for (manifest, _) in agents {
+                resolve_remote_skills(manifest, &Offline(reason), limits, diagnostics);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The skill repositories (at the refs named) each agent's references name through a
@@ -148,12 +193,14 @@ pub(crate) async fn resolve_skills(
         .iter()
         .map(|(manifest, project)| {
             let Some(sources) = &sources else {
-                resolve_remote_skills(manifest, &Offline, context.limits, diagnostics);
+                let offline = Offline(NO_FETCHER);
+                resolve_remote_skills(manifest, &offline, context.limits, diagnostics);
                 return AgentSkills::default();
             };
             let view = AgentSources {
                 sources,
                 project: project.as_deref(),
+                no_project: context.no_project,
             };
             let resolved = resolve_remote_skills(manifest, &view, context.limits, diagnostics);
             AgentSkills(
@@ -312,13 +359,14 @@ impl Sources {
 struct AgentSources<'s> {
     sources: &'s Sources,
     project: Option<&'s str>,
+    no_project: &'s str,
 }
 
 impl RemoteSkillSources for AgentSources<'_> {
     fn organization(&self, alias: &str, git_ref: &str) -> Option<Fetched<'_>> {
         let Some(project) = self.project else {
             return Some(Fetched::Unresolved {
-                reason: NO_PROJECT.to_owned(),
+                reason: self.no_project.to_owned(),
             });
         };
         let key = (project.to_owned(), alias.to_owned());
@@ -335,23 +383,23 @@ impl RemoteSkillSources for AgentSources<'_> {
     }
 }
 
-/// No fetcher: every reference is unresolved, and why.
-struct Offline;
+/// Nothing can be asked: every reference is unresolved, for this reason.
+struct Offline(&'static str);
 
 impl Offline {
-    fn unresolved() -> Option<Fetched<'static>> {
+    fn unresolved(&self) -> Option<Fetched<'static>> {
         Some(Fetched::Unresolved {
-            reason: NO_FETCHER.to_owned(),
+            reason: self.0.to_owned(),
         })
     }
 }
 
 impl RemoteSkillSources for Offline {
     fn organization(&self, _: &str, _: &str) -> Option<Fetched<'_>> {
-        Offline::unresolved()
+        self.unresolved()
     }
 
     fn catalogue(&self) -> Option<Fetched<'_>> {
-        Offline::unresolved()
+        self.unresolved()
     }
 }
