@@ -16,6 +16,12 @@ pub enum JobTrigger {
     /// A user asked GitHub to re-run the check: checked only (see
     /// ARCHITECTURE.md, "Why re-requests only check").
     Rerequest,
+    /// A skill source a registration's agents name moved (docs/reference.md §5.1,
+    /// "Dependents follow"): the registered ref's commit, synced again (applies like a
+    /// push of it, in the same lane). Queued by the sync of the skill repository's push,
+    /// never by a webhook; [`SyncJob::skill_change`] says which push.
+    #[serde(rename = "skill")]
+    SkillChanged,
 }
 
 /// One sync job. The queue message is this struct as JSON:
@@ -61,6 +67,21 @@ pub struct SyncJob {
     /// complete again and who clicked. Absent from other jobs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accept_drift: Option<AcceptDriftRequest>,
+    /// The push of a skill source that asked for this re-sync (trigger `skill`). Absent
+    /// from other jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skill_change: Option<SkillChange>,
+}
+
+/// The push of a skill repository (or the catalogue) that a dependent re-sync follows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillChange {
+    /// `owner/name` of the skill repository.
+    pub repository: String,
+    /// The branch pushed.
+    pub git_ref: String,
+    /// The commit pushed.
+    pub commit: String,
 }
 
 /// Who asked to accept the critical drift shown on which check run.
@@ -81,13 +102,15 @@ impl SyncJob {
     /// registered ref's pushes (the only jobs that apply) never wait behind
     /// pull requests from forks, or pushes to other branches:
     /// - `push-<branch hash>`: pushes to one branch (the branch is hashed:
-    ///   any length and any characters, and a group id allows 128 ASCII);
+    ///   any length and any characters, and a group id allows 128 ASCII), and the
+    ///   re-syncs of that branch that a skill source's push asks for (`skill`), so that
+    ///   they are ordered with the branch's pushes;
     /// - `fork`: pull requests from forks (outsiders);
     /// - `pull-request`: pull requests from the repository's own branches;
     /// - `rerequest`: re-run checks.
     pub fn lane(&self) -> String {
         match self.trigger {
-            JobTrigger::Push => {
+            JobTrigger::Push | JobTrigger::SkillChanged => {
                 let branch = self.branch.as_deref().unwrap_or_default();
                 let digest = sha2::Sha256::digest(branch.as_bytes());
                 format!("push-{}", hex::encode(&digest[..8]))
@@ -136,6 +159,7 @@ pub fn job_for_event(delivery_id: &str, event: &Event) -> Result<SyncJob, NoJob>
             default_branch: repository.default_branch.clone(),
             pull_request: None,
             accept_drift: None,
+            skill_change: None,
         })
     };
     match event {
@@ -307,6 +331,37 @@ mod tests {
         ));
         assert!(QueuedJob::parse(r#"{"kind":"report"}"#).is_err());
         assert!(QueuedJob::parse("[]").is_err());
+    }
+
+    #[test]
+    fn a_dependent_re_sync_is_trigger_skill_in_the_lane_of_its_branch_pushes() {
+        let push = r#"{"version":1,"delivery_id":"d","trigger":"push","installation_id":1,
+            "repository":"o/r","repository_id":2,"head_sha":"abc","branch":"main",
+            "fork":false,"commit_time":null,"default_branch":"main","pull_request":null}"#;
+        let Ok(QueuedJob::Sync(push)) = QueuedJob::parse(push) else {
+            panic!("a job queued before dependents followed still parses");
+        };
+        assert_eq!(push.skill_change, None);
+        let resync = SyncJob {
+            trigger: JobTrigger::SkillChanged,
+            skill_change: Some(SkillChange {
+                repository: "o/skills".into(),
+                git_ref: "main".into(),
+                commit: "def".into(),
+            }),
+            ..(*push).clone()
+        };
+        let json = serde_json::to_value(&resync).expect("JSON");
+        assert_eq!(json["trigger"], "skill");
+        assert_eq!(json["skill_change"]["repository"], "o/skills");
+        assert_eq!(
+            QueuedJob::parse(&json.to_string()).ok(),
+            Some(QueuedJob::Sync(Box::new(resync.clone())))
+        );
+        assert_eq!(resync.message_group_id(), push.message_group_id());
+        // Another job's JSON has no `skill_change` key.
+        let json = serde_json::to_value(&*push).expect("JSON");
+        assert!(json.get("skill_change").is_none());
     }
 
     #[test]

@@ -21,6 +21,10 @@
 //! - `accept`: the check run's "Accept drift" requested action, honoured
 //!   only for a sender with write permission (GitHub's collaborator
 //!   permission), recorded as audit events keyed by head sha.
+//! - [`dependents`]: a push to a skill source → the registrations whose last sync named
+//!   it (within the projects that registered it; the catalogue: any) → at most
+//!   [`dependents::MAX_DEPENDENTS`] `skill` re-sync jobs in their registered-ref lanes;
+//!   what each applying sync records for it (`RepoRegistration::last_sync`).
 //! - [`skills`]: the sync's skill fetcher: a skill repository read as the
 //!   installation that covers it, each (repository, ref) once per sync.
 //! - [`commit_order`]: the sync's ancestry oracle, from GitHub's compare API
@@ -39,7 +43,11 @@
 //! - **No run left `in_progress`.** Once the runner has created a check
 //!   run, every path completes it: with the report, or as `failure` with a
 //!   plain explanation (retried while GitHub is down).
-//! - **Only pushes to the registered ref apply.** Unregistered repositories,
+//! - **Dependents follow, bounded.** Only pushes queue re-syncs (a re-sync queues none, so
+//!   none loop), at most 32 per push, and an organization skill repository re-syncs only
+//!   the registrations of the projects that registered it.
+//! - **Only pushes to the registered ref apply** (and dependent re-syncs of its applied
+//!   commit). Unregistered repositories,
 //!   other refs, pull requests (forks above all) and re-requested checks are
 //!   checked only, and the check run says why.
 //! - **Drift is accepted only by writers.** "Accept drift" asks GitHub for
@@ -57,6 +65,7 @@
 mod accept;
 pub mod commit_order;
 pub mod config;
+pub mod dependents;
 pub mod ingress;
 pub mod job;
 pub mod queue;
@@ -68,6 +77,8 @@ pub mod telemetry;
 pub mod triggers;
 
 pub use ingress::{Answer, EventFanOut, FanOutDelivery, FanOutSummary, Ingress};
-pub use job::{AcceptDriftRequest, JobTrigger, QueuedJob, ReportJob, SyncJob, job_for_event};
-pub use queue::{JobQueue, LocalJobQueue, RecordingJobQueue, SqsJobQueue};
+pub use job::{
+    AcceptDriftRequest, JobTrigger, QueuedJob, ReportJob, SkillChange, SyncJob, job_for_event,
+};
+pub use queue::{JobQueue, LateJobQueue, LocalJobQueue, RecordingJobQueue, SqsJobQueue};
 pub use runner::{CHECK_NAME, JobError, JobOutcome, SyncRunner};

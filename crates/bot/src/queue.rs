@@ -103,6 +103,30 @@ impl JobQueue for RecordingJobQueue {
     }
 }
 
+/// A queue set once after it is built: what `serve`'s runner queues dependents' re-syncs on,
+/// since the in-process queue that runs them is built from the runner. Refuses jobs
+/// ([`QueueError::Closed`]) until it is set.
+#[derive(Debug, Default)]
+pub struct LateJobQueue {
+    queue: std::sync::OnceLock<Arc<dyn JobQueue>>,
+}
+
+impl LateJobQueue {
+    /// Sets the queue jobs go to; a second call is ignored.
+    pub fn set(&self, queue: Arc<dyn JobQueue>) {
+        let _ = self.queue.set(queue);
+    }
+}
+
+impl JobQueue for LateJobQueue {
+    fn enqueue<'a>(&'a self, job: &'a SyncJob) -> BoxFuture<'a, Result<(), QueueError>> {
+        Box::pin(async move {
+            let queue = self.queue.get().ok_or(QueueError::Closed)?;
+            queue.enqueue(job).await
+        })
+    }
+}
+
 /// Runs one job; the in-process queue calls it.
 pub type JobHandler = Arc<dyn Fn(SyncJob) -> BoxFuture<'static, ()> + Send + Sync>;
 

@@ -28,8 +28,10 @@ use tracing::Instrument as _;
 
 use crate::accept::settle_acceptance;
 use crate::commit_order::{GitHubCommitOrder, is_retryable};
+use crate::dependents::{self, Followed};
 use crate::ingress::now;
 use crate::job::{JobTrigger, ReportJob, SyncJob};
+use crate::queue::{JobQueue, QueueError};
 use crate::report::GitHubReporter;
 use crate::skills::GitHubSkillFetcher;
 use crate::suggest::{PullRequest, drop_suggested_annotations, post_suggestions, warn_not_posted};
@@ -56,6 +58,8 @@ pub enum JobError {
     Store(#[from] StoreError),
     #[error("the sync was interrupted (the process is stopping)")]
     Interrupted,
+    #[error("cannot queue the re-syncs of the dependents: {0}")]
+    Queue(#[from] QueueError),
 }
 
 impl JobError {
@@ -70,7 +74,7 @@ impl JobError {
                 matches!(error, TarballError::Corrupt(_) | TarballError::Spool(_))
             }
             JobError::Sync(error) => error.is_retryable(),
-            JobError::Store(_) | JobError::Interrupted => true,
+            JobError::Store(_) | JobError::Interrupted | JobError::Queue(_) => true,
         }
     }
 
@@ -113,6 +117,9 @@ pub struct JobOutcome {
     /// True when the plan was applied (registered).
     pub applied: bool,
     pub report: Report,
+    /// For a push to a skill source: its dependents, and which were queued
+    /// ([`crate::dependents`]).
+    pub followed: Followed,
 }
 
 /// Runs sync jobs. Built once per process.
@@ -125,6 +132,10 @@ pub struct SyncRunner {
     pub function: &'static str,
     /// How long to keep trying to complete a run as `failure` when GitHub is down.
     pub fail_run_patience: Duration,
+    /// Where the re-syncs of a skill source's dependents go (the sync queue; `serve`'s
+    /// in-process queue). `None`: none are queued, and the check run of a push to a skill
+    /// source says so.
+    pub jobs: Option<Arc<dyn JobQueue>>,
 }
 
 impl SyncRunner {
@@ -177,6 +188,14 @@ impl SyncRunner {
     }
 
     async fn run_in_span(&self, job: &SyncJob) -> Result<JobOutcome, JobError> {
+        let resynced;
+        let job = match job.trigger {
+            JobTrigger::SkillChanged => {
+                resynced = self.registered_commit(job).await?;
+                &resynced
+            }
+            _ => job,
+        };
         let installation = self.github.installation(job.installation_id);
         let repo = RepoPath::parse(&job.repository)?;
         // "Accept drift" completes the run whose button was clicked again.
@@ -197,7 +216,25 @@ impl SyncRunner {
             }
         };
         let (report, context, tree) = checked;
+        let followed = match self.follow(job).await {
+            Ok(followed) => followed,
+            Err(error) => {
+                self.fail_run(&installation, &repo, run_id, &error.explanation())
+                    .await;
+                return Err(error);
+            }
+        };
         let (conclusion, mut output) = render(&report, &context);
+        if let Some(change) = &job.skill_change {
+            output.summary = format!("{}\n\n{}", dependents::cause(change), output.summary);
+        }
+        if let Some(section) = dependents::section(&followed) {
+            let queue = match self.jobs {
+                Some(_) => "",
+                None => "\n_This worker has no job queue: nothing was queued._\n",
+            };
+            output.summary = format!("{}\n\n{section}{queue}", output.summary);
+        }
         if let (JobTrigger::PullRequest, Some(number)) = (job.trigger, job.pull_request) {
             let pull = PullRequest {
                 repo: &repo,
@@ -215,7 +252,49 @@ impl SyncRunner {
             conclusion,
             applied: report.applied,
             report,
+            followed,
         })
+    }
+
+    /// A dependent re-sync (trigger `skill`) runs the commit applied on its ref now, which a
+    /// push may have moved since it was queued (it waited behind that push in its lane).
+    async fn registered_commit(&self, job: &SyncJob) -> Result<SyncJob, JobError> {
+        let mut job = job.clone();
+        let git_ref = job.branch.as_deref().unwrap_or_default();
+        let synced = self
+            .stores
+            .state
+            .get_synced_commit(&job.repository, git_ref)
+            .await?;
+        if let Some(synced) = synced {
+            job.head_sha = synced.commit.clone();
+            job.commit_time = Some(synced.commit_time);
+            job.before = Some(synced.commit);
+        }
+        Ok(job)
+    }
+
+    /// Queues the re-syncs of the dependents of a push to a skill source (only pushes
+    /// follow: a re-sync queues none, so there are no loops).
+    async fn follow(&self, job: &SyncJob) -> Result<Followed, JobError> {
+        if job.trigger != JobTrigger::Push {
+            return Ok(Followed::default());
+        }
+        let (followed, jobs) = dependents::follow(self.stores.state.as_ref(), job).await?;
+        if let Some(queue) = &self.jobs {
+            for dependent in &jobs {
+                queue.enqueue(dependent).await?;
+            }
+        }
+        if followed.is_source {
+            tracing::info!(
+                queued = jobs.len(),
+                over_limit = followed.over_limit.len(),
+                queue = self.jobs.is_some(),
+                "re-syncs of the skill source's dependents"
+            );
+        }
+        Ok(followed)
     }
 
     /// Fetch, sync, and gather what the renderer needs.
@@ -255,6 +334,16 @@ impl SyncRunner {
             })),
         };
         let (report, tree) = self.sync_off_the_async_workers(tree, request).await?;
+        if report.applied && report.skipped.is_none() {
+            let applied = applying(job, &registrations);
+            for (registration, last_sync) in dependents::last_syncs(job, &applied, &report) {
+                let manifest_path = registration.manifest_path.as_deref();
+                let state = self.stores.state.as_ref();
+                state
+                    .record_last_sync(&job.repository, manifest_path, &last_sync)
+                    .await?;
+            }
+        }
         let trigger_paths = self.trigger_paths(&job.repository).await?;
         let state = self.stores.state.as_ref();
         let acceptance = settle_acceptance(installation, repo, state, job, &report, now()).await?;
@@ -443,10 +532,7 @@ pub fn decide_mode(
             Some(CheckOnlyReason::NotRegistered { how_to_register }),
         );
     }
-    let same_installation: Vec<&RepoRegistration> = registrations
-        .iter()
-        .filter(|r| r.installation_id.is_none_or(|id| id == job.installation_id))
-        .collect();
+    let same_installation = of_installation(job, registrations);
     let Some(first) = same_installation.first() else {
         let registered = registrations
             .iter()
@@ -459,11 +545,10 @@ pub fn decide_mode(
         return (Mode::Check, Some(reason));
     };
     let reason = match job.trigger {
-        JobTrigger::Push => {
-            let applying: Vec<Coverage> = same_installation
-                .iter()
-                .filter(|r| job.branch.as_deref() == Some(r.registered_ref.as_str()))
-                .map(|r| Coverage::from(*r))
+        JobTrigger::Push | JobTrigger::SkillChanged => {
+            let applying: Vec<Coverage> = applying(job, registrations)
+                .into_iter()
+                .map(Coverage::from)
                 .collect();
             if !applying.is_empty() {
                 return (
@@ -492,4 +577,27 @@ pub fn decide_mode(
         JobTrigger::Rerequest => CheckOnlyReason::Rerequested,
     };
     (Mode::Check, Some(reason))
+}
+
+/// The registrations the job's installation may apply: those recording it, or none.
+fn of_installation<'r>(
+    job: &SyncJob,
+    registrations: &'r [RepoRegistration],
+) -> Vec<&'r RepoRegistration> {
+    registrations
+        .iter()
+        .filter(|r| r.installation_id.is_none_or(|id| id == job.installation_id))
+        .collect()
+}
+
+/// The registrations a job applies: of its installation and, for a push (or a dependent
+/// re-sync), of the branch; none for other triggers.
+fn applying<'r>(job: &SyncJob, registrations: &'r [RepoRegistration]) -> Vec<&'r RepoRegistration> {
+    if !matches!(job.trigger, JobTrigger::Push | JobTrigger::SkillChanged) {
+        return Vec::new();
+    }
+    of_installation(job, registrations)
+        .into_iter()
+        .filter(|r| job.branch.as_deref() == Some(r.registered_ref.as_str()))
+        .collect()
 }

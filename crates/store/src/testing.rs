@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use crate::state::{
     Agent, AgentKey, ApplyReport, AuditEvent, Catalogue, ChangeSet, DeliveryOutcome, Dispatch,
-    DispatchOutcome, EnvSpec, Installation, RepoRegistration, SkillRepo, StateStats, StateStore,
-    SyncedCommit, TriggerBinding, UnixSeconds,
+    DispatchOutcome, EnvSpec, Installation, LastSync, RepoRegistration, SkillRepo, StateStats,
+    StateStore, SyncedCommit, TriggerBinding, UnixSeconds,
 };
 use crate::{
     BlobBody, BlobKey, BlobStats, BlobStore, BoxFuture, PutOutcome, StoreError, StoreResult,
@@ -230,6 +230,20 @@ impl StateStore for FaultyStateStore {
             "put_registration",
             true,
             self.inner.put_registration(registration)
+        )
+    }
+    fn record_last_sync<'a>(
+        &'a self,
+        repository: &'a str,
+        manifest_path: Option<&'a str>,
+        last_sync: &'a LastSync,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        forward!(
+            self,
+            "record_last_sync",
+            true,
+            self.inner
+                .record_last_sync(repository, manifest_path, last_sync)
         )
     }
     fn list_registrations(&self) -> BoxFuture<'_, StoreResult<Vec<RepoRegistration>>> {

@@ -843,6 +843,7 @@ mod tests {
             configs: Vec::new(),
             diagnostics,
             counts: ReportCounts::default(),
+            skill_sources: Default::default(),
         }
     }
 

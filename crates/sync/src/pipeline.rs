@@ -1,6 +1,6 @@
 //! `sync`: discover → validate → package → plan → (apply) → report.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use astrolift_manifest::model::AgentManifest;
@@ -11,7 +11,7 @@ use astrolift_store::blob::{
     BlobBody, BlobKey, BlobStore, CONTENT_TYPE_JSON, CONTENT_TYPE_TAR_GZ, PutOutcome,
 };
 use astrolift_store::state::{
-    ChangeSet, StateStore, SyncedCommit, SyncedCommitUpdate, UnixSeconds,
+    ChangeSet, SkillSource, StateStore, SyncedCommit, SyncedCommitUpdate, UnixSeconds,
 };
 
 use crate::SyncError;
@@ -93,7 +93,8 @@ pub async fn sync(
         .iter()
         .map(|m| project_of(&m.manifest).filter(|p| !p.is_empty()))
         .collect();
-    let mut prepared = resolve_and_prepare(validation, projects, tree, request, stores).await?;
+    let (mut prepared, skill_sources) =
+        resolve_and_prepare(validation, projects, tree, request, stores).await?;
     let found_workflows = std::mem::take(&mut prepared.workflows);
     let workspace_paths = std::mem::take(&mut prepared.workspace_manifests);
     check_env_specs(&mut prepared, tree, stores.state.as_ref(), request, &scope).await?;
@@ -113,6 +114,7 @@ pub async fn sync(
     let mut planned = plan(&packaging.candidates, &registered, &context);
     add_drift(&mut planned, &packaging, stores.blobs.as_ref()).await;
     let mut report = new_report(request, &planned, packaging.diagnostics.clone());
+    report.skill_sources = skill_sources;
     report.uncovered = scope.uncovered(
         &request.repository,
         request.git_ref.as_deref(),
@@ -212,18 +214,26 @@ async fn resolve_and_prepare(
     tree: &dyn PayloadTree,
     request: &SyncRequest,
     stores: &Stores,
-) -> Result<Prepared, SyncError> {
+) -> Result<(Prepared, BTreeMap<String, Vec<SkillSource>>), SyncError> {
     let agents: Vec<(&AgentManifest, Option<String>)> =
         validation.agents.iter().zip(projects).collect();
+    let paths = agents.iter().map(|(m, _)| m.manifest.clone());
     let context = SkillContext {
         state: stores.state.skills(),
         fetcher: request.skills.as_deref(),
         limits: &request.validate.limits,
+        no_project: crate::skills::NO_PROJECT,
     };
     let mut found = Vec::new();
-    let skills = resolve_skills(&agents, &context, &mut found).await?;
+    let (skills, named) = resolve_skills(&agents, &context, &mut found).await?;
+    let named = paths
+        .zip(named)
+        .filter(|(_, sources)| !sources.is_empty())
+        .map(|(path, sources)| (path, sources.into_iter().collect()))
+        .collect();
     validation.diagnostics.extend(found);
-    Ok(prepare(validation, skills, tree, &request.validate.limits))
+    let prepared = prepare(validation, skills, tree, &request.validate.limits);
+    Ok((prepared, named))
 }
 
 fn new_report(
@@ -246,6 +256,7 @@ fn new_report(
         configs: Vec::new(),
         diagnostics,
         counts: ReportCounts::default(),
+        skill_sources: BTreeMap::new(),
     }
 }
 

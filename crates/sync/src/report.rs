@@ -101,6 +101,13 @@ pub struct Report {
     pub configs: Vec<ConfigPlanEntry>,
     pub diagnostics: Vec<Diagnostic>,
     pub counts: ReportCounts,
+    /// The skill repositories (at the refs named) each manifest's catalogue and organization
+    /// references name through a registration, by manifest path; manifests naming none are
+    /// absent. What the bot records on the registration so that a push to one of them
+    /// re-syncs the manifest's repository (docs/reference.md §5.1, "Dependents follow").
+    /// Not part of the JSON report.
+    #[serde(skip)]
+    pub skill_sources: BTreeMap<String, Vec<astrolift_store::state::SkillSource>>,
 }
 
 /// A manifest that no registration of its repository covers.

@@ -31,7 +31,7 @@ use astrolift_manifest::remote_skill::{
 };
 use astrolift_manifest::{Diagnostic, Limits};
 use astrolift_package::{MountedTree, PayloadTree, RemoteSkillTree};
-use astrolift_store::state::{Catalogue, SkillSourceStore};
+use astrolift_store::state::{Catalogue, SkillSource, SkillSourceStore};
 
 use crate::SyncError;
 
@@ -41,6 +41,10 @@ pub const NO_FETCHER: &str =
 /// Why an organization reference of an agent without a project is unresolved.
 pub const NO_PROJECT: &str = "no registration covers this manifest, so it has no project \
      whose skill repositories it could use";
+/// Why a reference is unresolved where App credentials are configured but no state store is
+/// named (`astrolift validate` without `--state`).
+pub const NO_STATE: &str = "no state store is named here (`--state` or `ASTROLIFT_STATE`), \
+     so the skill repositories and the catalogue are not known";
 
 /// A fetched skill repository's tree.
 pub type SkillTree = Arc<dyn PayloadTree + Send + Sync>;
@@ -122,7 +126,54 @@ pub(crate) struct SkillContext<'c> {
     pub state: &'c dyn SkillSourceStore,
     pub fetcher: Option<&'c dyn SkillFetcher>,
     pub limits: &'c Limits,
+    /// Why an organization reference of an agent without a project is unresolved.
+    pub no_project: &'c str,
 }
+
+/// Resolves the remote skills of `agents` (each with its project, if known) without a sync
+/// (`astrolift validate`): every finding is appended to `diagnostics`, and nothing is
+/// packaged. As a sync resolves them when there are a state store (the aliases and the
+/// catalogue) and a fetcher; otherwise each catalogue and organization reference is the
+/// warning `skill/unresolved`, whose reason is [`NO_FETCHER`] without a fetcher, else
+/// [`NO_STATE`]. `no_project` is the reason for an organization reference of an agent
+/// without a project.
+pub async fn check_remote_skills(
+    agents: &[(&AgentManifest, Option<String>)],
+    state: Option<&dyn SkillSourceStore>,
+    fetcher: Option<&dyn SkillFetcher>,
+    limits: &Limits,
+    no_project: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<(), SyncError> {
+    match (state, fetcher) {
+        (Some(state), Some(fetcher)) => {
+            let context = SkillContext {
+                state,
+                fetcher: Some(fetcher),
+                limits,
+                no_project,
+            };
+            resolve_skills(agents, &context, diagnostics).await?;
+        }
+        (_, fetcher) => {
+            let reason = if fetcher.is_none() {
+                NO_FETCHER
+            } else {
+                NO_STATE
+            };
+            for (manifest, _) in agents {
+                resolve_remote_skills(manifest, &Offline(reason), limits, diagnostics);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The skill repositories (at the refs named) each agent's references name through a
+/// registration, parallel to the agents: what dependents follow (docs/reference.md §5.1).
+/// Named, not resolved: an agent whose skill failed to resolve still follows the repository
+/// whose next push may fix it. Empty without a fetcher (nothing is looked up).
+pub(crate) type NamedSources = Vec<BTreeSet<SkillSource>>;
 
 /// Resolves the remote skills of `agents` (each with the project it registers under, if
 /// any), parallel to them; every finding is appended to `diagnostics`.
@@ -130,21 +181,26 @@ pub(crate) async fn resolve_skills(
     agents: &[(&AgentManifest, Option<String>)],
     context: &SkillContext<'_>,
     diagnostics: &mut Vec<Diagnostic>,
-) -> Result<Vec<AgentSkills>, SyncError> {
+) -> Result<(Vec<AgentSkills>, NamedSources), SyncError> {
     let sources = match context.fetcher {
         Some(fetcher) => Some(Sources::read(agents, context, fetcher).await?),
         None => None,
     };
-    Ok(agents
+    let named = sources
+        .as_ref()
+        .map_or_else(|| vec![BTreeSet::new(); agents.len()], |s| s.named.clone());
+    let skills = agents
         .iter()
         .map(|(manifest, project)| {
             let Some(sources) = &sources else {
-                resolve_remote_skills(manifest, &Offline, context.limits, diagnostics);
+                let offline = Offline(NO_FETCHER);
+                resolve_remote_skills(manifest, &offline, context.limits, diagnostics);
                 return AgentSkills::default();
             };
             let view = AgentSources {
                 sources,
                 project: project.as_deref(),
+                no_project: context.no_project,
             };
             let resolved = resolve_remote_skills(manifest, &view, context.limits, diagnostics);
             AgentSkills(
@@ -157,7 +213,8 @@ pub(crate) async fn resolve_skills(
                     .collect(),
             )
         })
-        .collect())
+        .collect();
+    Ok((skills, named))
 }
 
 /// The registrations and fetched repositories a sync's agents name.
@@ -168,6 +225,8 @@ struct Sources {
     catalogue: Option<Catalogue>,
     /// Each (repository, ref) fetched.
     fetched: HashMap<(String, String), SkillFetch>,
+    /// What each agent names ([`NamedSources`]).
+    named: NamedSources,
     /// At most this many are fetched ([`Limits::skill_repositories`]).
     limit: usize,
 }
@@ -201,11 +260,12 @@ impl Sources {
         context: &SkillContext<'_>,
     ) -> Result<BTreeSet<(String, String)>, SyncError> {
         let mut wanted = BTreeSet::new();
-        let mut catalogue_wanted = false;
-        for (manifest, project) in agents {
+        let mut catalogue_wanted = Vec::new();
+        for (index, (manifest, project)) in agents.iter().enumerate() {
+            let mut named = BTreeSet::new();
             for skill in &manifest.skills {
                 match (skill, project) {
-                    (SkillRef::Catalogue { .. }, _) => catalogue_wanted = true,
+                    (SkillRef::Catalogue { .. }, _) => catalogue_wanted.push(index),
                     (
                         SkillRef::Org {
                             repo_alias,
@@ -215,16 +275,33 @@ impl Sources {
                         Some(project),
                     ) => {
                         let repository = self.alias(context, project, repo_alias).await?;
-                        wanted.extend(repository.map(|r| (r, git_ref.clone())));
+                        if let Some(repository) = repository {
+                            named.insert(SkillSource {
+                                repository: repository.clone(),
+                                git_ref: git_ref.clone(),
+                            });
+                            wanted.insert((repository, git_ref.clone()));
+                        }
                     }
                     _ => {}
                 }
             }
+            self.named.push(named);
         }
-        if catalogue_wanted {
+        if !catalogue_wanted.is_empty() {
             self.catalogue = context.state.get_catalogue().await?;
-            let at = self.catalogue.as_ref();
-            wanted.extend(at.map(|c| (c.repository.clone(), c.registered_ref.clone())));
+            if let Some(c) = &self.catalogue {
+                let source = SkillSource {
+                    repository: c.repository.clone(),
+                    git_ref: c.registered_ref.clone(),
+                };
+                for index in catalogue_wanted {
+                    if let Some(named) = self.named.get_mut(index) {
+                        named.insert(source.clone());
+                    }
+                }
+                wanted.insert((c.repository.clone(), c.registered_ref.clone()));
+            }
         }
         Ok(wanted)
     }
@@ -282,13 +359,14 @@ impl Sources {
 struct AgentSources<'s> {
     sources: &'s Sources,
     project: Option<&'s str>,
+    no_project: &'s str,
 }
 
 impl RemoteSkillSources for AgentSources<'_> {
     fn organization(&self, alias: &str, git_ref: &str) -> Option<Fetched<'_>> {
         let Some(project) = self.project else {
             return Some(Fetched::Unresolved {
-                reason: NO_PROJECT.to_owned(),
+                reason: self.no_project.to_owned(),
             });
         };
         let key = (project.to_owned(), alias.to_owned());
@@ -305,23 +383,23 @@ impl RemoteSkillSources for AgentSources<'_> {
     }
 }
 
-/// No fetcher: every reference is unresolved, and why.
-struct Offline;
+/// Nothing can be asked: every reference is unresolved, for this reason.
+struct Offline(&'static str);
 
 impl Offline {
-    fn unresolved() -> Option<Fetched<'static>> {
+    fn unresolved(&self) -> Option<Fetched<'static>> {
         Some(Fetched::Unresolved {
-            reason: NO_FETCHER.to_owned(),
+            reason: self.0.to_owned(),
         })
     }
 }
 
 impl RemoteSkillSources for Offline {
     fn organization(&self, _: &str, _: &str) -> Option<Fetched<'_>> {
-        Offline::unresolved()
+        self.unresolved()
     }
 
     fn catalogue(&self) -> Option<Fetched<'_>> {
-        Offline::unresolved()
+        self.unresolved()
     }
 }

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use astrolift_bot::config::{ConfigError, Environment};
-use astrolift_bot::{QueuedJob, SyncRunner};
+use astrolift_bot::{JobQueue, QueuedJob, SyncRunner};
 use astrolift_manifest::Limits;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 
@@ -87,12 +87,20 @@ impl SyncFunction {
     pub async fn from_env(environment: &Environment) -> Result<Self, ColdStartError> {
         let stores = environment.stores().await?;
         let github = environment.github_app().await?;
+        // A push to a skill source queues its dependents' re-syncs on the sync queue.
+        let jobs = environment.sync_queue().await;
+        if jobs.is_none() {
+            tracing::warn!(
+                "ASTROLIFT_SYNC_QUEUE_URL is not set: pushes to skill sources re-sync no dependents"
+            );
+        }
         Ok(Self::new(SyncRunner {
             stores,
             github,
             limits: Limits::DEFAULT,
             function: FUNCTION,
             fail_run_patience: FAIL_RUN_PATIENCE,
+            jobs: jobs.map(|queue| Arc::new(queue) as Arc<dyn JobQueue>),
         }))
     }
 

@@ -2,6 +2,7 @@
 //! against the fake GitHub, on SQLite/directory and on DynamoDB/S3 (moto).
 
 mod ancestry;
+mod dependents;
 mod drift;
 mod faults;
 mod ingress;

@@ -24,6 +24,7 @@ fn job(delivery: &str, trigger: JobTrigger, branch: &str, fork: bool) -> SyncJob
         default_branch: Some("main".to_owned()),
         pull_request: fork.then_some(7),
         accept_drift: None,
+        skill_change: None,
     }
 }
 

@@ -57,6 +57,7 @@ async fn register(stores: &Stores, manifest: &str, project: &str, git_ref: &str)
         registered_ref: git_ref.into(),
         manifest_path: Some(manifest.into()),
         updated_at: 1,
+        last_sync: None,
     };
     stores
         .state

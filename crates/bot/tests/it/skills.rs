@@ -21,14 +21,14 @@ use crate::support::{
     INSTALLATION, MAIN_SHA, embedded_stores, push_job, register_repository, runner,
 };
 
-const RUNBOOKS_SHA: &str = "1111111111111111111111111111111111111111";
-const MOVED_SHA: &str = "3333333333333333333333333333333333333333";
-const CATALOGUE_SHA: &str = "2222222222222222222222222222222222222222";
+pub(crate) const RUNBOOKS_SHA: &str = "1111111111111111111111111111111111111111";
+pub(crate) const MOVED_SHA: &str = "3333333333333333333333333333333333333333";
+pub(crate) const CATALOGUE_SHA: &str = "2222222222222222222222222222222222222222";
 /// The installations that cover the skill repositories (not the agent repository's).
-const RUNBOOKS_INSTALLATION: u64 = 32;
-const CATALOGUE_INSTALLATION: u64 = 33;
+pub(crate) const RUNBOOKS_INSTALLATION: u64 = 32;
+pub(crate) const CATALOGUE_INSTALLATION: u64 = 33;
 
-fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/it/fixtures")
         .join(name)
@@ -44,7 +44,7 @@ fn remote_skills(name: &str) -> PathBuf {
 /// agent repository registered (project `proj-bot`), with the aliases `steadymd` (the
 /// runbooks) and `ghost` (a repository the App is not installed on), another project's
 /// alias `other`, and, with `catalogue`, the catalogue.
-async fn skill_world(stores: &Stores, agents: PathBuf, catalogue: bool) -> FakeGitHub {
+pub(crate) async fn skill_world(stores: &Stores, agents: PathBuf, catalogue: bool) -> FakeGitHub {
     let github = skill_sources(stores, agents, catalogue).await;
     register_repository(stores).await;
     github
@@ -273,6 +273,7 @@ async fn an_uncovered_manifest_has_no_project_so_its_org_skills_are_unresolved()
         registered_ref: "main".into(),
         manifest_path: Some("agents/review/astrolift.toml".into()),
         updated_at: 1,
+        last_sync: None,
     };
     let put = stores.state.put_registration(&registration).await;
     put.expect("registered");

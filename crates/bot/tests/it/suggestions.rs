@@ -37,6 +37,7 @@ fn pull_request_job(delivery: &str, fork: bool) -> SyncJob {
         default_branch: Some("main".into()),
         pull_request: Some(PR),
         accept_drift: None,
+        skill_change: None,
     }
 }
 

@@ -80,6 +80,7 @@ pub async fn register_repository(stores: &Stores) {
         registered_ref: "main".into(),
         manifest_path: None,
         updated_at: 1,
+        last_sync: None,
     };
     stores
         .state
@@ -113,6 +114,7 @@ pub fn runner(github: &FakeGitHub, stores: &Stores) -> SyncRunner {
         limits: Limits::DEFAULT,
         function: "test",
         fail_run_patience: Duration::from_secs(2),
+        jobs: None,
     }
 }
 
@@ -159,6 +161,7 @@ pub fn push_job(delivery: &str) -> SyncJob {
         default_branch: Some("main".into()),
         pull_request: None,
         accept_drift: None,
+        skill_change: None,
     }
 }
 

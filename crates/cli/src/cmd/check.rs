@@ -181,6 +181,7 @@ async fn registrations_for_apply(
             registered_ref: args.git_ref.clone(),
             manifest_path: None,
             updated_at: now(),
+            last_sync: None,
         };
         state.put_registration(&registration).await?;
         eprintln!(

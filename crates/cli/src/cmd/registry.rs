@@ -132,6 +132,7 @@ pub fn register_repo(args: RegisterRepoArgs) -> anyhow::Result<ExitCode> {
             registered_ref: args.git_ref.clone(),
             manifest_path: manifest_path.clone(),
             updated_at: now(),
+            last_sync: None,
         };
         state
             .put_registration(&registration)

@@ -16,7 +16,7 @@ use anyhow::Context as _;
 use astrolift_bot::config::Environment;
 use astrolift_bot::queue::JobHandler;
 use astrolift_bot::triggers::{self, service_from_env};
-use astrolift_bot::{Answer, Ingress, JobQueue, LocalJobQueue, SyncRunner};
+use astrolift_bot::{Answer, Ingress, JobQueue, LateJobQueue, LocalJobQueue, SyncRunner};
 use astrolift_forge::webhook::WebhookRequest;
 use astrolift_manifest::Limits;
 use astrolift_sync::Stores;
@@ -212,15 +212,19 @@ async fn build(args: &Args) -> anyhow::Result<App> {
         .await
         .context("serve needs the GitHub App's id and private key")?;
     let limits = Limits::DEFAULT;
+    // The runner queues the re-syncs of a skill source's dependents on the queue that runs it.
+    let dependents = Arc::new(LateJobQueue::default());
     let runner = Arc::new(SyncRunner {
         stores: stores.clone(),
         github,
         limits,
         function: "serve",
         fail_run_patience: Duration::from_secs(60),
+        jobs: Some(dependents.clone()),
     });
     let syncs = Arc::new(tokio::sync::Semaphore::new(args.capacity.syncs));
     let jobs: Arc<dyn JobQueue> = Arc::new(LocalJobQueue::new(job_handler(runner, syncs)));
+    dependents.set(Arc::clone(&jobs));
     let triggers = Arc::new(
         service_from_env(&environment, stores.state.clone(), stores.blobs.clone())
             .await

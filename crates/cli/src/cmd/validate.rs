@@ -1,5 +1,13 @@
 //! `astrolift validate [DIR] [--config PATH]... [--format human|json|sarif|github]
-//! [--fix [--dry-run]]`.
+//! [--fix [--dry-run]] [--state URL] [--repo OWNER/REPO] [--project-id ID]`.
+//!
+//! Catalogue and organization skills resolve as `astrolift check` resolves them
+//! (docs/reference.md §5.1, "Remote skills"), through the App on `GITHUB_API_URL` when
+//! `GITHUB_APP_ID` (and its key) are set, against the aliases and catalogue of the state
+//! store `--state` names (no default: `validate` opens a store only when one is named, and
+//! only when a manifest has a remote reference and credentials are set); each manifest's
+//! project is that of the registration of `--repo` covering it, else `--project-id`.
+//! Where something is missing each reference is the warning `skill/unresolved`, with why.
 //!
 //! With `--fix`, every fix is applied first (see [`super::fix`]), one line per
 //! fix goes to stderr (stdout stays the report, parseable in every format),
@@ -12,8 +20,19 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use astrolift_bot::config::Environment;
+use astrolift_bot::skills::fetcher_from_env;
 use astrolift_cli::render::{self, Format, Report, Style};
-use astrolift_manifest::{DirTree, Limits, SourceTree, diagnostic, validate_repository};
+use astrolift_manifest::model::AgentManifest;
+use astrolift_manifest::{
+    Diagnostic, DirTree, Limits, SourceTree, diagnostic, validate_repository,
+};
+use astrolift_store::state::covering_registration;
+use astrolift_store::state_store_from_url;
+use astrolift_sync::SkillFetcher;
+use astrolift_sync::skills::check_remote_skills;
+
+use super::stores::runtime;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -36,7 +55,25 @@ pub struct Args {
     /// With --fix: write nothing, print the changes as a unified diff.
     #[arg(long, requires = "fix")]
     dry_run: bool,
+
+    /// The state store whose skill repositories and catalogue remote skills resolve
+    /// through: `sqlite:PATH` or `dynamodb:TABLE`. Default: none.
+    #[arg(long = "state", env = "ASTROLIFT_STATE", value_name = "URL")]
+    state: Option<String>,
+
+    /// The repository's name in state: a manifest's project is that of the registration
+    /// of this repository that covers it.
+    #[arg(long = "repo", value_name = "OWNER/REPO")]
+    repository: Option<String>,
+
+    /// The project of manifests that no registration of `--repo` covers.
+    #[arg(long, value_name = "ID")]
+    project_id: Option<String>,
 }
+
+/// Why an organization reference of a manifest without a project is unresolved here.
+pub const NO_PROJECT: &str = "no project is known for this manifest (pass `--project-id`, \
+     or `--repo` of a registered repository), so its skill repositories are not known";
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let limits = Limits::DEFAULT;
@@ -61,6 +98,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         tree = super::open_dir(&args.dir, &limits)?;
     }
     let mut validation = validate_repository(&tree, &options);
+    if validation.agents.iter().any(has_remote_skills) {
+        let found = runtime()?.block_on(remote_skills(&args, &validation.agents, limits))?;
+        validation.diagnostics.extend(found);
+    }
     diagnostic::sort(&mut validation.diagnostics);
     let agents = validation.summaries();
     let report = Report {
@@ -80,6 +121,57 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn has_remote_skills(manifest: &AgentManifest) -> bool {
+    manifest
+        .skills
+        .iter()
+        .any(|s| s.remote_reference().is_some())
+}
+
+/// The findings of resolving the agents' catalogue and organization skills, as `check`
+/// resolves them, where App credentials and a state store allow.
+async fn remote_skills(
+    args: &Args,
+    agents: &[AgentManifest],
+    limits: Limits,
+) -> anyhow::Result<Vec<Diagnostic>> {
+    let fetcher = fetcher_from_env(&Environment::new(), limits)
+        .await
+        .context("cannot use the GitHub App credentials to fetch skill repositories")?;
+    // Opened only when it will be read: without credentials nothing is looked up.
+    let state = match (&args.state, &fetcher) {
+        (Some(url), Some(_)) => Some(
+            state_store_from_url(url)
+                .await
+                .with_context(|| format!("cannot open the state store {url}"))?,
+        ),
+        _ => None,
+    };
+    let registrations = match (&state, &args.repository) {
+        (Some(state), Some(repository)) => state.list_repository_registrations(repository).await?,
+        _ => Vec::new(),
+    };
+    let agents: Vec<(&AgentManifest, Option<String>)> = agents
+        .iter()
+        .map(|manifest| {
+            let registered = covering_registration(&registrations, &manifest.manifest);
+            let project = registered.map(|r| r.project_id.clone());
+            (manifest, project.or_else(|| args.project_id.clone()))
+        })
+        .collect();
+    let mut found = Vec::new();
+    check_remote_skills(
+        &agents,
+        state.as_deref().map(|s| s.skills()),
+        fetcher.as_ref().map(|f| f as &dyn SkillFetcher),
+        &limits,
+        NO_PROJECT,
+        &mut found,
+    )
+    .await?;
+    Ok(found)
 }
 
 /// Human output goes through `anstream`, which drops colours unless stdout

@@ -1,6 +1,8 @@
 //! The repositories under the workspace's `examples/` validate clean: each
 //! subdirectory is one repository, with at least one agent and no error or
-//! warning, in every format.
+//! warning, in every format, but for its catalogue and organization skills: without App
+//! credentials each is the warning `skill/unresolved` (docs/reference.md §5.1), and only
+//! that.
 
 use std::path::Path;
 
@@ -40,6 +42,11 @@ fn examples_validate_clean() {
             .expect("diagnostics array")
             .iter()
             .filter(|d| d["severity"] != "notice")
+            .filter(|d| {
+                let unresolved = d["code"] == "skill/unresolved";
+                let why = d["message"].as_str().unwrap_or_default();
+                !(unresolved && why.contains("no GitHub App credentials are configured here"))
+            })
             .collect();
         assert!(findings.is_empty(), "{}: {findings:#?}", dir.display());
 

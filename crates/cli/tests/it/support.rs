@@ -47,6 +47,8 @@ where
         .env_remove("CLICOLOR_FORCE")
         .env_remove("NO_COLOR")
         .env_remove("RUST_LOG")
+        // Without App credentials, whatever the environment: remote skills are unresolved.
+        .env_remove("GITHUB_APP_ID")
         .output()
         .expect("the astrolift binary runs");
     run_of(output)

@@ -10,7 +10,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, Delete, GlobalSecondaryIndex,
+    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex,
     KeySchemaElement, KeyType, Projection, ProjectionType, Put, ScalarAttributeType,
     TimeToLiveSpecification, TransactWriteItem,
 };
@@ -882,6 +882,29 @@ fn registration_sk(repository: &str, manifest_path: Option<&str>) -> String {
 const REGISTRATIONS_GUARD_SK: &str = "REGISTRATIONS";
 const MAX_REGISTRATION_ATTEMPTS: usize = 3;
 
+/// The condition that the registrations guard is still at `version` (`None`: absent), as a
+/// condition expression, its names and its values.
+fn guard_unchanged(
+    version: Option<u64>,
+) -> (
+    &'static str,
+    HashMap<String, String>,
+    Option<HashMap<String, AttributeValue>>,
+) {
+    match version {
+        Some(version) => (
+            "#v = :v",
+            HashMap::from([("#v".to_owned(), "version".to_owned())]),
+            Some(HashMap::from([(":v".to_owned(), n(version))])),
+        ),
+        None => (
+            "attribute_not_exists(#pk)",
+            HashMap::from([("#pk".to_owned(), PK.to_owned())]),
+            None,
+        ),
+    }
+}
+
 /// A registration item with its sort key (which tells a migrated item from a legacy one).
 #[derive(serde::Deserialize)]
 struct StoredRegistration {
@@ -891,6 +914,17 @@ struct StoredRegistration {
 }
 
 impl DynamoStateStore {
+    /// The key of `repository`'s registrations guard and its version (`None`: no guard yet).
+    async fn registrations_guard(&self, repository: &str) -> StoreResult<(Item, Option<u64>)> {
+        let guard_key = key(repo_pk(repository), REGISTRATIONS_GUARD_SK);
+        let guard: Option<Value> = self.get(guard_key.clone()).await?;
+        let version = guard
+            .as_ref()
+            .and_then(|g| g.get("version"))
+            .and_then(Value::as_u64);
+        Ok((guard_key, version))
+    }
+
     /// The registration of every manifest of `repository`. Migration: a registration written
     /// when a repository held one is already at this key, but may carry the `manifest_path`
     /// it was registered with, which was never read (every manifest was applied). It is read
@@ -951,28 +985,18 @@ impl DynamoStateStore {
     /// write the registration and the bumped guard in one transaction conditional on the
     /// guard being unchanged.
     async fn try_put_registration(&self, registration: &RepoRegistration) -> StoreResult<()> {
-        let guard_key = key(repo_pk(&registration.repository), REGISTRATIONS_GUARD_SK);
-        let guard: Option<Value> = self.get(guard_key.clone()).await?;
-        let version = guard
-            .as_ref()
-            .and_then(|g| g.get("version"))
-            .and_then(Value::as_u64);
+        let (guard_key, version) = self.registrations_guard(&registration.repository).await?;
         let existing = self.registrations_of(&registration.repository).await?;
         refuse_overlap(&existing, registration)?;
         let mut guard_item = guard_key;
         guard_item.insert("version".into(), n(version.map_or(1, |v| v + 1)));
+        let (condition, names, values) = guard_unchanged(version);
         let guard_put = Put::builder()
             .table_name(&self.table)
-            .set_item(Some(guard_item));
-        let guard_put = match version {
-            Some(version) => guard_put
-                .condition_expression("#v = :v")
-                .expression_attribute_names("#v", "version")
-                .expression_attribute_values(":v", n(version)),
-            None => guard_put
-                .condition_expression("attribute_not_exists(#pk)")
-                .expression_attribute_names("#pk", PK),
-        };
+            .set_item(Some(guard_item))
+            .condition_expression(condition)
+            .set_expression_attribute_names(Some(names))
+            .set_expression_attribute_values(values);
         let sk = registration_sk(
             &registration.repository,
             registration.manifest_path.as_deref(),
@@ -996,6 +1020,53 @@ impl DynamoStateStore {
             format!("registration of {}", registration.scope()),
         ];
         self.transact(writes, &names).await
+    }
+
+    /// `record_last_sync`: the registration as read, with `last_sync`, written back in one
+    /// transaction conditional on the repository's registrations being unchanged since read
+    /// (no `put_registration` bumped the guard) and on the item still existing (no delete):
+    /// either failing writes nothing.
+    async fn try_record_last_sync(
+        &self,
+        repository: &str,
+        manifest_path: Option<&str>,
+        last_sync: &LastSync,
+    ) -> StoreResult<bool> {
+        let (guard_key, version) = self.registrations_guard(repository).await?;
+        let item_key = key(REGISTRATIONS, registration_sk(repository, manifest_path));
+        let Some(mut registration) = self.get::<RepoRegistration>(item_key.clone()).await? else {
+            return Ok(false);
+        };
+        registration.last_sync = Some(last_sync.clone());
+        let (condition, names, values) = guard_unchanged(version);
+        let check = ConditionCheck::builder()
+            .table_name(&self.table)
+            .set_key(Some(guard_key))
+            .condition_expression(condition)
+            .set_expression_attribute_names(Some(names))
+            .set_expression_attribute_values(values);
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(record_item(&registration, item_key)?))
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#pk", PK);
+        let writes = vec![
+            TransactWriteItem::builder()
+                .condition_check(build(check.build())?)
+                .build(),
+            TransactWriteItem::builder()
+                .put(build(put.build())?)
+                .build(),
+        ];
+        let names = [
+            format!("registrations of {repository} (unchanged since read)"),
+            format!("registration of {}", registration.scope()),
+        ];
+        match self.transact(writes, &names).await {
+            Ok(()) => Ok(true),
+            Err(StoreError::Conflict(_)) => Ok(false),
+            Err(error) => Err(error),
+        }
     }
 }
 
@@ -1069,6 +1140,15 @@ impl StateStore for DynamoStateStore {
             REGISTRATIONS,
             registration_sk(repository, manifest_path),
         )))
+    }
+
+    fn record_last_sync<'a>(
+        &'a self,
+        repository: &'a str,
+        manifest_path: Option<&'a str>,
+        last_sync: &'a LastSync,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(self.try_record_last_sync(repository, manifest_path, last_sync))
     }
 
     fn get_synced_commit<'a>(

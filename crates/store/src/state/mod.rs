@@ -142,6 +142,17 @@ pub trait StateStore: Send + Sync + fmt::Debug {
         repository: &'a str,
         manifest_path: Option<&'a str>,
     ) -> BoxFuture<'a, StoreResult<bool>>;
+    /// Sets the [`RepoRegistration::last_sync`] of the registration (repository, manifest
+    /// path), leaving the rest of it as stored. Never creates one: `Ok(false)` when there is
+    /// none, or (DynamoDB) when it was written or deleted concurrently (the next sync records
+    /// it again). One row, or one conditional transaction: a sync never brings back a
+    /// registration an operator removed meanwhile.
+    fn record_last_sync<'a>(
+        &'a self,
+        repository: &'a str,
+        manifest_path: Option<&'a str>,
+        last_sync: &'a LastSync,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
     /// The last applied commit of a repository's ref.
     fn get_synced_commit<'a>(
         &'a self,

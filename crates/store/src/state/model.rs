@@ -25,6 +25,50 @@ pub struct RepoRegistration {
     pub manifest_path: Option<String>,
     /// When the registration was last written.
     pub updated_at: UnixSeconds,
+    /// What the last sync of the registered ref through the App learnt about it, for
+    /// re-syncing it when a skill source it names moves (docs/reference.md §5.1, "Dependents
+    /// follow"). Written only by syncs ([`super::StateStore::record_last_sync`]); absent from
+    /// registrations no sync has applied since, and cleared when the registration is
+    /// written again (`register-repo`) until its next sync.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_sync: Option<LastSync>,
+}
+
+/// What a sync of a registration's ref records on it ([`RepoRegistration::last_sync`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastSync {
+    /// GitHub's repository id: with the ref, the FIFO lane a dependent re-sync joins, so it
+    /// is ordered with the ref's pushes.
+    pub repository_id: u64,
+    /// The skill repositories (at the ref each reference names) that the agents it covers
+    /// named at that sync, sorted, without duplicates, at most [`LastSync::MAX_SOURCES`].
+    #[serde(default)]
+    pub skill_sources: Vec<SkillSource>,
+}
+
+impl LastSync {
+    /// At most this many skill sources are recorded (a sync fetches at most 32 skill
+    /// repositories, `Limits::skill_repositories`, so a larger list names sources no sync read).
+    pub const MAX_SOURCES: usize = 64;
+}
+
+/// A skill repository at a ref: an organization reference's resolved repository and the
+/// ref it names (`alias/path@main` → (`steadymd/runbooks`, `main`)), or the catalogue's
+/// repository and registered ref.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SkillSource {
+    /// `owner/name`.
+    pub repository: String,
+    /// The branch, tag or sha the reference names.
+    pub git_ref: String,
+}
+
+impl SkillSource {
+    /// Whether this is `repository` at `git_ref` (GitHub's repository names are
+    /// case-insensitive; refs are not).
+    pub fn is(&self, repository: &str, git_ref: &str) -> bool {
+        self.repository.eq_ignore_ascii_case(repository) && self.git_ref == git_ref
+    }
 }
 
 impl RepoRegistration {

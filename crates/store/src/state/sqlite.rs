@@ -549,6 +549,30 @@ impl StateStore for SqliteStateStore {
         })
     }
 
+    fn record_last_sync<'a>(
+        &'a self,
+        repository: &'a str,
+        manifest_path: Option<&'a str>,
+        last_sync: &'a LastSync,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let values = vec![
+                text(repository),
+                text(registration_scope(manifest_path)),
+                text(to_json(last_sync)?),
+            ];
+            // One statement: it updates the row if it is there, and creates none.
+            let updated = self
+                .write_rows(
+                    "UPDATE repository_registrations SET body = json_set(body, '$.last_sync', json(?3))
+                     WHERE repository = ?1 AND manifest_path = ?2",
+                    values,
+                )
+                .await?;
+            Ok(updated > 0)
+        })
+    }
+
     fn get_synced_commit<'a>(
         &'a self,
         repository: &'a str,

@@ -334,6 +334,7 @@ async fn sqlite_migrates_single_registrations_to_every_manifest() {
         registered_ref: "main".into(),
         manifest_path: None,
         updated_at: 1,
+        last_sync: None,
     };
     assert_eq!(
         store.get_registration("octo/old").await.unwrap(),
@@ -439,6 +440,7 @@ async fn sqlite_files_from_before_skill_sources_get_their_tables() {
         registered_ref: "main".into(),
         manifest_path: None,
         updated_at: 1,
+        last_sync: None,
     };
     {
         let store = SqliteStateStore::open(&path).await.unwrap();

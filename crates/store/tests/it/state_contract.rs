@@ -107,6 +107,7 @@ pub async fn catalogue_round_trips(subject: Subject) {
         registered_ref: "main".into(),
         manifest_path: None,
         updated_at: NOW,
+        last_sync: None,
     };
     store.put_registration(&registration).await.unwrap();
     let other = RepoRegistration {
@@ -620,6 +621,7 @@ fn registration(repository: &str, manifest: Option<&str>, project: &str) -> Repo
         registered_ref: "main".into(),
         manifest_path: manifest.map(str::to_owned),
         updated_at: NOW,
+        last_sync: None,
     }
 }
 
@@ -710,6 +712,62 @@ pub async fn registrations_are_keyed_by_manifest(subject: Subject) {
     assert!(store.delete_registration(&repo, None).await.unwrap());
 }
 
+/// `record_last_sync` sets what a sync learnt on an existing registration, leaves the rest of
+/// it as stored, and never creates one (a registration removed meanwhile stays removed).
+pub async fn last_sync_is_recorded_on_existing_registrations_only(subject: Subject) {
+    let store = subject.store;
+    let repo = "octo/last-sync";
+    let whole = registration(repo, None, "proj-1");
+    store.put_registration(&whole).await.unwrap();
+    let last_sync = LastSync {
+        repository_id: 77,
+        skill_sources: vec![SkillSource {
+            repository: "steadymd/runbooks".into(),
+            git_ref: "main".into(),
+        }],
+    };
+    assert!(
+        store
+            .record_last_sync(repo, None, &last_sync)
+            .await
+            .unwrap()
+    );
+    let read = store.get_registration(repo).await.unwrap().unwrap();
+    let expected = RepoRegistration {
+        last_sync: Some(last_sync.clone()),
+        ..whole.clone()
+    };
+    assert_eq!(read, expected);
+    assert_eq!(store.list_registrations().await.unwrap(), vec![expected]);
+    // Another key: none there, none created.
+    let narrow = Some("agents/a/astrolift.toml");
+    assert!(
+        !store
+            .record_last_sync(repo, narrow, &last_sync)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .record_last_sync("octo/none", None, &last_sync)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.list_registrations().await.unwrap().len(), 1);
+    // Registering again replaces it whole: the next sync records it again.
+    store.put_registration(&whole).await.unwrap();
+    let read = store.get_registration(repo).await.unwrap().unwrap();
+    assert_eq!(read.last_sync, None);
+    assert!(store.delete_registration(repo, None).await.unwrap());
+    assert!(
+        !store
+            .record_last_sync(repo, None, &last_sync)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.get_registration(repo).await.unwrap(), None);
+}
+
 /// Runs each named contract test against each backend.
 macro_rules! state_contract_tests {
     ($($test:ident),* $(,)?) => {
@@ -736,6 +794,7 @@ macro_rules! state_contract_tests {
 
 state_contract_tests!(
     registrations_are_keyed_by_manifest,
+    last_sync_is_recorded_on_existing_registrations_only,
     repository_bindings_are_read_by_key,
     catalogue_round_trips,
     env_specs_are_usable_only_by_their_project,

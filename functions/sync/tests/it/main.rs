@@ -3,5 +3,6 @@
 //! through a moto SQS queue.
 
 mod batches;
+mod dependents;
 mod reports;
 mod support;

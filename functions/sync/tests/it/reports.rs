@@ -15,7 +15,8 @@ use astrolift_trigger::report::{ResultReporter, TerminalResult};
 use serde_json::json;
 
 use crate::support::{
-    INSTALLATION, REPOSITORY, failures, fake_github, function, sqs_event, stores,
+    INSTALLATION, REPOSITORY, delivered, failures, fake_github, fifo_queue, function, sqs_event,
+    stores,
 };
 
 const NOW: i64 = 1_767_225_600;
@@ -80,50 +81,9 @@ fn terminal(task_id: &str) -> TerminalResult {
 
 /// A FIFO queue on moto and the relay onto it.
 async fn relay() -> (aws_sdk_sqs::Client, String, SqsReportRelay) {
-    let sdk = aws_config::load_from_env().await;
-    let client = aws_sdk_sqs::Client::new(&sdk);
-    let created = client
-        .create_queue()
-        .queue_name(format!("{}.fifo", unique_name("report")))
-        .attributes(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true")
-        .send()
-        .await
-        .expect("creates the report queue");
-    let url = created.queue_url().expect("a queue url").to_owned();
+    let (client, url) = fifo_queue("report").await;
     let relay = SqsReportRelay::new(client.clone(), url.clone());
     (client, url, relay)
-}
-
-/// What the queue holds, as the SQS event Lambda would deliver to the sync function.
-async fn delivered(client: &aws_sdk_sqs::Client, url: &str) -> serde_json::Value {
-    let received = client
-        .receive_message()
-        .queue_url(url)
-        .max_number_of_messages(10)
-        .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
-        .send()
-        .await
-        .expect("receives");
-    let records: Vec<_> = received
-        .messages()
-        .iter()
-        .map(|m| {
-            let group = m
-                .attributes()
-                .and_then(|a| {
-                    a.get(&aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId)
-                })
-                .cloned()
-                .unwrap_or_default();
-            json!({
-                "messageId": m.message_id(),
-                "body": m.body(),
-                "attributes": {"MessageGroupId": group},
-                "eventSource": "aws:sqs",
-            })
-        })
-        .collect();
-    json!({ "Records": records })
 }
 
 #[tokio::test(flavor = "multi_thread")]

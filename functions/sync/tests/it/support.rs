@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use astrolift_bot::SyncRunner;
+use astrolift_bot::{JobQueue, SyncRunner};
 use astrolift_fake_github::FakeGitHub;
 use astrolift_fn_sync::SyncFunction;
 use astrolift_forge::github::{AppCredentials, GitHubApp, GitHubConfig};
@@ -15,7 +15,7 @@ use astrolift_store::state::{RepoRegistration, SqliteStateStore};
 use astrolift_sync::Stores;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use secrecy::SecretString;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// The sample repository of `events/` (events/generate.py).
 pub const OWNER: &str = "astrolift-demo";
@@ -102,6 +102,7 @@ pub async fn stores() -> (Stores, tempfile::TempDir) {
         registered_ref: "main".into(),
         manifest_path: None,
         updated_at: 1,
+        last_sync: None,
     };
     stores
         .state
@@ -122,6 +123,15 @@ pub async fn stores() -> (Stores, tempfile::TempDir) {
 /// The function over a runner against `github`, as `from_env` builds it
 /// but with fast retries.
 pub fn function(github: &FakeGitHub, stores: &Stores) -> SyncFunction {
+    function_queuing(github, stores, None)
+}
+
+/// [`function`], queuing the re-syncs of skill sources' dependents on `jobs`.
+pub fn function_queuing(
+    github: &FakeGitHub,
+    stores: &Stores,
+    jobs: Option<Arc<dyn JobQueue>>,
+) -> SyncFunction {
     let mut config = GitHubConfig::new(github.base_url()).expect("config");
     config.retry.base_delay = Duration::from_millis(10);
     let credentials = AppCredentials::new(
@@ -135,5 +145,54 @@ pub fn function(github: &FakeGitHub, stores: &Stores) -> SyncFunction {
         limits: Limits::DEFAULT,
         function: "test",
         fail_run_patience: Duration::from_secs(2),
+        jobs,
     })
+}
+
+/// A FIFO queue on moto named after `prefix`: its client and URL.
+pub async fn fifo_queue(prefix: &str) -> (aws_sdk_sqs::Client, String) {
+    let sdk = aws_config::load_from_env().await;
+    let client = aws_sdk_sqs::Client::new(&sdk);
+    let name = astrolift_store::testing::unique_name(prefix);
+    let created = client
+        .create_queue()
+        .queue_name(format!("{name}.fifo"))
+        .attributes(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true")
+        .send()
+        .await
+        .expect("creates the queue");
+    let url = created.queue_url().expect("a queue url").to_owned();
+    (client, url)
+}
+
+/// What the queue holds, as the SQS event Lambda would deliver to the sync function.
+pub async fn delivered(client: &aws_sdk_sqs::Client, url: &str) -> serde_json::Value {
+    let received = client
+        .receive_message()
+        .queue_url(url)
+        .max_number_of_messages(10)
+        .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+        .send()
+        .await
+        .expect("receives");
+    let records: Vec<_> = received
+        .messages()
+        .iter()
+        .map(|m| {
+            let group = m
+                .attributes()
+                .and_then(|a| {
+                    a.get(&aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId)
+                })
+                .cloned()
+                .unwrap_or_default();
+            json!({
+                "messageId": m.message_id(),
+                "body": m.body(),
+                "attributes": {"MessageGroupId": group},
+                "eventSource": "aws:sqs",
+            })
+        })
+        .collect();
+    json!({ "Records": records })
 }
