@@ -6,6 +6,20 @@ cd "$(dirname "$0")/.."
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/astrolift-target}"
 
+# Cargo names and fingerprints a workspace crate by its path inside the workspace, so
+# a target directory shared by two clones (CI's and a developer's) keeps a crate built
+# in the other clone as fresh, with that clone's `env!("CARGO_MANIFEST_DIR")` baked in:
+# its tests then read fixtures from the other clone, or from a folder that is gone.
+# When the clone changes, the workspace's own sources are touched so that cargo
+# rebuilds the workspace crates (registry dependencies stay built).
+source_root_marker="$CARGO_TARGET_DIR/.astrolift-source-root"
+if [ "$(cat "$source_root_marker" 2>/dev/null || true)" != "$PWD" ]; then
+  echo "target directory last built from another clone: rebuilding the workspace crates" >&2
+  find crates functions tests -type f -name '*.rs' -exec touch {} +
+  mkdir -p "$CARGO_TARGET_DIR"
+  echo "$PWD" > "$source_root_marker"
+fi
+
 # moto 5.2.5 or newer: older 5.2.x answer CompleteMultipartUpload with an XML
 # root the AWS SDK for Rust rejects (getmoto/moto#10055).
 moto_ok() {
