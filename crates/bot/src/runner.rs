@@ -215,7 +215,7 @@ impl SyncRunner {
                 return Err(error);
             }
         };
-        let (report, context, tree) = checked;
+        let (report, mut context, tree) = checked;
         let followed = match self.follow(job).await {
             Ok(followed) => followed,
             Err(error) => {
@@ -224,6 +224,12 @@ impl SyncRunner {
                 return Err(error);
             }
         };
+        if followed.is_source {
+            context.check_only = context
+                .check_only
+                .take()
+                .map(CheckOnlyReason::of_skill_source);
+        }
         let (conclusion, mut output) = render(&report, &context);
         if let Some(change) = &job.skill_change {
             output.summary = format!("{}\n\n{}", dependents::cause(change), output.summary);

@@ -77,6 +77,9 @@ pub enum CheckOnlyReason {
     /// No project is registered for the repository; `how_to_register` is the
     /// command that registers it (see [`register_command`]).
     NotRegistered { how_to_register: String },
+    /// A push to a registered skill source that no registration covers: its dependents
+    /// are re-synced (listed after the summary); its own agents, if any, are not registered.
+    SkillSource { how_to_register: String },
     /// A push to a ref other than the registered one.
     OtherRef { registered_ref: String },
     /// A pull request from a fork: checked, never applied.
@@ -97,10 +100,28 @@ pub enum CheckOnlyReason {
 }
 
 impl CheckOnlyReason {
+    /// The reason for a push to a registered skill source: [`CheckOnlyReason::SkillSource`]
+    /// in place of "not registered" (whose advice reads as if nothing used the repository);
+    /// any other reason as it is.
+    pub fn of_skill_source(self) -> Self {
+        match self {
+            CheckOnlyReason::NotRegistered { how_to_register } => {
+                CheckOnlyReason::SkillSource { how_to_register }
+            }
+            other => other,
+        }
+    }
+
     fn explain(&self) -> String {
         match self {
             CheckOnlyReason::NotRegistered { how_to_register } => format!(
                 "this repository is not registered. To register it, run {}.",
+                code(how_to_register)
+            ),
+            CheckOnlyReason::SkillSource { how_to_register } => format!(
+                "this repository is a registered skill source: the repositories whose agents \
+                 use it are re-synced (below). Its own agents, if it has any, are not \
+                 registered; to register them, run {}.",
                 code(how_to_register)
             ),
             CheckOnlyReason::OtherRef { registered_ref } => {
