@@ -6,8 +6,9 @@
 //! repository's GitHub id and the skill sources (repository, ref) its agents' references
 //! name ([`LastSync`], [`last_syncs`]). What a push does: the sync of a push to a branch of
 //! repository R ([`follow`]):
-//! 1. reads the skill repositories registered with R as their repository (any project)
-//!    and the catalogue; if R at the pushed branch is neither, that is all (two reads);
+//! 1. reads the skill repositories registered with R as their repository (any project; a
+//!    keyed read, [`astrolift_store::state::SkillSourceStore::skill_repos_of`]) and the
+//!    catalogue; if R at the pushed branch is neither, that is all (two reads);
 //! 2. reads the registrations and keeps those whose last sync named R at the pushed branch
 //!    and that may follow it: the catalogue's dependents are any project's (the catalogue
 //!    is the deployment's), an organization skill repository's only those of a project
@@ -87,12 +88,8 @@ pub async fn follow(
         return Ok((followed, Vec::new()));
     };
     let pushed = push.repository.as_str();
-    let skill_repos = state.skills().list_skill_repos(None).await?;
-    let projects: BTreeSet<String> = skill_repos
-        .into_iter()
-        .filter(|r| r.repository.eq_ignore_ascii_case(pushed))
-        .map(|r| r.project_id)
-        .collect();
+    let skill_repos = state.skills().skill_repos_of(pushed).await?;
+    let projects: BTreeSet<String> = skill_repos.into_iter().map(|r| r.project_id).collect();
     let catalogue = state.skills().get_catalogue().await?;
     let is_catalogue = catalogue
         .is_some_and(|c| c.repository.eq_ignore_ascii_case(pushed) && c.registered_ref == branch);

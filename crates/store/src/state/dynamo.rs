@@ -47,6 +47,9 @@ pub struct DynamoStateStore {
     /// Set once the table is known to hold the per-event copies of every `github` binding
     /// (see [`DynamoStateStore::ensure_event_trigger_copies`]).
     event_copies_ready: std::sync::atomic::AtomicBool,
+    /// Set once the table is known to hold the per-repository copy of every skill
+    /// repository (see `dynamo/skills.rs`).
+    skill_source_copies_ready: std::sync::atomic::AtomicBool,
 }
 
 // Key layout: see `table_definition`.
@@ -219,6 +222,7 @@ impl DynamoStateStore {
             counters: StateCounters::default(),
             trigger_copies_ready: std::sync::atomic::AtomicBool::new(false),
             event_copies_ready: std::sync::atomic::AtomicBool::new(false),
+            skill_source_copies_ready: std::sync::atomic::AtomicBool::new(false),
         })
     }
 

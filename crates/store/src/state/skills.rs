@@ -60,6 +60,13 @@ pub trait SkillSourceStore: Send + Sync {
         &'a self,
         project_id: Option<&'a str>,
     ) -> BoxFuture<'a, StoreResult<Vec<SkillRepo>>>;
+    /// Every project's skill repositories whose `repository` is `repository` (GitHub's
+    /// names compared ASCII case-insensitively), ordered by project, then alias: a keyed
+    /// read, however many skill repositories the deployment holds (a push asks it).
+    fn skill_repos_of<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<SkillRepo>>>;
     /// Deletes the skill repository of (`project_id`, `alias`); `Ok(false)` when there was
     /// none.
     fn delete_skill_repo<'a>(

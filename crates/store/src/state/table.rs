@@ -88,8 +88,9 @@ fn key(attribute: &str, key_type: &str) -> KeyShape {
 /// - audit event: `AUDIT#<owner/name>#<manifest path>` | `V#<version, 20 digits>`
 /// - webhook delivery: `DELIVERY#<id>` | `DELIVERY`, with `expires_at`
 /// - dispatch: `DISPATCH#<idempotency key>` | `DISPATCH`
-/// - skill repository: `SKILL_REPOS` | `<project>#<alias>`; the catalogue: `CATALOGUE` |
-///   `CATALOGUE`
+/// - skill repository: `SKILL_REPOS` | `<project>#<alias>`, and its copy keyed by repository
+///   `SKILL_SOURCE#<owner/name, lower case>` | `<project>#<alias>`; the catalogue:
+///   `CATALOGUE` | `CATALOGUE`
 ///
 /// The small catalogues (registrations, installations, env specs, trigger bindings, skill
 /// repositories) share one partition each so they can be listed with a Query; they are

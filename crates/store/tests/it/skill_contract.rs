@@ -16,6 +16,53 @@ fn skill_repo(project_id: &str, alias: &str, repository: &str) -> SkillRepo {
     }
 }
 
+/// The keyed read a push asks: every project's skill repositories of one repository,
+/// whatever the case of its name, following a move to another repository and a delete.
+pub async fn skill_repos_are_found_by_repository(subject: Subject) {
+    let store = subject.store.skills();
+    let (p1, p2) = (
+        astrolift_store::testing::unique_name("proj"),
+        astrolift_store::testing::unique_name("proj"),
+    );
+    let shared = astrolift_store::testing::unique_name("acme/runbooks");
+    let other = astrolift_store::testing::unique_name("acme/other");
+    let a = skill_repo(&p1, "a", &shared);
+    let b = skill_repo(&p2, "b", &shared.to_ascii_uppercase());
+    let c = skill_repo(&p1, "c", &other);
+    for repo in [&a, &b, &c] {
+        store.put_skill_repo(repo).await.unwrap();
+    }
+    let keys = |repos: Vec<SkillRepo>| -> Vec<(String, String)> {
+        repos.into_iter().map(|r| (r.project_id, r.alias)).collect()
+    };
+    let mut both = vec![(p1.clone(), "a".to_owned()), (p2.clone(), "b".to_owned())];
+    both.sort();
+    assert_eq!(keys(store.skill_repos_of(&shared).await.unwrap()), both);
+    // Moved to the other repository: found there, no longer under the first.
+    store
+        .put_skill_repo(&skill_repo(&p1, "a", &other))
+        .await
+        .unwrap();
+    assert_eq!(
+        keys(store.skill_repos_of(&shared).await.unwrap()),
+        [(p2.clone(), "b".to_owned())]
+    );
+    assert_eq!(
+        keys(store.skill_repos_of(&other).await.unwrap()),
+        [(p1.clone(), "a".to_owned()), (p1.clone(), "c".to_owned())]
+    );
+    assert!(store.delete_skill_repo(&p2, "b").await.unwrap());
+    assert!(!store.delete_skill_repo(&p2, "b").await.unwrap());
+    assert!(store.skill_repos_of(&shared).await.unwrap().is_empty());
+    assert!(
+        store
+            .skill_repos_of("nobody/anything")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
 pub async fn skill_repos_are_keyed_by_project_and_alias(subject: Subject) {
     let store = subject.store.skills();
     let project = astrolift_store::testing::unique_name("proj");
@@ -91,5 +138,6 @@ pub async fn the_catalogue_is_one_record(subject: Subject) {
 
 concurrent_contract_tests!(
     skill_repos_are_keyed_by_project_and_alias,
+    skill_repos_are_found_by_repository,
     the_catalogue_is_one_record,
 );

@@ -260,26 +260,20 @@ async fn dynamodb_backfills_event_copies_of_older_bindings() {
     changes.agents.push(change);
     store.apply(changes).await.unwrap();
     // What an older version wrote: no event copy, no migration marker.
-    let client = store.client();
-    for (pk, sk) in [
-        (
-            format!("REPO#{repository}"),
-            format!("EVENT#issues#TRIGGER#{}", binding.trigger_id),
-        ),
-        (
-            "MIGRATIONS".to_owned(),
-            "REPO_TRIGGER_EVENT_COPIES".to_owned(),
-        ),
-    ] {
-        client
-            .delete_item()
-            .table_name(store.table())
-            .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(pk))
-            .key("sk", aws_sdk_dynamodb::types::AttributeValue::S(sk))
-            .send()
-            .await
-            .unwrap();
-    }
+    delete_raw(
+        &store,
+        [
+            (
+                format!("REPO#{repository}"),
+                format!("EVENT#issues#TRIGGER#{}", binding.trigger_id),
+            ),
+            (
+                "MIGRATIONS".to_owned(),
+                "REPO_TRIGGER_EVENT_COPIES".to_owned(),
+            ),
+        ],
+    )
+    .await;
     // A store that has not migrated yet (a new process) backfills on its first read by event.
     let fresh = astrolift_store::state::DynamoStateStore::from_env(store.table())
         .await
@@ -430,7 +424,7 @@ async fn dynamodb_migrates_single_registrations_to_every_manifest() {
 /// the empty skill repository and catalogue tables, and what it held stays.
 #[tokio::test]
 async fn sqlite_files_from_before_skill_sources_get_their_tables() {
-    use astrolift_store::state::{Catalogue, SkillRepo};
+    use astrolift_store::state::Catalogue;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
     let registration = RepoRegistration {
@@ -455,7 +449,7 @@ async fn sqlite_files_from_before_skill_sources_get_their_tables() {
     let skills = store.skills();
     assert_eq!(skills.list_skill_repos(None).await.unwrap(), vec![]);
     assert_eq!(skills.get_catalogue().await.unwrap(), None);
-    let repo = SkillRepo {
+    let repo = astrolift_store::state::SkillRepo {
         project_id: "p".into(),
         alias: "runbooks".into(),
         repository: "octo/runbooks".into(),
@@ -477,4 +471,75 @@ async fn sqlite_files_from_before_skill_sources_get_their_tables() {
         store.get_registration("octo/old").await.unwrap(),
         Some(registration)
     );
+}
+
+/// A skill repository an older version wrote (no copy keyed by repository, no marker) is
+/// found by repository once a store backfills the copies; a deleted one is not brought back.
+#[tokio::test]
+async fn dynamodb_backfills_repository_copies_of_older_skill_repositories() {
+    let test = "dynamodb_backfills_repository_copies_of_older_skill_repositories";
+    let Some(store) = crate::state_contract::dynamo_store(test).await else {
+        return;
+    };
+    let project = crate::support::unique_name("proj-older");
+    let repository = crate::support::unique_name("acme/older-skills");
+    let repo = astrolift_store::state::SkillRepo {
+        project_id: project.clone(),
+        alias: "older".into(),
+        repository: repository.clone(),
+        updated_at: 1,
+    };
+    store.skills().put_skill_repo(&repo).await.unwrap();
+    // What an older version wrote: no copy, no migration marker.
+    delete_raw(
+        &store,
+        [
+            (
+                format!("SKILL_SOURCE#{}", repository.to_ascii_lowercase()),
+                format!("{project}#older"),
+            ),
+            ("MIGRATIONS".to_owned(), "SKILL_SOURCE_COPIES".to_owned()),
+        ],
+    )
+    .await;
+    let fresh = astrolift_store::state::DynamoStateStore::from_env(store.table())
+        .await
+        .unwrap();
+    assert_eq!(
+        fresh.skills().skill_repos_of(&repository).await.unwrap(),
+        vec![repo]
+    );
+    assert!(
+        fresh
+            .skills()
+            .delete_skill_repo(&project, "older")
+            .await
+            .unwrap()
+    );
+    assert!(
+        fresh
+            .skills()
+            .skill_repos_of(&repository)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// Deletes the items at `keys` (pk, sk) past the store: what an older version did not write.
+async fn delete_raw(
+    store: &astrolift_store::state::DynamoStateStore,
+    keys: impl IntoIterator<Item = (String, String)>,
+) {
+    for (pk, sk) in keys {
+        store
+            .client()
+            .delete_item()
+            .table_name(store.table())
+            .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(pk))
+            .key("sk", aws_sdk_dynamodb::types::AttributeValue::S(sk))
+            .send()
+            .await
+            .unwrap();
+    }
 }

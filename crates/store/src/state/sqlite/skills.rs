@@ -17,6 +17,8 @@ CREATE TABLE IF NOT EXISTS skill_repos (
     project_id TEXT NOT NULL, alias TEXT NOT NULL, repository TEXT NOT NULL, body TEXT NOT NULL,
     PRIMARY KEY (project_id, alias));
 CREATE INDEX IF NOT EXISTS skill_repos_by_repository ON skill_repos (repository);
+CREATE INDEX IF NOT EXISTS skill_repos_by_repository_nocase
+    ON skill_repos (repository COLLATE NOCASE);
 CREATE TABLE IF NOT EXISTS catalogue (
     id INTEGER PRIMARY KEY CHECK (id = 1), body TEXT NOT NULL);
 ";
@@ -69,6 +71,21 @@ impl SkillSourceStore for SqliteStateStore {
                 "SELECT body FROM skill_repos ORDER BY project_id, alias",
                 [],
             ),
+        }))
+    }
+
+    fn skill_repos_of<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<SkillRepo>>> {
+        let repository = repository.to_owned();
+        Box::pin(self.read(move |c| {
+            query_bodies(
+                c,
+                "SELECT body FROM skill_repos WHERE repository = ?1 COLLATE NOCASE
+                 ORDER BY project_id, alias",
+                params![repository],
+            )
         }))
     }
 
