@@ -43,7 +43,9 @@ pub trait DispatchOutbox: Send + Sync {
     ) -> BoxFuture<'a, StoreResult<Queued>>;
 
     /// Queues the dispatch recorded before under `idempotency_key` (a no-op when it
-    /// waits already). It never refuses: the bound is [`DispatchOutbox::record_queued`]'s.
+    /// waits already); [`crate::StoreError::NotFound`] when no dispatch is recorded under
+    /// it, so the outbox never holds a place it cannot send. It never refuses for the
+    /// bound: that is [`DispatchOutbox::record_queued`]'s.
     fn queue<'a>(&'a self, idempotency_key: &'a str) -> BoxFuture<'a, StoreResult<()>>;
 
     /// How many dispatches wait.

@@ -1,8 +1,8 @@
 //! The dispatch outbox of the embedded store (SQLite only; DynamoDB keeps none): a dispatch
 //! and its place in the outbox are one transaction, the bound holds at the limit and one
 //! past it (which writes nothing, not even the dispatch), a duplicate is answered even when
-//! the outbox is full, and the outbox lists the records oldest first and forgets what was
-//! taken out.
+//! the outbox is full, a key with no record is refused, and the outbox lists the records
+//! oldest first and forgets what was taken out.
 
 use astrolift_store::StateStore;
 use astrolift_store::state::*;
@@ -54,6 +54,13 @@ async fn it_lists_the_records_oldest_first_and_forgets_what_was_taken_out() {
     }
     // Queueing a recorded dispatch again keeps it once.
     outbox.queue(&dispatches[0].idempotency_key).await.unwrap();
+    // A key no dispatch is recorded under is refused, and takes no place.
+    let unrecorded = outbox.queue("manual:nobody:none:key:x").await;
+    assert!(
+        matches!(unrecorded, Err(astrolift_store::StoreError::NotFound(_))),
+        "{unrecorded:?}"
+    );
+    assert_eq!(outbox.queued_len().await.unwrap(), 3);
     let listed = outbox.queued(0, 10).await.unwrap();
     let records: Vec<_> = listed.iter().map(|queued| &queued.dispatch).collect();
     assert_eq!(records, dispatches.iter().collect::<Vec<_>>());

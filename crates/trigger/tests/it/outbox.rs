@@ -298,6 +298,12 @@ async fn an_earlier_outbox_file_moves_into_the_state_outbox_and_drains_oldest_fi
     // Moving one again (a crash between queueing and deleting) queues it once.
     outbox.publish(&sent[0]).await.expect("queues once");
     assert_eq!(outbox.len().await.expect("counts"), 3);
+    // A message whose dispatch this state never recorded is refused (a drain stops and
+    // keeps it where it was), and takes no place.
+    let mut stranger = sent[0].clone();
+    stranger.idempotency_key = "t-1:key:never-recorded".to_owned();
+    assert!(outbox.publish(&stranger).await.is_err());
+    assert_eq!(outbox.len().await.expect("counts"), 3);
     let queue = MemoryDispatchQueue::new();
     assert_eq!(outbox.drain_to(&queue).await.expect("drains"), 3);
     assert_eq!(

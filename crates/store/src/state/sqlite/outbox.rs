@@ -14,7 +14,7 @@ use super::tasks::{existing_dispatch, insert_dispatch_in};
 use super::{SqliteStateStore, from_json, sql_error};
 use crate::state::model::{Dispatch, DispatchOutcome};
 use crate::state::outbox::{DispatchOutbox, Queued, QueuedDispatch};
-use crate::{BoxFuture, StoreResult};
+use crate::{BoxFuture, StoreError, StoreResult};
 
 /// Created with the rest of the schema when a file is opened.
 pub(super) const SCHEMA: &str = "
@@ -124,6 +124,10 @@ impl DispatchOutbox for SqliteStateStore {
             let written = self
                 .with_connection(move |c| {
                     let tx = c.transaction().map_err(sql_error)?;
+                    // A key without its record would hold a place no drain can send.
+                    if existing_dispatch(&tx, &key)?.is_none() {
+                        return Err(StoreError::NotFound(format!("dispatch {key}")));
+                    }
                     let written = enqueue(&tx, &key)?;
                     tx.commit().map_err(sql_error)?;
                     Ok(written)
