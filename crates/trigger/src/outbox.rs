@@ -256,6 +256,9 @@ pub struct StateOutbox {
     state: Arc<dyn StateStore>,
     max: u64,
     path: PathBuf,
+    /// `state`'s [`StateStore::location`], kept so that a dispatch compares it, not
+    /// formats it again.
+    location: String,
 }
 
 impl std::fmt::Debug for StateOutbox {
@@ -274,7 +277,12 @@ impl StateOutbox {
         state.dispatch_outbox()?;
         let location = state.location();
         let path = PathBuf::from(location.strip_prefix("sqlite:").unwrap_or(&location));
-        Some(Self { state, max, path })
+        Some(Self {
+            state,
+            max,
+            path,
+            location,
+        })
     }
 
     fn outbox(&self) -> Result<&dyn DispatchOutbox, DispatchError> {
@@ -356,8 +364,11 @@ impl DispatchQueue for StateOutbox {
     ) -> BoxFuture<'a, Result<DispatchResult, DispatchError>> {
         Box::pin(async move {
             // One transaction only when the caller records in the store this outbox lives
-            // in (`serve` and the CLI build both from one URL); else one step after another.
-            if state.location() != self.state.location() {
+            // in: the same handle in `serve` and the CLI, which build both from one store
+            // (else compared by location); any other store, one step after another.
+            let same = std::ptr::addr_eq(state, Arc::as_ptr(&self.state))
+                || state.location() == self.location;
+            if !same {
                 return record_then_publish(self, state, dispatch).await;
             }
             match self.outbox()?.record_queued(&dispatch, self.max).await? {
