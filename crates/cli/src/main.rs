@@ -132,7 +132,7 @@ enum TriggerCommand {
 fn main() -> ExitCode {
     // First of all: as a jq worker process this serves and exits; otherwise
     // trigger programs (serve, `trigger test`) evaluate in worker processes.
-    astrolift_trigger::sandbox::init();
+    astrolift_jq::sandbox::init();
     // Usage errors exit 2 (clap's default); --help and --version exit 0.
     let cli = Cli::parse();
     match cli.command {

@@ -38,7 +38,6 @@ pub mod federation;
 pub mod files;
 pub mod fix;
 pub mod import_codes;
-pub mod jq;
 pub mod limits;
 pub mod model;
 pub mod native;

@@ -56,14 +56,24 @@ impl Limits {
         config_files: 256,
         yaml_depth: 64,
         yaml_aliases: 10_000,
-        jq_time_ms: 100,
-        jq_output: 256 * KIB,
+        jq_time_ms: astrolift_jq::JqLimits::DEFAULT.time_ms,
+        jq_output: astrolift_jq::JqLimits::DEFAULT.output,
         idempotency_key: 256,
         tarball_path: 4096,
         workflow_stages: 64,
         callback_result: 256 * KIB,
         skill_repositories: 32,
     };
+}
+
+impl Limits {
+    /// The limits of one jq evaluation (crates/jq).
+    pub fn jq(&self) -> astrolift_jq::JqLimits {
+        astrolift_jq::JqLimits {
+            time_ms: self.jq_time_ms,
+            output: self.jq_output,
+        }
+    }
 }
 
 impl Default for Limits {

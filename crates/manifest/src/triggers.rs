@@ -30,9 +30,9 @@ use toml::de::{DeTable, DeValue};
 
 use crate::config::is_secret_ref;
 use crate::diagnostic::{Code, Severity};
-use crate::jq::{JqErrorKind, JqProgram};
 use crate::paths::{SLUG_RULE, is_slug};
 use crate::toml_walk::{TomlFile, key_span};
+use astrolift_jq::{JqErrorKind, JqProgram};
 
 pub const INVALID_NAME: Code = Code::new(
     "trigger/invalid-name",

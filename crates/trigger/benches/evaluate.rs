@@ -8,10 +8,10 @@
 use std::collections::HashMap;
 
 use astrolift_forge::webhook::WebhookSecrets;
+use astrolift_jq::sandbox::SandboxedProgram;
 use astrolift_manifest::limits::Limits;
 use astrolift_manifest::triggers::{TriggerSource, TriggerSpec, Verify};
 use astrolift_store::BoxFuture;
-use astrolift_trigger::sandbox::SandboxedProgram;
 use astrolift_trigger::{
     CompiledBinding, SecretError, SecretResolver, evaluate, evaluate_verified,
 };
@@ -137,7 +137,7 @@ criterion_group!(benches, bench);
 fn main() {
     // As a jq worker this serves and exits; otherwise evaluations below run
     // in worker processes of this binary.
-    astrolift_trigger::sandbox::init();
+    astrolift_jq::sandbox::init();
     benches();
     Criterion::default().configure_from_args().final_summary();
 }

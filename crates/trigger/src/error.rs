@@ -1,8 +1,8 @@
 //! [`TriggerError`] and its HTTP status (docs/reference.md §10).
 
-use crate::sandbox::SandboxError;
 use crate::secrets::SecretError;
 use crate::verify::VerifyError;
+use astrolift_jq::sandbox::SandboxError;
 
 /// Why a trigger request was not dispatched. [`TriggerError::status`] is the
 /// HTTP answer; messages never contain a secret or a signature. `Display`

@@ -9,9 +9,9 @@ use http::HeaderMap;
 use serde_json::Value;
 
 use crate::error::{Stage, TriggerError};
-use crate::sandbox::{Job, SandboxError, SandboxedProgram, WorkerResult, run_in_worker};
 use crate::secrets::SecretResolver;
 use crate::verify::verify_request;
+use astrolift_jq::sandbox::{Job, SandboxError, SandboxedProgram, WorkerResult, run_in_worker};
 
 /// What a request that passed verification turns into.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,7 +91,7 @@ impl CompiledBinding {
 /// 4. the filter: exactly one boolean; `false` or no output is [`Outcome::Filtered`] (422 otherwise);
 /// 5. the mapping: an object, or `null`/`{}`/nothing for the empty payload (422 otherwise).
 ///
-/// Steps 3–5 run in the jq sandbox ([`crate::sandbox`]); when every
+/// Steps 3–5 run in the jq sandbox ([`astrolift_jq::sandbox`]); when every
 /// evaluation slot of the process is taken the answer is
 /// [`TriggerError::Busy`] (503). Secrets are those of `project`, the project
 /// of the binding's registration.
@@ -138,7 +138,7 @@ pub async fn evaluate_verified(
         });
     }
     let has_filter = binding.filter.is_some();
-    let results = match run_in_worker(body.to_vec(), jobs, limits).await {
+    let results = match run_in_worker(body.to_vec(), jobs, &limits.jq()).await {
         WorkerResult::BadJson(reason) => return Err(TriggerError::BadJson(reason)),
         WorkerResult::Busy => return Err(TriggerError::Busy),
         WorkerResult::Ran(results) => results,

@@ -13,12 +13,8 @@
 //!   webhook already verified. HTTP bodies carry
 //!   [`TriggerError::public_message`], which names no header, reference or
 //!   variable.
-//! - [`sandbox`]: the jq sandbox: a pool of warm jq worker processes (each
-//!   binary calls [`sandbox::init`] first thing in `main`) under address
-//!   space and CPU limits, killed at the deadline and replaced after any
-//!   fault; guards in every definition; an output budget measured on the
-//!   serialized bytes and a nesting cap; a cap on concurrent evaluations
-//!   (503 past it). Read its docs for the mechanism.
+//! - Evaluation runs in `astrolift_jq::sandbox` (crates/jq): each binary
+//!   calls `astrolift_jq::sandbox::init` first thing in `main`.
 //! - [`secrets`]: `secret://` resolution for a project,
 //!   `ASTROLIFT_SECRETS=env|aws` (`aws`: `${ASTROLIFT_SECRET_PREFIX}<project>/<name>`).
 //! - [`trust`]: the trust policy of GitHub-sourced bindings (fork pull
@@ -106,7 +102,6 @@ pub mod message;
 pub mod outbox;
 pub mod render;
 pub mod report;
-pub mod sandbox;
 pub mod secrets;
 pub mod service;
 pub mod trust;

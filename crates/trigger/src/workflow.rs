@@ -44,7 +44,7 @@ use crate::dispatch::{
     record_and_queue,
 };
 use crate::message::Source;
-use crate::sandbox::{Job, SandboxedProgram, WorkerResult, run_in_worker};
+use astrolift_jq::sandbox::{Job, SandboxedProgram, WorkerResult, run_in_worker};
 
 /// How often an advance re-reads a run whose version moved under it before
 /// giving up with [`WorkflowError::Contention`] (each retry means another
@@ -472,7 +472,7 @@ async fn evaluate_payloads(
         return Ok(out);
     }
     let body = payload_input(run, reports).to_string().into_bytes();
-    let results = match run_in_worker(body, jobs, limits).await {
+    let results = match run_in_worker(body, jobs, &limits.jq()).await {
         WorkerResult::Busy => return Err(WorkflowError::Busy),
         WorkerResult::BadJson(reason) => {
             return Err(WorkflowError::Definition(run.workflow.clone(), reason));

@@ -9,7 +9,7 @@ use lambda_http::{Error, Request, service_fn};
 fn main() -> Result<(), Error> {
     // First of all: as a jq worker process this serves and exits; otherwise
     // trigger programs evaluate in worker processes.
-    astrolift_trigger::sandbox::init();
+    astrolift_jq::sandbox::init();
     run()
 }
 

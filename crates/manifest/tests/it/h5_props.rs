@@ -1,7 +1,7 @@
 //! Property tests: hostile text never panics, and TOML-string offset mapping is exact.
 
+use astrolift_jq::JqProgram;
 use astrolift_manifest::Limits;
-use astrolift_manifest::jq::JqProgram;
 use astrolift_manifest::toml_walk::TomlFile;
 use astrolift_manifest::triggers::decoded_to_source;
 use astrolift_manifest::workspace::validate_workspace_text;

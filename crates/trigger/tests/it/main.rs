@@ -25,5 +25,5 @@ mod workflow;
 /// process. As an ordinary test it returns at once.
 #[test]
 fn jq_worker() {
-    astrolift_trigger::sandbox::serve_if_requested();
+    astrolift_jq::sandbox::serve_if_requested();
 }

@@ -121,7 +121,7 @@ async fn deeply_nested_output_is_refused() {
 async fn many_runaways_in_parallel_leave_the_process_up() {
     // Half the evaluation slots, so that other tests of this binary running
     // at the same time are never refused as busy.
-    let parallel = (astrolift_trigger::sandbox::max_concurrent() / 2).max(1);
+    let parallel = (astrolift_jq::sandbox::max_concurrent() / 2).max(1);
     let mut runs = tokio::task::JoinSet::new();
     for _ in 0..parallel {
         runs.spawn(run_mapping("def f: f; f"));
@@ -131,7 +131,7 @@ async fn many_runaways_in_parallel_leave_the_process_up() {
     }
     if parallel > 1 {
         // They really ran at the same time.
-        assert!(astrolift_trigger::sandbox::peak_in_flight() >= 2);
+        assert!(astrolift_jq::sandbox::peak_in_flight() >= 2);
     }
     let (next, _) = run_mapping("{key: .issue.key}").await;
     assert!(next.is_ok());

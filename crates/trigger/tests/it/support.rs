@@ -4,10 +4,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use astrolift_forge::webhook::WebhookSecrets;
+use astrolift_jq::sandbox::WorkerCommand;
 use astrolift_manifest::limits::Limits;
 use astrolift_manifest::triggers::{TriggerSource, TriggerSpec, Verify};
 use astrolift_store::BoxFuture;
-use astrolift_trigger::sandbox::WorkerCommand;
 use astrolift_trigger::{CompiledBinding, SecretError, SecretResolver};
 use hmac::{Hmac, KeyInit, Mac};
 use http::{HeaderMap, HeaderName, HeaderValue};
@@ -75,7 +75,7 @@ pub fn worker_processes() {
         "--test-threads=1",
         "-q",
     ];
-    astrolift_trigger::sandbox::use_worker_processes(WorkerCommand {
+    astrolift_jq::sandbox::use_worker_processes(WorkerCommand {
         program,
         args: args.map(str::to_owned).to_vec(),
     });

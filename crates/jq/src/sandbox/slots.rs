@@ -22,7 +22,7 @@ pub const SLOT_WAIT: Duration = Duration::from_millis(250);
 /// hopeless (programs that run to their deadline hold the slots).
 pub const WAITERS_PER_SLOT: usize = 64;
 
-/// A pool of evaluation slots (one per process, [`super::pool`]'s; tests make their own).
+/// A pool of evaluation slots (one per process, the pool's; tests make their own).
 #[derive(Debug)]
 pub struct Slots {
     semaphore: Semaphore,

@@ -15,15 +15,11 @@ use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 
-use super::pool::{read_frame, write_frame};
-use super::{SandboxError, SandboxedProgram, WORKER_STACK, WireResult, bounded_message, run_jobs};
-
-/// Set (to `1`) in a worker process's environment.
-pub const WORKER_ENV: &str = "ASTROLIFT_JQ_WORKER";
-/// The worker's address-space limit, bytes.
-pub(super) const MEMORY_ENV: &str = "ASTROLIFT_JQ_WORKER_MEMORY";
-/// The worker's CPU-time limit over its life, seconds.
-pub(super) const CPU_ENV: &str = "ASTROLIFT_JQ_WORKER_CPU";
+use super::bounds::WORKER_STACK;
+use super::error::{SandboxError, bounded_message};
+use super::evaluation::{WireResult, run_jobs};
+use super::guarded::SandboxedProgram;
+use super::protocol::{CPU_ENV, MEMORY_ENV, WORKER_ENV, WireRequest, read_frame, write_frame};
 
 /// Programs compiled in one worker; past this many, the cache starts over.
 const MAX_CACHED_PROGRAMS: usize = 256;
@@ -31,21 +27,6 @@ const MAX_CACHED_PROGRAMS: usize = 256;
 const MAX_HEADER: u64 = 16 * 1024 * 1024;
 /// The largest body a worker reads (far above any trigger body limit).
 const MAX_BODY: u64 = 256 * 1024 * 1024;
-
-/// A request as sent to a worker; the body follows in its own frame.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-pub(super) struct WireRequest {
-    pub jobs: Vec<WireJob>,
-    pub time_ms: u64,
-    pub output_limit: u64,
-}
-
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-pub(super) struct WireJob {
-    pub program: String,
-    pub max_outputs: usize,
-    pub gate: bool,
-}
 
 /// In a worker process (its environment has [`WORKER_ENV`]): serves the pool
 /// and exits the process. Otherwise returns at once.

@@ -13,7 +13,7 @@
 //! a panic, a resource limit) is reaped; either way the request is a 422 and
 //! the next request starts a fresh worker.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
@@ -23,9 +23,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::slots::{SLOT_WAIT, Slots};
-use super::worker::{CPU_ENV, MEMORY_ENV, WORKER_ENV, WireJob, WireRequest};
-use super::{GRACE, Request, SandboxError, WireResult};
+use super::bounds::GRACE;
+use super::error::SandboxError;
+use super::evaluation::{Request, WireResult};
+use super::protocol::{
+    CPU_ENV, MEMORY_ENV, WORKER_ENV, WireJob, WireRequest, read_frame, write_frame,
+};
+use super::slots::{SLOT_WAIT, Slot, Slots};
 
 /// How a worker process is started: the executable and its arguments (the
 /// environment is always cleared and [`WORKER_ENV`] set).
@@ -105,18 +109,15 @@ pub fn in_flight() -> usize {
     slots().in_flight()
 }
 
-/// One of the process's evaluation slots; released on drop.
-pub(super) type Slot = super::slots::Slot<'static>;
-
 /// A slot of the process: free now, or within [`SLOT_WAIT`] ([`Slots::take`]).
-pub(super) async fn take_slot() -> Option<Slot> {
+pub(super) async fn take_slot() -> Option<Slot<'static>> {
     slots().take().await
 }
 
 /// Runs `request` on a worker process, on a blocking thread: the exchange
 /// finishes (and the worker is parked or killed) even if the caller's future
 /// is dropped.
-pub(super) async fn run(slot: Slot, request: Request) -> WireResult {
+pub(super) async fn run(slot: Slot<'static>, request: Request) -> WireResult {
     let time_ms = request.time_ms;
     let exchange = tokio::task::spawn_blocking(move || {
         let result = run_blocking(&request);
@@ -318,34 +319,6 @@ fn remaining(deadline: Instant) -> io::Result<Duration> {
         return Err(io::ErrorKind::TimedOut.into());
     }
     Ok(left)
-}
-
-/// A frame: its length as 4 little-endian bytes, then the bytes.
-pub(super) fn write_frame(stream: &mut impl Write, bytes: &[u8]) -> io::Result<()> {
-    let len = u32::try_from(bytes.len()).map_err(io::Error::other)?;
-    stream.write_all(&len.to_le_bytes())?;
-    stream.write_all(bytes)?;
-    stream.flush()
-}
-
-/// Reads one frame of at most `limit` bytes; `None` at end of stream before
-/// its first byte.
-pub(super) fn read_frame(stream: &mut impl Read, limit: u64) -> io::Result<Option<Vec<u8>>> {
-    let mut len = [0u8; 4];
-    match stream.read_exact(&mut len) {
-        Ok(()) => {}
-        Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(error) => return Err(error),
-    }
-    let len = u32::from_le_bytes(len);
-    if u64::from(len) > limit {
-        return Err(io::Error::other(format!(
-            "a {len}-byte frame is over {limit} bytes"
-        )));
-    }
-    let mut bytes = vec![0u8; len as usize];
-    stream.read_exact(&mut bytes)?;
-    Ok(Some(bytes))
 }
 
 /// [`read_frame`] on a socket, giving up at `deadline`.

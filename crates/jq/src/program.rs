@@ -1,4 +1,4 @@
-//! jq programs of trigger bindings (`filter`, `payload`), compiled with `jaq`.
+//! Compiling jq programs with `jaq`, against restricted definitions.
 //!
 //! Programs run on webhook bodies from the outside world, inside our
 //! infrastructure, so the definitions offered are the jaq standard library

@@ -6,13 +6,15 @@
 use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 
-use super::pool::Slot;
-use super::{GRACE, Request, SandboxError, WORKER_STACK, WireResult, run_jobs};
+use super::bounds::{GRACE, WORKER_STACK};
+use super::error::SandboxError;
+use super::evaluation::{Request, WireResult, run_jobs};
+use super::slots::Slot;
 
 /// Runs `request` on a worker thread, waiting at most the deadline plus
 /// [`GRACE`]; a worker that does not answer in time is left to stop at its
 /// next guard (its slot is released when it does).
-pub(super) async fn run(slot: Slot, request: Request) -> WireResult {
+pub(super) async fn run(slot: Slot<'static>, request: Request) -> WireResult {
     let (sender, receiver) = tokio::sync::oneshot::channel();
     let time_ms = request.time_ms;
     let submitted = submit(Box::new(move || {
