@@ -41,11 +41,13 @@ eval "$(scripts/moto.sh start)"
 trap 'scripts/moto.sh stop >/dev/null 2>&1 || true' EXIT
 export ASTROLIFT_REQUIRE_AWS=1
 
-# The release binaries (the profile that ships, with its panic strategy) for the
-# containment tests that start them as processes (crates/cli tests/it/containment.rs,
-# functions/trigger tests/it/release.rs); those tests fail rather than skip with this set.
-cargo build --release --locked -p astrolift-cli --bin astrolift -p astrolift-fn-trigger --bin trigger
-export ASTROLIFT_RELEASE_BIN_DIR="$CARGO_TARGET_DIR/release" ASTROLIFT_REQUIRE_RELEASE_BINS=1
+# The binaries the containment tests start as processes (crates/cli
+# tests/it/containment.rs, functions/trigger tests/it/release.rs), built with
+# `release-test`: the shipped profile's panic strategy, overflow checks and
+# opt-level, without its thin-LTO pass (Cargo.toml). Those tests fail rather
+# than skip with ASTROLIFT_REQUIRE_RELEASE_BINS set.
+cargo build --profile release-test --locked -p astrolift-cli --bin astrolift -p astrolift-fn-trigger --bin trigger
+export ASTROLIFT_RELEASE_BIN_DIR="$CARGO_TARGET_DIR/release-test" ASTROLIFT_REQUIRE_RELEASE_BINS=1
 
 cargo test --workspace --all-targets --locked \
   --exclude astrolift-fn-webhook --exclude astrolift-fn-trigger "$@"
