@@ -12,10 +12,10 @@
 //! recorded and the run says why. Every run of a head then reads that head's
 //! acceptances: keyed by head sha, so a new push needs a new acceptance.
 
+use crate::check_run::{AcceptanceRefusal, AcceptedDrift};
 use astrolift_forge::github::{Installation, RepoPath};
 use astrolift_store::state::{Acceptor, StateStore, UnixSeconds, accepted_by, drift_acceptance};
 use astrolift_sync::Report;
-use astrolift_sync::check_run::{AcceptanceRefusal, AcceptedDrift};
 
 use crate::job::SyncJob;
 use crate::runner::JobError;

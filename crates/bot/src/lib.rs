@@ -15,6 +15,12 @@
 //!   suggested fixes posted as a review ([`suggest`]) → check run completed.
 //! - [`report`]: terminal results reported to GitHub (a comment or a check
 //!   run), by the App or relayed to the sync worker over the report queue.
+//! - Presentation, everything shaped for GitHub's UI: [`check_run`] (a sync
+//!   report rendered as the check run's title, summary, text, conclusion and
+//!   actions, repository text escaped as data), [`annotations`] (a
+//!   diagnostic as an annotation, the diagnostics' conclusion) and
+//!   [`suggestions`] (which fixes become review suggestions). The shell
+//!   commands they show come from `astrolift_sync::commands`.
 //! - [`suggest`]: a pull request's fixable diagnostics on lines it adds →
 //!   one `COMMENT` review per head (batches of 50), idempotent by a hidden
 //!   marker; shared with `astrolift suggest` (GitHub Actions).
@@ -63,6 +69,8 @@
 #![forbid(unsafe_code)]
 
 mod accept;
+pub mod annotations;
+pub mod check_run;
 pub mod commit_order;
 pub mod config;
 pub mod dependents;
@@ -73,6 +81,7 @@ pub mod report;
 pub mod runner;
 pub mod skills;
 pub mod suggest;
+pub mod suggestions;
 pub mod telemetry;
 pub mod triggers;
 

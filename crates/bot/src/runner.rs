@@ -21,7 +21,9 @@ use astrolift_manifest::{Limits, SourceTree, ValidateOptions};
 use astrolift_package::{SourceTarball, TarballError, TarballOptions, TarballTree};
 use astrolift_store::StoreError;
 use astrolift_store::state::RepoRegistration;
-use astrolift_sync::check_run::{CheckOnlyReason, RenderContext, register_command, render};
+use astrolift_sync::commands::register_command;
+
+use crate::check_run::{CheckOnlyReason, RenderContext, render};
 use astrolift_sync::{Coverage, Mode, Report, Stores, SyncError, SyncRequest, sync};
 use astrolift_trigger::report::report_recorded;
 use tracing::Instrument as _;

@@ -7,7 +7,7 @@
 //! 1. list the pull request's files; the lines each `patch` adds are the
 //!    lines a suggestion may replace (a file without a patch, binary or too
 //!    large, has none);
-//! 2. plan ([`astrolift_sync::suggestions::plan`]): fixes wholly on added lines
+//! 2. plan ([`crate::suggestions::plan`]): fixes wholly on added lines
 //!    become comments, in reviews of at most 50;
 //! 3. list the reviews, and post each planned review not already there.
 //!
@@ -27,7 +27,7 @@ use astrolift_forge::github::{
 };
 use astrolift_manifest::Diagnostic;
 
-use astrolift_sync::suggestions::{SuggestionComment, added_lines, plan};
+use crate::suggestions::{SuggestionComment, added_lines, plan};
 
 /// The hidden marker's start; the rest is `head=SHA part=I/N -->`.
 pub const MARKER: &str = "<!-- astrolift:suggestions";
@@ -138,7 +138,7 @@ fn review_body(head_sha: &str, part: usize, parts: usize, count: usize) -> Strin
 /// each): the review comment says the same on the same line.
 pub fn drop_suggested_annotations(output: &mut CheckRunOutput, suggested: &[&Diagnostic]) {
     for diagnostic in suggested {
-        let Some(wanted) = Annotation::from_diagnostic(diagnostic) else {
+        let Some(wanted) = crate::annotations::annotation_of(diagnostic) else {
             continue;
         };
         let same = |a: &Annotation| {

@@ -21,7 +21,7 @@ use astrolift_store::StateStore;
 use astrolift_store::state::{EnvSpecRefusal, env_spec_for_project};
 
 use crate::SyncError;
-use crate::check_run::shell_command;
+use crate::commands::env_spec_upsert_command;
 use crate::package_step::Prepared;
 use crate::pipeline::SyncRequest;
 use crate::scope::Scope;
@@ -87,18 +87,7 @@ fn not_in_project(
     name: &str,
     project: &str,
 ) -> Diagnostic {
-    let upsert = shell_command(&[
-        "astrolift",
-        "env-spec",
-        "upsert",
-        name,
-        "--project-id",
-        project,
-        "--agent-type",
-        "TYPE",
-        "--runtime",
-        "RUNTIME",
-    ]);
+    let upsert = env_spec_upsert_command(name, project);
     Diagnostic::new(
         &NOT_IN_PROJECT,
         path,

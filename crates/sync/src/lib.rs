@@ -43,7 +43,7 @@
 //!   blob first, then a record conditional on its version; every sync
 //!   reports their drift from the registered ones through the drift engine
 //!   of `astrolift drift`, so a pull request's critical drift is shown and
-//!   concludes its check `action_required` ([`check_run::conclusion`]).
+//!   concludes its check `action_required` (rendered by `astrolift_bot::check_run`).
 //! - **Nothing is deleted.** A removed manifest makes its agent `orphaned`;
 //!   only an explicit teardown (in `store`) retires it, and audit events stay.
 //!
@@ -55,7 +55,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bindings;
-pub mod check_run;
+pub mod commands;
 pub mod configs;
 pub mod drift;
 mod env_specs;
@@ -66,7 +66,6 @@ pub mod plan;
 pub mod report;
 mod scope;
 pub mod skills;
-pub mod suggestions;
 pub mod workflows;
 pub mod workspaces;
 

@@ -6,7 +6,7 @@ use astrolift_store::StateStore;
 use astrolift_store::state::{RepoRegistration, covering_registration};
 
 use crate::SyncError;
-use crate::check_run::register_manifest_command;
+use crate::commands::register_manifest_command;
 use crate::report::{Coverage, Mode, Uncovered};
 
 /// The registrations a sync plans against.

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use astrolift_manifest::Limits;
-use astrolift_sync::check_run::shell_quote;
+use astrolift_sync::commands::shell_quote;
 use astrolift_trigger::content::{BlobContent, UrlOptions};
 use astrolift_trigger::render::{
     DEFAULT_WORKSPACE, RenderOptions, RenderedDispatch, render_dispatch,

@@ -21,7 +21,7 @@ use astrolift_manifest::triggers::Verify;
 use astrolift_manifest::{DirTree, Limits, ValidateOptions, validate_repository};
 use astrolift_store::StateStore;
 use astrolift_store::state::{AgentStatus, DispatchTask, TaskStatus, env_spec_for_project};
-use astrolift_sync::check_run::shell_command;
+use astrolift_sync::commands::env_spec_upsert_command;
 use astrolift_trigger::config_content::env_spec_parts;
 use astrolift_trigger::content::{
     BlobContent, ContentSource, UrlOptions, prompt_texts_of_manifest,
@@ -179,17 +179,10 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
             {
                 Ok(spec) => Some(spec),
                 Err(refusal) => {
-                    let upsert = shell_command(&[
-                        "astrolift",
-                        "env-spec",
-                        "upsert",
-                        name,
-                        "--project-id",
-                        &agent.project_id,
-                    ]);
+                    let upsert = env_spec_upsert_command(name, &agent.project_id);
                     bail!(
                         "env spec {name} is not an env spec of project {} ({refusal}); define it with \
-                         `{upsert} --config-repo … --manifest-path …`",
+                         `{upsert}`",
                         agent.project_id
                     );
                 }

@@ -4,28 +4,23 @@ use astrolift_fake_github::FakeCheckRun;
 use astrolift_forge::github::{
     Annotation, AnnotationLevel, CheckRunOutput, Conclusion, MAX_OUTPUT_TEXT,
 };
-use astrolift_manifest::{Code, Diagnostic, Severity, Span};
 
 use super::{SHA, Setup, setup, with_run};
 
-const CODE: Code = Code::new("manifest/test-finding", Severity::Warning, "a test finding");
-
+/// Warnings on columns 3 to 6 of lines 1..=count (what a diagnostic spanning
+/// columns 3..7 becomes; crates/bot `annotations` makes them).
 fn annotations(count: u32) -> Vec<Annotation> {
     (1..=count)
-        .map(|line| {
-            let span = Span {
-                line,
-                column: 3,
-                end_line: line,
-                end_column: 7,
-            };
-            let diagnostic = Diagnostic::new(
-                &CODE,
-                "agents/support/astrolift.toml",
-                span,
-                format!("finding {line}"),
-            );
-            Annotation::from_diagnostic(&diagnostic).expect("a file diagnostic")
+        .map(|line| Annotation {
+            path: "agents/support/astrolift.toml".to_owned(),
+            start_line: line,
+            end_line: line,
+            start_column: Some(3),
+            end_column: Some(6),
+            annotation_level: AnnotationLevel::Warning,
+            title: "manifest/test-finding".to_owned(),
+            message: format!("finding {line}"),
+            raw_details: None,
         })
         .collect()
 }
@@ -181,18 +176,6 @@ async fn the_fake_refuses_bodies_github_would_refuse() {
         assert!(error["documentation_url"].is_string());
     }
     assert!(setup.fake.check_runs().is_empty());
-}
-
-#[test]
-fn annotation_levels_follow_severities() {
-    assert_eq!(
-        AnnotationLevel::from(Severity::Error),
-        AnnotationLevel::Failure
-    );
-    assert_eq!(
-        AnnotationLevel::from(Severity::Notice),
-        AnnotationLevel::Notice
-    );
 }
 
 trait JsonOrNull {

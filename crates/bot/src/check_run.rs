@@ -34,26 +34,26 @@
 //!
 //! Inside a table, each also escapes `|` (GFM splits cells on it even in
 //! code spans). A suggested shell command quotes every argument
-//! ([`shell_quote`]).
+//! (`astrolift_sync::commands`, the one module that builds them).
 //! Counts are recomputed from the plan and diagnostics, so the output never
 //! disagrees with the rows it shows.
 
 use std::fmt::Write as _;
 
-use astrolift_forge::github::{
-    Annotation, CheckRunAction, CheckRunOutput, Conclusion, MAX_OUTPUT_TEXT,
-};
+use astrolift_forge::github::{CheckRunAction, CheckRunOutput, Conclusion, MAX_OUTPUT_TEXT};
 use astrolift_manifest::diagnostic::{DIAGNOSTICS_URL, doc_url};
 use astrolift_manifest::drift::{
     DriftSeverity as ManifestDriftSeverity, EnvironmentDrift, EnvironmentStatus,
 };
 use astrolift_manifest::{Counts, Diagnostic, Severity};
 
-use crate::drift::{DriftItem, DriftSeverity};
-use crate::plan::{PlanEntry, PlanStatus};
-use crate::report::{Mode, Report, Uncovered};
-use crate::workflows::WorkflowPlanEntry;
-use crate::workspaces::drifted;
+use astrolift_sync::drift::{DriftItem, DriftSeverity};
+use astrolift_sync::plan::{PlanEntry, PlanStatus};
+use astrolift_sync::report::{Mode, Report, Uncovered};
+use astrolift_sync::workflows::WorkflowPlanEntry;
+use astrolift_sync::workspaces::drifted;
+
+use crate::annotations::{annotation_of, conclusion_of};
 
 /// Hex digits of a digest shown in the summary table.
 const SHORT_DIGEST: usize = 12;
@@ -75,7 +75,7 @@ const STATUS_ORDER: [PlanStatus; 7] = [
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CheckOnlyReason {
     /// No project is registered for the repository; `how_to_register` is the
-    /// command that registers it (see [`register_command`]).
+    /// command that registers it (see `astrolift_sync::commands::register_command`).
     NotRegistered { how_to_register: String },
     /// A push to a registered skill source that no registration covers: its dependents
     /// are re-synced (listed after the summary); its own agents, if any, are not registered.
@@ -147,35 +147,6 @@ impl CheckOnlyReason {
     }
 }
 
-/// The command that registers `repository` (`OWNER/REPO`) for `git_ref`,
-/// with a placeholder project id. Every argument is quoted: the repository
-/// and the ref come from a webhook.
-pub fn register_command(repository: &str, git_ref: &str) -> String {
-    register_words(repository, git_ref, None)
-}
-
-/// The command that registers the one manifest `manifest_path` of `repository` for
-/// `git_ref`, with a placeholder project id; every argument quoted.
-pub fn register_manifest_command(repository: &str, git_ref: &str, manifest_path: &str) -> String {
-    register_words(repository, git_ref, Some(manifest_path))
-}
-
-fn register_words(repository: &str, git_ref: &str, manifest_path: Option<&str>) -> String {
-    let mut words = vec![
-        "astrolift",
-        "register-repo",
-        repository,
-        "--project-id",
-        "ID",
-        "--ref",
-        git_ref,
-    ];
-    if let Some(path) = manifest_path {
-        words.extend(["--manifest-path", path]);
-    }
-    shell_command(&words)
-}
-
 /// At most this many uncovered manifests are listed with their command.
 const UNCOVERED_SHOWN: usize = 20;
 
@@ -204,19 +175,6 @@ fn uncovered_manifests(uncovered: &[Uncovered], out: &mut String) {
     if uncovered.len() > UNCOVERED_SHOWN {
         let _ = writeln!(out, "- … and {} more", uncovered.len() - UNCOVERED_SHOWN);
     }
-}
-
-/// A shell command line with every word quoted by [`shell_quote`].
-pub fn shell_command(words: &[&str]) -> String {
-    let quoted: Vec<String> = words.iter().map(|w| shell_quote(w)).collect();
-    quoted.join(" ")
-}
-
-/// `word` in POSIX single quotes, always (a `'` inside becomes `'\''`): the
-/// shell expands nothing between single quotes. By hand because `shlex`'s
-/// quoting leaves "safe" words bare, and we quote every argument.
-pub fn shell_quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
 }
 
 /// What the renderer knows beyond the report.
@@ -269,7 +227,7 @@ pub fn render(report: &Report, context: &RenderContext) -> (Conclusion, CheckRun
         .diagnostics
         .iter()
         .filter_map(|diagnostic| {
-            let mut annotation = Annotation::from_diagnostic(diagnostic)?;
+            let mut annotation = annotation_of(diagnostic)?;
             let link = context.doc_link(&diagnostic.code);
             // Annotations are plain text: GitHub shows the URL as a link.
             let _ = write!(annotation.message, "\n\nExplanation: {link}");
@@ -297,7 +255,7 @@ pub fn render(report: &Report, context: &RenderContext) -> (Conclusion, CheckRun
 /// critically drifted manifest's drift is accepted for this commit; else `neutral` with
 /// warnings or notices, `success` with none.
 pub fn conclusion(report: &Report, context: &RenderContext) -> Conclusion {
-    let by_diagnostics = Conclusion::of(&report.diagnostics);
+    let by_diagnostics = conclusion_of(&report.diagnostics);
     let critical = report.critical_drift();
     if by_diagnostics == Conclusion::Failure || report.mode.applies() || critical.is_empty() {
         return by_diagnostics;
@@ -837,8 +795,9 @@ fn message_with(raw: &str, code_span: impl Fn(&str) -> String) -> String {
 mod tests {
     use super::*;
     use astrolift_manifest::{Code, Span};
-
-    use crate::report::ReportCounts;
+    use astrolift_sync::commands::register_command;
+    use astrolift_sync::report::ReportCounts;
+    use astrolift_sync::workflows::WorkflowPlanStatus;
 
     const ERROR: Code = Code::new(
         "manifest/invalid-value",
@@ -1297,5 +1256,33 @@ mod tests {
 
     fn conclusion_of(report: &Report) -> Conclusion {
         conclusion(report, &RenderContext::default())
+    }
+
+    /// Moved with the renderer from crates/sync's workflow scenario: a
+    /// workflow added by a sync is a row of the summary's workflow table.
+    #[test]
+    fn an_added_workflow_is_a_row_of_the_summary() {
+        let mut added = report(apply(), Vec::new(), Vec::new());
+        added.workflows = vec![WorkflowPlanEntry {
+            name: "triage".to_owned(),
+            path: "workflows/triage.toml".to_owned(),
+            status: WorkflowPlanStatus::Added,
+            content_hash: Some(format!("sha256:{}", "7e".repeat(32))),
+            previous_hash: None,
+            stages: 2,
+        }];
+        let (_, output) = render(&added, &RenderContext::default());
+        assert!(
+            output
+                .summary
+                .contains("| Workflow | File | Plan | Stages | Hash |"),
+            "{}",
+            output.summary
+        );
+        assert!(
+            output
+                .summary
+                .contains("| triage | `workflows/triage.toml` | added | 2 |")
+        );
     }
 }
