@@ -13,7 +13,7 @@ use astrolift_forge::github::{
     AppCredentials, CredentialsError, GitHubApp, GitHubConfig, GitHubError,
 };
 use astrolift_forge::webhook::{SignatureError, WebhookSecrets};
-use astrolift_store::{StoreError, blob_store_from_url, state_store_from_url};
+use astrolift_store::{StateLocation, StoreError, blob_store_from_url, open_state_store};
 use astrolift_sync::Stores;
 use secrecy::{ExposeSecret as _, SecretString};
 use tokio::sync::OnceCell;
@@ -76,12 +76,13 @@ impl Environment {
     /// `ASTROLIFT_STATE` and `ASTROLIFT_BLOBS`, with the embedded defaults.
     pub async fn stores(&self) -> Result<Stores, ConfigError> {
         let state_url = var("ASTROLIFT_STATE").unwrap_or_else(|| DEFAULT_STATE.to_owned());
-        if let Some(path) = state_url.strip_prefix("sqlite:") {
+        let state = StateLocation::parse(&state_url)?;
+        if let StateLocation::Sqlite(path) = &state {
             create_parent(path)?;
         }
         let blobs_url = var("ASTROLIFT_BLOBS").unwrap_or_else(|| DEFAULT_BLOBS.to_owned());
         Ok(Stores {
-            state: state_store_from_url(&state_url).await?,
+            state: open_state_store(&state).await?,
             blobs: blob_store_from_url(&blobs_url).await?,
         })
     }
@@ -186,11 +187,8 @@ impl Environment {
 }
 
 /// The embedded default lives in `.astrolift/`; create it on first use.
-fn create_parent(path: &str) -> Result<(), ConfigError> {
-    if let Some(parent) = std::path::Path::new(path)
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-    {
+fn create_parent(path: &std::path::Path) -> Result<(), ConfigError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| {
             ConfigError::Store(StoreError::Invalid(format!(
                 "cannot create {}: {e}",

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use astrolift_forge::webhook::WebhookSecrets;
 use astrolift_manifest::Limits;
-use astrolift_store::{BlobStore, BoxFuture, StateStore};
+use astrolift_store::{BlobStore, BoxFuture, StateLocation, StateStore};
 use astrolift_trigger::content::{BlobContent, UrlOptions};
 use astrolift_trigger::dispatch::{DispatchError, DispatchQueue, SqsDispatchQueue};
 use astrolift_trigger::outbox::{SqliteOutbox, StateOutbox, outbox_max_from_env, outbox_path};
@@ -104,7 +104,8 @@ pub async fn dispatch_queue_from_env(
     state: &Arc<dyn StateStore>,
     aws: Option<&aws_config::SdkConfig>,
 ) -> Result<Arc<dyn DispatchQueue>, TriggerSetupError> {
-    let location = state.location();
+    let location = StateLocation::parse(&state.location())
+        .map_err(|error| TriggerSetupError::Config(error.to_string()))?;
     let file = outbox_file(&location);
     // The outbox file a `sqlite:` state had beside it before the outbox moved inside.
     let earlier = Some(outbox_path(&location)).filter(|path| file.is_none() && path.exists());
@@ -155,9 +156,9 @@ pub async fn dispatch_queue_from_env(
 /// file: `ASTROLIFT_OUTBOX` when set; else `.astrolift/outbox.db` for a
 /// state store that keeps no outbox; `None` for a `sqlite:` state store,
 /// whose outbox is inside it.
-fn outbox_file(location: &str) -> Option<PathBuf> {
+fn outbox_file(location: &StateLocation) -> Option<PathBuf> {
     let named = std::env::var("ASTROLIFT_OUTBOX").is_ok_and(|path| !path.trim().is_empty());
-    (named || !location.starts_with("sqlite:")).then(|| outbox_path(location))
+    (named || !matches!(location, StateLocation::Sqlite(_))).then(|| outbox_path(location))
 }
 
 /// Sends what an earlier run left in the outbox file at `path` to `queue`

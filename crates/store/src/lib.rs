@@ -44,27 +44,17 @@
 mod aws;
 pub mod blob;
 mod error;
+mod future;
+mod location;
 pub mod state;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-use std::future::Future;
-use std::pin::Pin;
-
 pub use blob::{
     BlobBody, BlobKey, BlobOptions, BlobStats, BlobStore, FsBlobStore, PutOutcome, S3BlobStore,
-    blob_store_from_url, blob_store_from_url_with,
+    blob_store_from_url, blob_store_from_url_with, open_blob_store,
 };
 pub use error::{StoreError, StoreResult};
-pub use state::{StateStats, StateStore, state_store_from_url};
-
-/// The future returned by the store traits' methods. Boxed so that the traits stay
-/// dyn-compatible (`Arc<dyn BlobStore>`), and `Send` so they run on a multi-threaded runtime.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-impl dyn BlobStore {
-    /// Opens `file:DIR` or `s3://BUCKET[/prefix]`; see [`blob_store_from_url`].
-    pub async fn from_url(url: &str) -> StoreResult<std::sync::Arc<dyn BlobStore>> {
-        blob_store_from_url(url).await
-    }
-}
+pub use future::BoxFuture;
+pub use location::{BlobLocation, StateLocation};
+pub use state::{StateStats, StateStore, open_state_store, state_store_from_url};

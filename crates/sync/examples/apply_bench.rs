@@ -11,7 +11,9 @@ use std::time::Instant;
 use astrolift_manifest::{DirTree, ValidateOptions};
 use astrolift_store::blob::S3BlobStore;
 use astrolift_store::state::DynamoStateStore;
-use astrolift_store::{blob_store_from_url, state_store_from_url};
+use astrolift_store::{
+    BlobLocation, BlobOptions, StateLocation, open_blob_store, open_state_store,
+};
 use astrolift_sync::{Mode, Stores, SyncRequest, sync};
 
 #[tokio::main(flavor = "current_thread")]
@@ -20,10 +22,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let [dir, state_url, blob_url] = args.as_slice() else {
         return Err("usage: apply_bench DIR STATE_URL BLOB_URL".into());
     };
-    create_aws_resources(state_url, blob_url).await?;
+    let state = StateLocation::parse(state_url)?;
+    let blobs = BlobLocation::parse(blob_url)?;
+    create_aws_resources(&state, &blobs).await?;
     let stores = Stores {
-        blobs: blob_store_from_url(blob_url).await?,
-        state: state_store_from_url(state_url).await?,
+        blobs: open_blob_store(&blobs, BlobOptions::default()).await?,
+        state: open_state_store(&state).await?,
     };
     let tree = DirTree::open(dir, 1_000_000)?;
     let request = SyncRequest {
@@ -75,16 +79,16 @@ async fn timed_run(
 }
 
 async fn create_aws_resources(
-    state_url: &str,
-    blob_url: &str,
+    state: &StateLocation,
+    blobs: &BlobLocation,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    if let Some(table) = state_url.strip_prefix("dynamodb:") {
+    if let StateLocation::DynamoDb { table } = state {
         DynamoStateStore::from_env(table)
             .await?
             .create_table()
             .await?;
     }
-    if let Some(bucket) = blob_url.strip_prefix("s3://") {
+    if let BlobLocation::S3 { bucket, .. } = blobs {
         S3BlobStore::from_env(bucket, "", Default::default())
             .await?
             .create_bucket()

@@ -32,7 +32,7 @@ use subtle::ConstantTimeEq;
 
 use crate::render::key_hash;
 use crate::report::{ResultReporter, report_terminal_task};
-use crate::service::TriggerResponse;
+use crate::response::TriggerResponse;
 use crate::workflow::{StageDispatcher, advance_workflow_on_callback};
 
 /// Bytes a callback body may have besides its `result` (the status and the JSON around it).

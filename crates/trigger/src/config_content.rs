@@ -16,8 +16,9 @@ use astrolift_store::state::{EnvSpec, StateStore, UnixSeconds};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::content::{ContentError, ContentSource, Kept, UrlOptions};
+use crate::kept::Kept;
 use crate::message::EnvSpecRef;
+use crate::source::{ContentError, ContentSource, UrlOptions};
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct StoredBundle {

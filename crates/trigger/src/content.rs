@@ -2,7 +2,7 @@
 //! reads a registered agent's snapshot and package from the blob store and
 //! presigns the package URL; [`prompt_texts_of_manifest`] reads the same
 //! texts from a working tree (`astrolift trigger test`). Both give a
-//! [`PromptTexts`] that [`crate::message::compose_prompts`] turns into the
+//! [`PromptTexts`] that [`crate::prompts::compose_prompts`] turns into the
 //! prompts, so a preview and a real dispatch compose alike.
 //!
 //! # Prompt texts from the package archive
@@ -25,7 +25,6 @@
 
 use std::io::Read;
 use std::sync::Arc;
-use std::time::Duration;
 
 use astrolift_manifest::model::{AgentManifest, SkillRef};
 use astrolift_manifest::remote_skill;
@@ -37,100 +36,17 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::config_content::{StoredBundle, config_without_blob_store, load_config_content};
-use crate::env::{PromptTexts, SkillText, SnapshotView, ToolContract};
+use crate::env::SnapshotView;
+pub use crate::kept::CONTENT_CACHE_BYTES;
+use crate::kept::Kept;
 use crate::message::{DispatchContent, PackageRef};
+use crate::prompts::{PromptTexts, SkillText, ToolContract};
+pub use crate::source::{
+    ContentError, ContentSource, DEFAULT_URL_EXPIRY, MAX_ARCHIVE_BYTES, MAX_URL_EXPIRY, UrlOptions,
+};
 
-/// Largest package archive (compressed bytes) whose prompt texts are read.
-pub const MAX_ARCHIVE_BYTES: u64 = 64 * 1024 * 1024;
 /// Total bytes of Markdown kept from one archive while looking for prompts.
 pub const PROMPT_TEXT_BUDGET: u64 = 16 * 1024 * 1024;
-/// Default lifetime of a presigned package URL (`ASTROLIFT_PACKAGE_URL_EXPIRY_SECONDS`).
-pub const DEFAULT_URL_EXPIRY: Duration = Duration::from_secs(3600);
-/// Longest lifetime S3 accepts for a presigned URL (7 days).
-pub const MAX_URL_EXPIRY: Duration = Duration::from_secs(7 * 24 * 3600);
-
-/// Why a dispatch's content could not be read; the dispatch is not recorded.
-#[derive(Debug, thiserror::Error)]
-pub enum ContentError {
-    #[error("the agent's snapshot {0} is not in the blob store")]
-    MissingSnapshot(String),
-    #[error("the agent's snapshot does not read: {0}")]
-    Snapshot(String),
-    #[error("the agent's package {0} is not in the blob store")]
-    MissingPackage(String),
-    #[error(
-        "the package archive ({size} bytes) is over the {MAX_ARCHIVE_BYTES}-byte limit for reading its prompts"
-    )]
-    ArchiveTooLarge { size: u64 },
-    #[error("the package archive does not read: {0}")]
-    Archive(String),
-    #[error("the agent has a package but no blob store can deliver it")]
-    NoBlobStore,
-    #[error(
-        "env spec {env_spec} names the config manifest {repository}:{manifest_path}, which is not packaged: \
-         register {repository} (covering {manifest_path}) under the env spec's project and sync it"
-    )]
-    ConfigNotPackaged {
-        env_spec: String,
-        repository: String,
-        manifest_path: String,
-    },
-    #[error("the config bundle {0} is not in the blob store")]
-    MissingConfig(String),
-    #[error("the config bundle does not read: {0}")]
-    Config(String),
-    #[error("env spec {env_spec} names a config manifest, whose files no blob store can deliver")]
-    ConfigNoBlobStore { env_spec: String },
-    #[error("blob store: {0}")]
-    Store(#[from] StoreError),
-}
-
-impl ContentError {
-    /// Whether retrying may help (the store was unreachable).
-    pub fn is_transient(&self) -> bool {
-        matches!(self, ContentError::Store(StoreError::Unavailable(_)))
-    }
-}
-
-/// How package URLs are issued.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UrlOptions {
-    /// Lifetime of a presigned URL.
-    pub expiry: Duration,
-}
-
-impl Default for UrlOptions {
-    fn default() -> Self {
-        UrlOptions {
-            expiry: DEFAULT_URL_EXPIRY,
-        }
-    }
-}
-
-impl UrlOptions {
-    /// `ASTROLIFT_PACKAGE_URL_EXPIRY_SECONDS` (1 to 604,800; default 3,600).
-    pub fn from_env() -> Result<Self, String> {
-        match std::env::var("ASTROLIFT_PACKAGE_URL_EXPIRY_SECONDS") {
-            Err(_) => Ok(Self::default()),
-            Ok(text) if text.trim().is_empty() => Ok(Self::default()),
-            Ok(text) => {
-                let seconds: u64 = text.trim().parse().map_err(|_| {
-                    format!(
-                        "ASTROLIFT_PACKAGE_URL_EXPIRY_SECONDS={text:?} is not a number of seconds"
-                    )
-                })?;
-                let expiry = Duration::from_secs(seconds);
-                if seconds == 0 || expiry > MAX_URL_EXPIRY {
-                    return Err(format!(
-                        "ASTROLIFT_PACKAGE_URL_EXPIRY_SECONDS={seconds} is outside 1..={}",
-                        MAX_URL_EXPIRY.as_secs()
-                    ));
-                }
-                Ok(UrlOptions { expiry })
-            }
-        }
-    }
-}
 
 /// The content of a dispatch of the registered snapshot `snapshot_hash`:
 /// its snapshot, the prompt texts from its package and a presigned package
@@ -411,27 +327,6 @@ fn markdown_files(archive: &[u8], max_file: u64) -> Result<Vec<(String, Vec<u8>)
     Ok(files)
 }
 
-/// Where a dispatch's content comes from.
-pub trait ContentSource: Send + Sync + std::fmt::Debug {
-    /// The content of a dispatch of `agent` at its registered snapshot.
-    fn content<'a>(
-        &'a self,
-        agent: &'a Agent,
-        now: UnixSeconds,
-    ) -> BoxFuture<'a, Result<DispatchContent, ContentError>>;
-
-    /// The `config` of a dispatch with `spec` (see [`crate::config_content`]).
-    fn config<'a>(
-        &'a self,
-        state: &'a dyn StateStore,
-        spec: &'a EnvSpec,
-        now: UnixSeconds,
-    ) -> BoxFuture<'a, Result<Option<Value>, ContentError>>;
-}
-
-/// Snapshot contents kept by one [`BlobContent`]: at most this many bytes
-/// of prompt text (a snapshot holding more is read each time, never kept).
-pub const CONTENT_CACHE_BYTES: usize = 32 * 1024 * 1024;
 /// Package archives read at once by one [`BlobContent`]: each may take
 /// [`MAX_ARCHIVE_BYTES`] of memory, so a burst of dispatches of large
 /// packages waits here instead of holding a copy each.
@@ -450,58 +345,6 @@ pub struct BlobContent {
     urls: UrlOptions,
     limits: Limits,
     kept: Arc<KeptContent>,
-}
-
-/// Content-addressed reads kept by hash, oldest dropped first, at most
-/// [`CONTENT_CACHE_BYTES`] in all: what was read for a hash never changes.
-#[derive(Debug)]
-pub(crate) struct Kept<T> {
-    /// The entries, oldest first, and their total bytes.
-    entries: std::sync::Mutex<(KeptEntries<T>, usize)>,
-}
-
-/// (hash, content, its bytes), oldest first.
-type KeptEntries<T> = std::collections::VecDeque<(String, Arc<T>, usize)>;
-
-impl<T> Default for Kept<T> {
-    fn default() -> Self {
-        Self {
-            entries: std::sync::Mutex::new((KeptEntries::new(), 0)),
-        }
-    }
-}
-
-impl<T> Kept<T> {
-    pub(crate) fn get(&self, hash: &str) -> Option<Arc<T>> {
-        let entries = self.entries.lock().ok()?;
-        entries
-            .0
-            .iter()
-            .find(|(kept, _, _)| kept == hash)
-            .map(|(_, content, _)| Arc::clone(content))
-    }
-
-    /// Keeps `content` of `bytes` bytes (more than the whole budget is never kept).
-    pub(crate) fn keep(&self, hash: &str, content: Arc<T>, bytes: usize) {
-        if bytes > CONTENT_CACHE_BYTES {
-            return;
-        }
-        let Ok(mut guard) = self.entries.lock() else {
-            return;
-        };
-        let (entries, total) = &mut *guard;
-        if entries.iter().any(|(kept, _, _)| kept == hash) {
-            return;
-        }
-        while *total + bytes > CONTENT_CACHE_BYTES {
-            let Some((_, _, oldest)) = entries.pop_front() else {
-                break;
-            };
-            *total -= oldest;
-        }
-        entries.push_back((hash.to_owned(), content, bytes));
-        *total += bytes;
-    }
 }
 
 #[derive(Debug)]

@@ -28,8 +28,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::error::TriggerError;
-pub use crate::message::DispatchMessage;
 use crate::message::{DispatchContent, EnvSpecRef, MessageParts, Source, build_message};
+pub use crate::message::{DispatchMessage, MANUAL_TRIGGER};
 
 /// The idempotency key of a verified request (see the module docs):
 /// `replay_key` is [`crate::verify::Verified::replay_key`], `limit` is
@@ -291,9 +291,6 @@ pub(crate) async fn record_then_publish<Q: DispatchQueue + ?Sized>(
     }
     Ok(recorded)
 }
-
-/// The `trigger_id` of a dispatch asked for by hand (`astrolift dispatch`).
-pub const MANUAL_TRIGGER: &str = "manual";
 
 /// The idempotency key of a manual dispatch of `agent` (`astrolift dispatch
 /// AGENT --input JSON`, like the seed's `astro agent dispatch --input`):

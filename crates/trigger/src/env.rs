@@ -17,11 +17,16 @@
 //! [`EnvWarning`]. The texts of the brief, skills and tools are inputs: this
 //! function reads no file and no network; its only effect is the CSPRNG.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use astrolift_manifest::native::RESERVED_ENV;
 use serde::Deserialize;
 use serde_json::Value;
+
+use crate::prompts::compose_prompts;
+pub use crate::prompts::{
+    PromptTexts, SkillText, ToolContract, kickoff_prompt, non_empty_payload, system_prompt,
+};
 
 /// The parts of the agent snapshot (`astrolift.snapshot/v1`) rendering reads.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -74,28 +79,6 @@ pub struct DispatchContext {
     pub payload: Option<Value>,
 }
 
-/// What the caller read for the prompts: the brief's text, then each skill's
-/// instructions in order, then the tools of the contract.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PromptTexts {
-    pub brief: Option<String>,
-    pub skills: Vec<SkillText>,
-    /// In order; a slug seen before is skipped.
-    pub tools: Vec<ToolContract>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct SkillText {
-    pub name: String,
-    pub instructions: String,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolContract {
-    pub slug: String,
-    pub description: Option<String>,
-}
-
 /// How the runtime is set up for this dispatch.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RuntimeOptions {
@@ -145,11 +128,6 @@ pub struct RenderedEnv {
 #[error("cannot mint the cluster key: {0}")]
 pub struct RenderError(String);
 
-/// The empty payload is `None`, `null` or `{}`.
-pub fn non_empty_payload(payload: Option<&Value>) -> Option<&Value> {
-    payload.filter(|p| !p.is_null() && p.as_object().is_none_or(|o| !o.is_empty()))
-}
-
 /// Renders the environment (see the module docs for every rule).
 pub fn render_runtime_env(
     snapshot: &SnapshotView,
@@ -180,11 +158,7 @@ pub fn render_runtime_env(
         set("ASTROLIFT_PAYLOAD_HASH", snapshot.payload.digest.clone());
     }
     if !runtime.listener_mode {
-        let prompts = crate::message::compose_prompts(
-            &runtime.prompts,
-            &snapshot.name,
-            dispatch.payload.as_ref(),
-        );
+        let prompts = compose_prompts(&runtime.prompts, &snapshot.name, dispatch.payload.as_ref());
         set("AGENT_SYSTEM", prompts.system);
         set("AGENT_PROMPT", prompts.kickoff);
     }
@@ -229,50 +203,4 @@ fn mint_cluster_key() -> Result<String, RenderError> {
     let mut key = [0u8; 32];
     getrandom::fill(&mut key).map_err(|e| RenderError(e.to_string()))?;
     Ok(hex::encode(key))
-}
-
-/// The brief, then each skill's instructions in order, then the tool contract
-/// (each slug once, first description wins), separated by blank lines.
-pub fn system_prompt(prompts: &PromptTexts) -> String {
-    let mut sections = Vec::new();
-    if let Some(brief) = prompts
-        .brief
-        .as_deref()
-        .map(str::trim_end)
-        .filter(|b| !b.is_empty())
-    {
-        sections.push(brief.to_owned());
-    }
-    for skill in &prompts.skills {
-        sections.push(format!(
-            "## Skill: {}\n\n{}",
-            skill.name,
-            skill.instructions.trim_end()
-        ));
-    }
-    let mut seen = BTreeSet::new();
-    let tools: Vec<String> = prompts
-        .tools
-        .iter()
-        .filter(|tool| seen.insert(tool.slug.as_str()))
-        .map(|tool| match &tool.description {
-            Some(description) => format!("- `{}`: {}", tool.slug, description),
-            None => format!("- `{}`", tool.slug),
-        })
-        .collect();
-    if !tools.is_empty() {
-        sections.push(format!("## Tools\n\n{}", tools.join("\n")));
-    }
-    sections.join("\n\n")
-}
-
-/// The kickoff turn, carrying the payload JSON inline (the same text as
-/// `ASTROLIFT_TRIGGER_PAYLOAD`).
-pub fn kickoff_prompt(agent: &str, payload: Option<&str>) -> String {
-    match payload {
-        Some(payload) => format!(
-            "Run the agent `{agent}` once for this input.\n\nInput (JSON, also in ASTROLIFT_TRIGGER_PAYLOAD):\n```json\n{payload}\n```"
-        ),
-        None => format!("Run the agent `{agent}` once. No input was supplied."),
-    }
 }

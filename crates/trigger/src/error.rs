@@ -1,8 +1,9 @@
-//! [`TriggerError`] and its HTTP status (docs/reference.md §10).
+//! [`TriggerError`] and its HTTP status (docs/reference.md §10), and
+//! [`VerifyError`], its 401 cause.
+
+use astrolift_jq::sandbox::SandboxError;
 
 use crate::secrets::SecretError;
-use crate::verify::VerifyError;
-use astrolift_jq::sandbox::SandboxError;
 
 /// Why a trigger request was not dispatched. [`TriggerError::status`] is the
 /// HTTP answer; messages never contain a secret or a signature. `Display`
@@ -105,4 +106,25 @@ impl TriggerError {
             reason: error.to_string(),
         }
     }
+}
+
+/// Why a request was refused; never names the secret or expected value.
+/// The message names the header, so it goes to logs; HTTP bodies say
+/// only "unauthorized" ([`TriggerError::public_message`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VerifyError {
+    #[error("missing {0} header")]
+    Missing(String),
+    #[error("malformed {header} header: {expected}")]
+    Malformed { header: String, expected: String },
+    #[error("{0} does not match")]
+    Mismatch(String),
+    #[error(
+        "the {header} timestamp is {skew} seconds from now, over the {tolerance}-second tolerance"
+    )]
+    Stale {
+        header: String,
+        skew: u64,
+        tolerance: u64,
+    },
 }

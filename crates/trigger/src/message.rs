@@ -7,20 +7,23 @@
 //! `astrolift dispatch`, workflow stages) goes through
 //! [`crate::dispatch::new_dispatch`], which calls it, keeps the message in
 //! the dispatch record and hands the same message to the queue.
-//! [`compose_prompts`] is the one function that composes the system prompt
-//! and the kickoff turn: `build_message`, `astrolift trigger test` and
-//! `render_runtime_env` all call it.
+//! Its prompts are [`compose_prompts`]'s ([`crate::prompts`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use astrolift_store::state::{EnvSpec, UnixSeconds};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::env::{PromptTexts, SnapshotView, kickoff_prompt, non_empty_payload, system_prompt};
+use crate::env::SnapshotView;
+use crate::prompts::{PromptTexts, non_empty_payload};
+pub use crate::prompts::{Prompts, compose_prompts, tool_slugs};
 
 /// The value of the message's `schema` field.
 pub const DISPATCH_SCHEMA_V1: &str = "astrolift.dispatch/v1";
+
+/// The `trigger_id` of a dispatch asked for by hand (`astrolift dispatch`).
+pub const MANUAL_TRIGGER: &str = "manual";
 
 /// One dispatch, as sent to the dispatch queue and kept in the record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -91,7 +94,7 @@ impl Source {
     pub fn record_id(&self) -> String {
         match self {
             Source::Trigger { trigger_id } => trigger_id.clone(),
-            Source::Manual => crate::dispatch::MANUAL_TRIGGER.to_owned(),
+            Source::Manual => MANUAL_TRIGGER.to_owned(),
             Source::Workflow {
                 workflow_run,
                 stage,
@@ -169,39 +172,10 @@ pub struct BriefRef {
     pub hash: String,
 }
 
-/// `AGENT_SYSTEM` and `AGENT_PROMPT`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Prompts {
-    pub system: String,
-    pub kickoff: String,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallbackRef {
     /// `<ASTROLIFT_CALLBACK_BASE_URL>/callbacks/<task_id>`.
     pub url: String,
-}
-
-/// The system prompt (the brief, then each skill's instructions in order,
-/// then the tool contract with each slug once) and the kickoff turn (the
-/// payload JSON inline; none for the empty payload).
-pub fn compose_prompts(texts: &PromptTexts, agent: &str, payload: Option<&Value>) -> Prompts {
-    let payload = non_empty_payload(payload).map(Value::to_string);
-    Prompts {
-        system: system_prompt(texts),
-        kickoff: kickoff_prompt(agent, payload.as_deref()),
-    }
-}
-
-/// The tool slugs of `texts`, in order, each once.
-pub fn tool_slugs(texts: &PromptTexts) -> Vec<String> {
-    let mut seen = BTreeSet::new();
-    texts
-        .tools
-        .iter()
-        .filter(|tool| seen.insert(tool.slug.as_str()))
-        .map(|tool| tool.slug.clone())
-        .collect()
 }
 
 /// The callback URL of `task_id` under the configured base, if any.

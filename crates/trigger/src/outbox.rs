@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use astrolift_store::state::{Dispatch, DispatchOutbox, Queued};
-use astrolift_store::{BoxFuture, StateStore};
+use astrolift_store::{BoxFuture, StateLocation, StateStore};
 use rusqlite::{Connection, params};
 
 use crate::dispatch::{
@@ -276,7 +276,10 @@ impl StateOutbox {
     pub fn of(state: Arc<dyn StateStore>, max: u64) -> Option<Self> {
         state.dispatch_outbox()?;
         let location = state.location();
-        let path = PathBuf::from(location.strip_prefix("sqlite:").unwrap_or(&location));
+        let path = match StateLocation::parse(&location) {
+            Ok(StateLocation::Sqlite(path)) => path,
+            _ => PathBuf::from(&location),
+        };
         Some(Self {
             state,
             max,
@@ -409,21 +412,21 @@ impl DispatchQueue for SqliteOutbox {
     }
 }
 
-/// The outbox path for the state store URL `state`: `ASTROLIFT_OUTBOX`
+/// The outbox path for the state store at `state`: `ASTROLIFT_OUTBOX`
 /// when set, else `outbox.db` beside a `sqlite:` state file, else
 /// `.astrolift/outbox.db`.
-pub fn outbox_path(state: &str) -> PathBuf {
+pub fn outbox_path(state: &StateLocation) -> PathBuf {
     if let Ok(path) = std::env::var("ASTROLIFT_OUTBOX")
         && !path.trim().is_empty()
     {
         return PathBuf::from(path);
     }
-    match state.strip_prefix("sqlite:") {
-        Some(file) => Path::new(file)
+    match state {
+        StateLocation::Sqlite(file) => file
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .map_or_else(|| PathBuf::from("outbox.db"), |dir| dir.join("outbox.db")),
-        None => PathBuf::from(".astrolift/outbox.db"),
+        StateLocation::DynamoDb { .. } => PathBuf::from(".astrolift/outbox.db"),
     }
 }
 

@@ -67,25 +67,11 @@ use crate::error::TriggerError;
 use crate::evaluate::{CompiledBinding, Outcome, evaluate_verified};
 use crate::message::Source;
 use crate::report::{ResultReporter, report_target};
+pub use crate::response::TriggerResponse;
 use crate::secrets::SecretResolver;
 use crate::trust::{Trust, assess};
 use crate::verify::{now_seconds, verify_request};
 use astrolift_manifest::triggers::Verify;
-
-/// An HTTP-shaped answer: a status and a JSON object (`{}` for 204).
-#[derive(Debug, Clone, PartialEq)]
-pub struct TriggerResponse {
-    pub status: u16,
-    pub body: Value,
-}
-
-impl TriggerResponse {
-    /// The `Retry-After` header's value, seconds: every 503 (busy, or a
-    /// store or Secrets Manager that may come back) asks the caller to retry.
-    pub fn retry_after(&self) -> Option<u64> {
-        (self.status == 503).then_some(crate::error::RETRY_AFTER_SECONDS)
-    }
-}
 
 /// One GitHub-sourced binding's answer to an event.
 #[derive(Debug, Clone, PartialEq)]

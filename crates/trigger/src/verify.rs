@@ -25,28 +25,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::error::TriggerError;
+pub use crate::error::VerifyError;
 use crate::secrets::SecretResolver;
-
-/// Why a request was refused; never names the secret or expected value.
-/// The message names the header, so it goes to logs; HTTP bodies say
-/// only "unauthorized" ([`TriggerError::public_message`]).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum VerifyError {
-    #[error("missing {0} header")]
-    Missing(String),
-    #[error("malformed {header} header: {expected}")]
-    Malformed { header: String, expected: String },
-    #[error("{0} does not match")]
-    Mismatch(String),
-    #[error(
-        "the {header} timestamp is {skew} seconds from now, over the {tolerance}-second tolerance"
-    )]
-    Stale {
-        header: String,
-        skew: u64,
-        tolerance: u64,
-    },
-}
 
 /// What a verified request proves beyond "it is genuine".
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

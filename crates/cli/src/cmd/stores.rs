@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use astrolift_store::{BlobStore, StateStore, blob_store_from_url, state_store_from_url};
+use astrolift_store::{
+    BlobStore, StateLocation, StateStore, blob_store_from_url, open_state_store,
+};
 
 /// Where state and blobs live (docs/reference.md §3).
 #[derive(Debug, Clone, clap::Args)]
@@ -27,12 +29,12 @@ pub struct StoreArgs {
 
 impl StoreArgs {
     pub async fn state(&self) -> anyhow::Result<Arc<dyn StateStore>> {
-        if let Some(path) = self.state.strip_prefix("sqlite:") {
+        let cannot_open = || format!("cannot open the state store {}", self.state);
+        let location = StateLocation::parse(&self.state).with_context(cannot_open)?;
+        if let StateLocation::Sqlite(path) = &location {
             create_parent(path)?;
         }
-        state_store_from_url(&self.state)
-            .await
-            .with_context(|| format!("cannot open the state store {}", self.state))
+        open_state_store(&location).await.with_context(cannot_open)
     }
 
     pub async fn blobs(&self) -> anyhow::Result<Arc<dyn BlobStore>> {
@@ -43,11 +45,8 @@ impl StoreArgs {
 }
 
 /// The embedded default lives in `.astrolift/`; create it on first use.
-fn create_parent(path: &str) -> anyhow::Result<()> {
-    if let Some(parent) = std::path::Path::new(path)
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-    {
+fn create_parent(path: &std::path::Path) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;
     }

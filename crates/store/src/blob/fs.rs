@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{BlobBody, BlobCounters, BlobKey, BlobStats, BlobStore, PutOutcome};
+use crate::location::check_blob_dir;
 use crate::{BoxFuture, StoreError, StoreResult};
 
 /// A directory of objects, `<root>/<key>`.
@@ -23,9 +24,7 @@ impl FsBlobStore {
     /// the current directory now, so later `chdir`s do not move the store.
     pub fn new(root: impl AsRef<Path>) -> StoreResult<Self> {
         let root = root.as_ref();
-        if root.as_os_str().is_empty() {
-            return Err(StoreError::Invalid("`file:` needs a directory".into()));
-        }
+        check_blob_dir(root)?;
         let root = std::path::absolute(root).map_err(|err| StoreError::io(root, err))?;
         Ok(FsBlobStore {
             root,

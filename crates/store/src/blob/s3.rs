@@ -12,6 +12,7 @@ use super::{
     BlobBody, BlobCounters, BlobKey, BlobOptions, BlobStats, BlobStore, MIN_PART_SIZE, PutOutcome,
 };
 use crate::aws::{load_sdk_config, map_sdk_error};
+use crate::location::check_s3_bucket_and_prefix;
 use crate::{BoxFuture, StoreError, StoreResult};
 
 /// Objects in one bucket, under an optional key prefix.
@@ -53,13 +54,8 @@ impl S3BlobStore {
         prefix: &str,
         options: BlobOptions,
     ) -> StoreResult<Self> {
-        if bucket.is_empty() || bucket.contains('/') {
-            return Err(StoreError::Invalid(format!("S3 bucket name {bucket:?}")));
-        }
+        check_s3_bucket_and_prefix(bucket, prefix)?;
         let prefix = prefix.trim_matches('/');
-        if !prefix.is_empty() {
-            BlobKey::parse(prefix)?;
-        }
         Ok(S3BlobStore {
             client,
             bucket: bucket.to_owned(),

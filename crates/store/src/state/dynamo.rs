@@ -22,9 +22,10 @@ use super::change::{
     ApplyReport, ChangeSet, Chunk, Extra, TRANSACTION_MAX_BYTES, TRANSACTION_MAX_ITEMS, json_len,
 };
 use super::model::*;
+use super::store::{StateCounters, StateStats, StateStore};
 use super::table::{GSI_NAME, GSI_PK, GSI_SK, PK, SK, TTL_ATTRIBUTE, table_definition};
-use super::{StateCounters, StateStats, StateStore};
 use crate::aws::{load_sdk_config, map_sdk_error};
+use crate::location::check_table_name;
 use crate::{BoxFuture, StoreError, StoreResult};
 
 type Item = HashMap<String, AttributeValue>;
@@ -207,15 +208,7 @@ impl DynamoStateStore {
 
     /// A store on `table` with a ready client.
     pub fn new(client: Client, table: &str) -> StoreResult<Self> {
-        let valid = (3..=255).contains(&table.len())
-            && table
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-        if !valid {
-            return Err(StoreError::Invalid(format!(
-                "DynamoDB table name {table:?}"
-            )));
-        }
+        check_table_name(table)?;
         Ok(DynamoStateStore {
             client,
             table: table.to_owned(),

@@ -15,7 +15,8 @@ use serde::de::DeserializeOwned;
 
 use super::change::{ApplyReport, ChangeSet};
 use super::model::*;
-use super::{StateCounters, StateStats, StateStore};
+use super::store::{StateCounters, StateStats, StateStore};
+use crate::location::check_sqlite_path;
 use crate::{BoxFuture, StoreError, StoreResult};
 
 mod configs;
@@ -164,9 +165,7 @@ impl SqliteStateStore {
     /// Opens (creating if needed) the database at `path`, with its parent directory.
     pub async fn open(path: impl AsRef<Path>) -> StoreResult<Self> {
         let path = path.as_ref().to_owned();
-        if path.as_os_str().is_empty() {
-            return Err(StoreError::Invalid("`sqlite:` needs a path".into()));
-        }
+        check_sqlite_path(&path)?;
         let opened = path.clone();
         let connection = tokio::task::spawn_blocking(move || open_connection(&opened))
             .await

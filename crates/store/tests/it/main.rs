@@ -35,6 +35,7 @@ mod aws_errors;
 mod blob_contract;
 mod config_contract;
 mod fs_blob;
+mod locations;
 mod outbox_contract;
 mod skill_contract;
 mod state_backends;

@@ -8,8 +8,8 @@
 
 use std::sync::Arc;
 
-use astrolift_store::StateStore;
 use astrolift_store::testing::{aws_endpoint, unique_name};
+use astrolift_store::{StateLocation, StateStore};
 use astrolift_trigger::TriggerService;
 use astrolift_trigger::dispatch::{
     DispatchError, DispatchMessage, DispatchQueue, MemoryDispatchQueue, QueueDestination,
@@ -73,11 +73,11 @@ async fn messages_survive_reopening_and_the_bound_holds_at_the_limit() {
 #[test]
 fn the_outbox_lives_beside_a_sqlite_state() {
     assert_eq!(
-        outbox_path("sqlite:/var/lib/astrolift/state.db"),
+        outbox_path(&StateLocation::parse("sqlite:/var/lib/astrolift/state.db").expect("parses")),
         std::path::PathBuf::from("/var/lib/astrolift/outbox.db")
     );
     assert_eq!(
-        outbox_path("dynamodb:table"),
+        outbox_path(&StateLocation::parse("dynamodb:table").expect("parses")),
         std::path::PathBuf::from(".astrolift/outbox.db")
     );
 }
