@@ -70,8 +70,8 @@ use toml::de::{DeTable, DeValue};
 
 use crate::diagnostic::{Code, Diagnostic, Severity, Span};
 use crate::limits::Limits;
-use crate::native::RESERVED_ENV;
 use crate::paths::{self, SLUG_RULE, is_slug};
+use crate::reserved_env::RESERVED_ENV;
 use crate::toml_walk::{self, TomlFile};
 use crate::tree::{ReadError, SourceTree};
 

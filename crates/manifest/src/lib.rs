@@ -44,7 +44,9 @@ pub mod native;
 pub mod parallel;
 pub mod paths;
 pub mod position;
+pub mod remote_ref;
 pub mod remote_skill;
+pub mod reserved_env;
 pub mod resolved;
 pub mod schema;
 pub mod skill;
@@ -58,7 +60,7 @@ pub mod yaml;
 
 pub use diagnostic::{Code, Counts, Diagnostic, Edit, Fix, Severity, Span};
 pub use limits::Limits;
-pub use native::RESERVED_ENV;
+pub use reserved_env::RESERVED_ENV;
 pub use tree::{DirTree, EntryKind, FileEntry, MemTree, ReadError, SourceTree};
 pub use validate::{AgentSummary, ValidateOptions, Validation, validate_repository};
 

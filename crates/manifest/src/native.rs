@@ -24,27 +24,11 @@ use crate::toml_walk::{TomlFile, key_span};
 use crate::tree::SourceTree;
 use crate::triggers;
 
-/// The runtime variables the dispatcher owns (seed 000, "Runtime environment").
-/// A manifest `[environment]` that sets one is ignored with a warning; the
-/// runtime renderer reuses this list.
-pub const RESERVED_ENV: &[&str] = &[
-    "ASTROLIFT_TRIGGER_PAYLOAD",
-    "ASTROLIFT_TASK_ID",
-    "ASTROLIFT_CONTROLLER_URL",
-    "AGENT_CALLBACK_URL",
-    "ASTROLIFT_CLUSTER_KEY",
-    "ASTROLIFT_BRIEF_ID",
-    "ASTROLIFT_BRIEF_HASH",
-    "ASTROLIFT_PAYLOAD_URL",
-    "ASTROLIFT_PAYLOAD_HASH",
-    "AGENT_SYSTEM",
-    "AGENT_PROMPT",
-    "ASTROLIFT_WORKSPACE",
-    "ASTROLIFT_SNAPSHOT_URL",
-    "ASTROLIFT_SNAPSHOT_INTERVAL",
-    "ASTROLIFT_SNAPSHOT_LOCAL_PATH",
-    "ASTROLIFT_TMUX_SESSION",
-];
+// Defined in their own modules (config, workspaces and workflows use them
+// too); re-exported so `native::RESERVED_ENV` and `native::parse_remote_ref`
+// keep working.
+pub use crate::remote_ref::parse_remote_ref;
+pub use crate::reserved_env::RESERVED_ENV;
 
 /// The only `astrolift_version` this version reads.
 pub const FORMAT_VERSION: i64 = 1;
@@ -904,93 +888,5 @@ fn skill_identity(skill: &SkillRef) -> SkillIdentity {
         SkillRef::Org {
             repo_alias, path, ..
         } => SkillIdentity::Org(repo_alias.clone(), path.clone()),
-    }
-}
-
-/// `"name@version"` (catalogue) or `"alias/path/to/skill@ref"` (organization repo).
-pub fn parse_remote_ref(text: &str) -> Result<SkillRef, String> {
-    let Some((target, version)) = text.rsplit_once('@') else {
-        return Err("it has no `@version` or `@ref`".to_owned());
-    };
-    match target.split_once('/') {
-        None => {
-            if !paths::is_slug(target) {
-                return Err(format!("catalogue skill name `{target}` is not a slug"));
-            }
-            semver::Version::parse(version)
-                .map_err(|e| format!("`{version}` is not a semantic version ({e})"))?;
-            Ok(SkillRef::Catalogue {
-                name: target.to_owned(),
-                version: version.to_owned(),
-            })
-        }
-        Some((alias, path)) => {
-            if !paths::is_slug(alias) {
-                return Err(format!("repository alias `{alias}` is not a slug"));
-            }
-            if path
-                .split('/')
-                .any(|p| p.is_empty() || p == "." || p == "..")
-            {
-                return Err(format!(
-                    "skill path `{path}` has an empty, `.` or `..` component"
-                ));
-            }
-            if !is_git_ref(version) {
-                return Err(format!("`{version}` is not a valid git ref"));
-            }
-            Ok(SkillRef::Org {
-                repo_alias: alias.to_owned(),
-                path: path.to_owned(),
-                git_ref: version.to_owned(),
-            })
-        }
-    }
-}
-
-/// The `git check-ref-format` rules that matter for a ref written by hand.
-fn is_git_ref(name: &str) -> bool {
-    !name.is_empty()
-        && !name.starts_with(['-', '/', '.'])
-        && !name.ends_with(['/', '.'])
-        && !name.ends_with(".lock")
-        && !name.contains("..")
-        && !name.contains("//")
-        && !name.contains("@{")
-        && !name
-            .chars()
-            .any(|c| c.is_control() || c.is_whitespace() || "~^:?*[\\".contains(c))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn remote_refs() {
-        assert_eq!(
-            parse_remote_ref("pr-review@1.2.0"),
-            Ok(SkillRef::Catalogue {
-                name: "pr-review".into(),
-                version: "1.2.0".into()
-            })
-        );
-        assert_eq!(
-            parse_remote_ref("steadymd/runbooks/clinical-triage@main"),
-            Ok(SkillRef::Org {
-                repo_alias: "steadymd".into(),
-                path: "runbooks/clinical-triage".into(),
-                git_ref: "main".into()
-            })
-        );
-        assert!(parse_remote_ref("pr-review").is_err());
-        assert!(parse_remote_ref("pr-review@latest").is_err());
-        assert!(parse_remote_ref("a//b@main").is_err());
-        assert!(parse_remote_ref("a/b@ma in").is_err());
-    }
-
-    #[test]
-    fn reserved_env_has_the_seed_table() {
-        assert_eq!(RESERVED_ENV.len(), 16);
     }
 }

@@ -26,8 +26,8 @@ use serde::Serialize;
 use crate::diagnostic::{Code, Diagnostic, Fix, Severity};
 use crate::files;
 use crate::limits::Limits;
-use crate::native::RESERVED_ENV;
 use crate::paths::{SLUG_RULE, is_slug};
+use crate::reserved_env::RESERVED_ENV;
 use crate::tree::SourceTree;
 use crate::yaml::{Mapping, Value, YamlFile, entry};
 

@@ -23,16 +23,17 @@
 
 use std::io::{self, Read, Write};
 
-use astrolift_manifest::tree::ReadError;
-use astrolift_manifest::{Code, Diagnostic, Span};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::codes;
-use crate::fingerprint::ContentHashes;
+use crate::content_hash::ContentHashes;
 use crate::gzip::ParallelGzip;
 use crate::slice::Slice;
-use crate::source::PayloadTree;
+use crate::source::{PayloadTree, open_source};
+
+// Defined in its own module (every step of packaging fails with it);
+// re-exported so `archive::PackageError` keeps working.
+pub use crate::error::PackageError;
 
 /// The gzip level of every archive. Part of the format: changing it changes
 /// every digest.
@@ -71,56 +72,6 @@ impl PackageOutput {
     /// The hex part of the digest, for content-addressed keys.
     pub fn digest_hex(&self) -> &str {
         self.digest.strip_prefix("sha256:").unwrap_or(&self.digest)
-    }
-}
-
-/// Why an archive was not written. Except for `Write`, nothing was written
-/// when this is returned; after a `Read` or `Write` error the writer holds a
-/// partial archive that the caller must discard (write to a temp file and
-/// rename on success).
-#[derive(Debug, thiserror::Error)]
-pub enum PackageError {
-    #[error("the package is {size} bytes uncompressed, over the {limit}-byte limit")]
-    TooLarge { size: u64, limit: u64 },
-    #[error("the package would be empty")]
-    Empty,
-    #[error("{path} is not a regular file of the source tree")]
-    NotAFile { path: String },
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: ReadError,
-    },
-    #[error("cannot read {path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: io::Error,
-    },
-    #[error("cannot write the archive: {0}")]
-    Write(#[source] io::Error),
-}
-
-impl PackageError {
-    pub fn code(&self) -> &'static Code {
-        match self {
-            PackageError::TooLarge { .. } => &codes::TOO_LARGE,
-            PackageError::Empty => &codes::EMPTY,
-            PackageError::NotAFile { .. } => &codes::SPECIAL_FILE,
-            PackageError::Read { .. } | PackageError::Io { .. } | PackageError::Write(_) => {
-                &codes::READ_FAILED
-            }
-        }
-    }
-
-    pub fn to_diagnostic(&self, manifest: &str, agent: &str) -> Diagnostic {
-        Diagnostic::new(
-            self.code(),
-            manifest,
-            Span::FILE,
-            format!("agent `{agent}` cannot be packaged: {self}"),
-        )
     }
 }
 
@@ -223,17 +174,6 @@ fn write_archive_inner<W: Write>(
         files: slice.files.len() as u64,
         uncompressed_size,
         inline: false,
-    })
-}
-
-/// Opens a file of the tree for packaging; failing is a read error of it.
-pub(crate) fn open_source<'t>(
-    tree: &'t dyn PayloadTree,
-    path: &str,
-) -> Result<Box<dyn Read + 't>, PackageError> {
-    tree.open_file(path).map_err(|source| PackageError::Read {
-        path: path.to_owned(),
-        source,
     })
 }
 

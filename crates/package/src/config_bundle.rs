@@ -24,7 +24,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::fingerprint::file_hash;
+use crate::content_hash::file_hash;
 use crate::slice::SliceError;
 use crate::snapshot::canonical_json;
 use crate::source::PayloadTree;

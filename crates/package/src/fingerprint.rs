@@ -23,69 +23,19 @@
 //! only written after the archive was built from exactly the hashed bytes
 //! ([`crate::package_prepared`] checks them while archiving).
 
-use std::collections::BTreeMap;
-use std::io::Read;
-
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::archive::{COMPRESSION_LEVEL, PackageError, PackageOutput, open_source};
+use crate::archive::{COMPRESSION_LEVEL, PackageOutput};
 use crate::slice::Slice;
-use crate::source::PayloadTree;
+
+// Defined in its own module (archives and snapshots use it too); re-exported
+// so `fingerprint::ContentHashes` keeps working.
+pub use crate::content_hash::ContentHashes;
 
 /// Names the archive format the fingerprint stands for. Part of every
 /// fingerprint: changing it invalidates every stored record.
 pub const FINGERPRINT_FORMAT: &str = "astrolift.slice-fingerprint/v1 tar=gnu gzip=chunked-1MiB";
-
-/// sha256 of each slice file's content, by source path.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ContentHashes(BTreeMap<String, [u8; 32]>);
-
-impl ContentHashes {
-    /// Hashes (streams) every file of `slice` once.
-    pub fn of_slice(slice: &Slice, tree: &dyn PayloadTree) -> Result<Self, PackageError> {
-        let mut buffer = vec![0u8; 64 * 1024];
-        let mut hashes = BTreeMap::new();
-        for file in &slice.files {
-            if hashes.contains_key(&file.source) {
-                continue;
-            }
-            let hash = file_hash(tree, &file.source, &mut buffer)?;
-            hashes.insert(file.source.clone(), hash);
-        }
-        Ok(Self(hashes))
-    }
-
-    /// The hash of a source path, when it is a file of the slice.
-    pub fn get(&self, source: &str) -> Option<&[u8; 32]> {
-        self.0.get(source)
-    }
-
-    /// The hex hash of a source path, when it is a file of the slice.
-    pub fn hex(&self, source: &str) -> Option<String> {
-        self.get(source).map(hex::encode)
-    }
-}
-
-/// sha256 of one file of the tree, streamed through `buffer`.
-pub(crate) fn file_hash(
-    tree: &dyn PayloadTree,
-    path: &str,
-    buffer: &mut [u8],
-) -> Result<[u8; 32], PackageError> {
-    let mut reader = open_source(tree, path)?;
-    let mut hasher = Sha256::new();
-    loop {
-        let n = reader.read(buffer).map_err(|source| PackageError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
-        if n == 0 {
-            return Ok(hasher.finalize().into());
-        }
-        hasher.update(&buffer[..n]);
-    }
-}
 
 /// The fingerprint of a slice whose contents hash to `hashes`, as 64 hex
 /// digits. `None` when a file of the slice has no hash (not hashed from this

@@ -59,6 +59,8 @@
 pub mod archive;
 pub mod codes;
 pub mod config_bundle;
+pub mod content_hash;
+pub mod error;
 pub mod fingerprint;
 pub mod gzip;
 pub mod remote;
@@ -68,15 +70,17 @@ pub mod source;
 pub mod tarball;
 
 pub use archive::{
-    COMPRESSION_LEVEL, PackageError, PackageOutput, write_archive, write_archive_checked,
+    COMPRESSION_LEVEL, PackageOutput, write_archive, write_archive_checked,
     write_archive_with_threads,
 };
 pub use config_bundle::{ConfigBundle, ConfigFile, bundle_config};
-pub use fingerprint::{ContentHashes, FINGERPRINT_FORMAT, FingerprintRecord, slice_fingerprint};
-pub use remote::{MountedTree, RemoteSkillTree, remote_pins};
+pub use content_hash::ContentHashes;
+pub use error::PackageError;
+pub use fingerprint::{FINGERPRINT_FORMAT, FingerprintRecord, slice_fingerprint};
+pub use remote::{MountedTree, RemoteSkillTree};
 pub use slice::{Slice, SliceError, SliceFile, slice, slice_with_remote};
 pub use snapshot::{
-    SkillPin, SkillPins, Snapshot, skill_dir_sha256, snapshot, snapshot_pinned,
+    SkillPin, SkillPins, Snapshot, remote_pins, skill_dir_sha256, snapshot, snapshot_pinned,
     snapshot_with_hashes,
 };
 pub use source::PayloadTree;

@@ -1,7 +1,8 @@
 //! Resolved remote skills in a package (docs/reference.md §5.1, "Remote skills"): the files of each catalogue or
 //! organization skill, read from its repository's already-fetched tree, packaged at the
 //! package-relative directory the resolver assigned (`skills/<name>/`,
-//! `skills/<alias>/<path>/`), and the pins of the snapshot.
+//! `skills/<alias>/<path>/`). The pins the snapshot records for them are
+//! [`crate::snapshot::remote_pins`].
 //!
 //! No I/O beyond reading the trees it is handed: fetching is the caller's. A
 //! [`MountedTree`] puts every remote skill's files at paths no repository path can take
@@ -16,8 +17,6 @@ use std::io::Read;
 use astrolift_manifest::remote_skill::RemoteSkill;
 use astrolift_manifest::tree::{FileEntry, ReadError, SourceTree};
 
-use crate::archive::PackageError;
-use crate::snapshot::{SkillPin, SkillPins, skill_dir_sha256};
 use crate::source::PayloadTree;
 
 /// Where mounted files live in a [`MountedTree`].
@@ -124,20 +123,4 @@ impl PayloadTree for MountedTree<'_> {
             None => self.base.open_file(path),
         }
     }
-}
-
-/// The snapshot pins of `remote`: each skill's commit and the listing hash of its files in
-/// its repository's tree.
-pub fn remote_pins(remote: &[RemoteSkillTree<'_>]) -> Result<SkillPins, PackageError> {
-    remote
-        .iter()
-        .map(|r| {
-            let sha256 = skill_dir_sha256(r.tree, &r.skill.dir, &r.skill.files)?;
-            let pin = SkillPin {
-                commit: r.skill.commit.clone(),
-                sha256,
-            };
-            Ok((r.skill.reference.clone(), pin))
-        })
-        .collect()
 }

@@ -26,8 +26,10 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::archive::{PackageError, PackageOutput};
-use crate::fingerprint::{ContentHashes, file_hash};
+use crate::archive::PackageOutput;
+use crate::content_hash::{ContentHashes, file_hash};
+use crate::error::PackageError;
+use crate::remote::RemoteSkillTree;
 use crate::slice::Slice;
 use crate::source::PayloadTree;
 
@@ -305,6 +307,22 @@ fn skill_sha256(
 pub fn file_sha256(tree: &dyn PayloadTree, path: &str) -> Result<String, PackageError> {
     let mut buffer = vec![0u8; 64 * 1024];
     Ok(hex::encode(file_hash(tree, path, &mut buffer)?))
+}
+
+/// The snapshot pins of `remote`: each skill's commit and the listing hash of its files in
+/// its repository's tree.
+pub fn remote_pins(remote: &[RemoteSkillTree<'_>]) -> Result<SkillPins, PackageError> {
+    remote
+        .iter()
+        .map(|r| {
+            let sha256 = skill_dir_sha256(r.tree, &r.skill.dir, &r.skill.files)?;
+            let pin = SkillPin {
+                commit: r.skill.commit.clone(),
+                sha256,
+            };
+            Ok((r.skill.reference.clone(), pin))
+        })
+        .collect()
 }
 
 impl Snapshot {

@@ -11,12 +11,25 @@ use std::io::{self, Read};
 
 use astrolift_manifest::tree::{DirTree, EntryKind, MemTree, ReadError, SourceTree};
 
+use crate::error::PackageError;
+
 /// A source tree whose regular files can be read as a stream.
 pub trait PayloadTree: SourceTree {
     /// A reader over the file's bytes. The reader yields exactly the size
     /// listed in [`SourceTree::entries`] or fails with an I/O error (a local
     /// file that changed since it was listed).
     fn open_file(&self, path: &str) -> Result<Box<dyn Read + '_>, ReadError>;
+}
+
+/// Opens a file of the tree for packaging; failing is a read error of it.
+pub(crate) fn open_source<'t>(
+    tree: &'t dyn PayloadTree,
+    path: &str,
+) -> Result<Box<dyn Read + 't>, PackageError> {
+    tree.open_file(path).map_err(|source| PackageError::Read {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// The listed entry of a regular file, or why there is none.

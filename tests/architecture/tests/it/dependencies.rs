@@ -1,0 +1,69 @@
+//! Dependencies point downwards only (ARCHITECTURE.md, "Code map"): the pure
+//! crates reach no runtime, network, AWS or storage crate, and none above them.
+
+use std::collections::BTreeMap;
+
+use astrolift_architecture_tests::{Dependency, dependencies};
+
+use crate::workspace_root;
+
+/// Crates of the outside world: the async runtime, HTTP, GitHub, AWS, SQLite.
+const OUTSIDE_WORLD: &[&str] = &["tokio", "octocrab", "rusqlite", "hyper", "reqwest"];
+
+fn is_outside_world(name: &str) -> bool {
+    OUTSIDE_WORLD.contains(&name) || name.starts_with("aws-")
+}
+
+fn dependencies_of(package: &str) -> BTreeMap<String, Dependency> {
+    let path = workspace_root().join(package).join("Cargo.toml");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    dependencies(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Our crates among `package`'s dependencies.
+fn ours(package: &str) -> Vec<String> {
+    dependencies_of(package)
+        .into_keys()
+        .filter(|name| name.starts_with("astrolift-"))
+        .collect()
+}
+
+#[test]
+fn dependency_direction() {
+    let mut broken = Vec::new();
+    // manifest and package: "No network, no AWS, no clock" (their crate docs
+    // and ARCHITECTURE.md); not even behind a feature.
+    for package in ["crates/manifest", "crates/package"] {
+        for (name, _) in dependencies_of(package) {
+            if is_outside_world(&name) {
+                broken.push(format!(
+                    "{package} depends on {name}: the pure core reaches no runtime, network, AWS or storage crate (ARCHITECTURE.md, \"Bird's-eye view\")"
+                ));
+            }
+        }
+    }
+    // jq: only its `sandbox` feature (which `manifest` leaves off) may run
+    // anything (ARCHITECTURE.md, `crates/jq`).
+    for (name, dependency) in dependencies_of("crates/jq") {
+        if is_outside_world(&name) && !dependency.optional {
+            broken.push(format!(
+                "crates/jq depends on {name} without a feature: only the `sandbox` feature may (ARCHITECTURE.md, `crates/jq`)"
+            ));
+        }
+    }
+    let downwards = [
+        ("crates/manifest", &["astrolift-jq"][..]),
+        ("crates/package", &["astrolift-manifest"][..]),
+    ];
+    for (package, allowed) in downwards {
+        for name in ours(package) {
+            if !allowed.contains(&name.as_str()) {
+                broken.push(format!(
+                    "{package} depends on {name}: dependencies point downwards only, {package} may use {allowed:?} (ARCHITECTURE.md, \"Code map\")"
+                ));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "\n{}\n", broken.join("\n"));
+}

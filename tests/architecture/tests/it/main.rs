@@ -1,0 +1,14 @@
+//! The structure tests of ARCHITECTURE.md: no import cycle inside a crate
+//! (`cycles`), dependencies pointing downwards (`dependencies`), and tests
+//! of the analysis itself on small sources (`analysis`).
+
+mod analysis;
+mod cycles;
+mod dependencies;
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root: two levels above this package (`tests/architecture`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
