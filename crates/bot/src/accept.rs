@@ -18,7 +18,7 @@ use astrolift_store::state::{Acceptor, StateStore, UnixSeconds, accepted_by, dri
 use astrolift_sync::Report;
 
 use crate::job::SyncJob;
-use crate::runner::JobError;
+use crate::job_error::JobError;
 
 /// What the run shows of drift acceptance: who accepted which manifest's drift at this
 /// head, and a refused request.

@@ -76,6 +76,7 @@ pub mod config;
 pub mod dependents;
 pub mod ingress;
 pub mod job;
+mod job_error;
 pub mod queue;
 pub mod report;
 pub mod runner;

@@ -14,102 +14,33 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use astrolift_forge::github::{
-    CheckRunOutput, Conclusion, GitHubApp, GitHubError, Installation, RepoPath,
-};
+use astrolift_forge::github::{CheckRunOutput, Conclusion, GitHubApp, Installation, RepoPath};
 use astrolift_manifest::{Limits, SourceTree, ValidateOptions};
-use astrolift_package::{SourceTarball, TarballError, TarballOptions, TarballTree};
-use astrolift_store::StoreError;
+use astrolift_package::{TarballOptions, TarballTree};
 use astrolift_store::state::RepoRegistration;
 use astrolift_sync::commands::register_command;
 
 use crate::check_run::{CheckOnlyReason, RenderContext, render};
-use astrolift_sync::{Coverage, Mode, Report, Stores, SyncError, SyncRequest, sync};
+use astrolift_sync::{Coverage, Mode, Report, Stores, SyncRequest, sync};
 use astrolift_trigger::report::report_recorded;
 use tracing::Instrument as _;
 
+pub use crate::job_error::JobError;
+
 use crate::accept::settle_acceptance;
-use crate::commit_order::{GitHubCommitOrder, is_retryable};
+use crate::commit_order::GitHubCommitOrder;
 use crate::dependents::{self, Followed};
 use crate::ingress::now;
 use crate::job::{JobTrigger, ReportJob, SyncJob};
-use crate::queue::{JobQueue, QueueError};
+use crate::job_error::fetch_tree;
+use crate::queue::JobQueue;
 use crate::report::GitHubReporter;
 use crate::skills::GitHubSkillFetcher;
 use crate::suggest::{PullRequest, drop_suggested_annotations, post_suggestions, warn_not_posted};
 use crate::telemetry::{self, Metric};
 
-/// `ENOSPC` on Linux (Lambda and serve's platforms): older kernels' errors
-/// may not map to `ErrorKind::StorageFull`.
-const ENOSPC: i32 = 28;
-
 /// The check run's name (docs/reference.md §9).
 pub const CHECK_NAME: &str = "Astrolift";
-
-/// Why a job failed. [`JobError::is_retryable`] tells the queue whether to
-/// deliver it again.
-#[derive(Debug, thiserror::Error)]
-pub enum JobError {
-    #[error(transparent)]
-    GitHub(#[from] GitHubError),
-    #[error("the repository tarball was refused: {0}")]
-    Tarball(#[from] TarballError),
-    #[error(transparent)]
-    Sync(#[from] SyncError),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("the sync was interrupted (the process is stopping)")]
-    Interrupted,
-    #[error("cannot queue the re-syncs of the dependents: {0}")]
-    Queue(#[from] QueueError),
-}
-
-impl JobError {
-    /// True when running the job again may succeed: GitHub or a store was
-    /// unreachable or busy, or a concurrent sync won a conditional write.
-    /// A refused tarball or a 4xx from GitHub will fail the same way again.
-    pub fn is_retryable(&self) -> bool {
-        match self {
-            JobError::GitHub(error) => is_retryable(error),
-            _ if self.is_out_of_space() => false,
-            JobError::Tarball(error) => {
-                matches!(error, TarballError::Corrupt(_) | TarballError::Spool(_))
-            }
-            JobError::Sync(error) => error.is_retryable(),
-            JobError::Store(_) | JobError::Interrupted | JobError::Queue(_) => true,
-        }
-    }
-
-    /// True when the spool (the tarball's files, or archives being built)
-    /// ran out of disk: the same commit will not fit the next time either,
-    /// so it is a permanent failure, not a retry.
-    pub fn is_out_of_space(&self) -> bool {
-        let io = match self {
-            JobError::Tarball(TarballError::Spool(io)) | JobError::Sync(SyncError::Spool(io)) => io,
-            _ => return false,
-        };
-        io.kind() == std::io::ErrorKind::StorageFull || io.raw_os_error() == Some(ENOSPC)
-    }
-
-    /// The explanation written into a failed check run: plain, and free of
-    /// secrets (errors never carry tokens or URLs with queries).
-    fn explanation(&self) -> String {
-        if self.is_out_of_space() {
-            return "Astrolift could not finish: the repository's files do not fit the \
-                    temporary storage of the sync worker (it ran out of disk space while \
-                    unpacking the tarball or building packages).\n\n\
-                    Make the repository smaller (or move large files out of it), or ask \
-                    the operator to raise the sync function's ephemeral storage; then push again."
-                .to_owned();
-        }
-        let next = if self.is_retryable() {
-            "Astrolift will try again; if it keeps failing, re-run this check."
-        } else {
-            "Fix the cause and push again."
-        };
-        format!("Astrolift could not finish: {self}.\n\n{next}")
-    }
-}
 
 /// What a finished job did.
 #[derive(Debug, Clone)]
@@ -497,21 +428,6 @@ impl SyncRunner {
             }
         }
     }
-}
-
-/// The tree of `repo` at commit `sha`: its tarball streamed (on a blocking thread) into a
-/// bounded tree. Agent repositories and skill repositories ([`crate::skills`]) alike.
-pub(crate) async fn fetch_tree(
-    installation: &Installation,
-    repo: &RepoPath,
-    sha: &str,
-    options: TarballOptions,
-) -> Result<TarballTree, JobError> {
-    let download = installation.tarball(repo, sha).await?;
-    let tree = download
-        .read_blocking(move |reader| SourceTarball::read_with(reader, &options))
-        .await??;
-    Ok(tree)
 }
 
 /// Check or apply, and why only check (docs/reference.md §1): a repository

@@ -17,7 +17,7 @@ use astrolift_package::TarballOptions;
 use astrolift_sync::{SkillFetch, SkillFetchError, SkillFetchFuture, SkillFetcher};
 
 use crate::config::{ConfigError, Environment};
-use crate::runner::{JobError, fetch_tree};
+use crate::job_error::{JobError, fetch_tree};
 
 /// The fetcher of a local run (`astrolift check`): through the App on `GITHUB_API_URL` when
 /// App credentials are configured (`GITHUB_APP_ID` set, with its key as `serve` reads it),

@@ -28,7 +28,6 @@ use astrolift_package::{ConfigBundle, PayloadTree, bundle_config};
 use astrolift_store::StateStore;
 use astrolift_store::blob::{BlobBody, BlobKey, BlobStore, CONTENT_TYPE_JSON, PutOutcome};
 use astrolift_store::state::{ConfigPackage, UnixSeconds};
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::SyncError;
@@ -55,29 +54,7 @@ pub async fn config_paths(
     Ok(paths)
 }
 
-/// What happened to one config manifest in this sync.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ConfigPlanEntry {
-    pub manifest_path: String,
-    /// sha256 (hex) of the bundle; `None` when the config has errors.
-    pub bundle: Option<String>,
-    pub status: ConfigStatus,
-    /// Files the bundle hands over.
-    pub files: usize,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ConfigStatus {
-    /// A new bundle is registered by this apply.
-    Registered,
-    /// The registered bundle is this one already.
-    Unchanged,
-    /// Checked only: a check, or no applied registration of an env spec's project covers it.
-    Checked,
-    /// It has errors (see the diagnostics): nothing is registered.
-    Failed,
-}
+pub use crate::report::{ConfigPlanEntry, ConfigStatus};
 
 /// The configs' entries and what an apply writes.
 #[derive(Debug, Default)]

@@ -23,7 +23,7 @@ use astrolift_store::state::{EnvSpecRefusal, env_spec_for_project};
 use crate::SyncError;
 use crate::commands::env_spec_upsert_command;
 use crate::package_step::Prepared;
-use crate::pipeline::SyncRequest;
+use crate::request::SyncRequest;
 use crate::scope::Scope;
 
 /// Checks the env specs every agent's triggers name against the project its

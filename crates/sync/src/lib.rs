@@ -59,11 +59,13 @@ pub mod commands;
 pub mod configs;
 pub mod drift;
 mod env_specs;
+mod error;
 pub mod order;
 mod package_step;
 mod pipeline;
 pub mod plan;
 pub mod report;
+mod request;
 mod scope;
 pub mod skills;
 pub mod workflows;
@@ -71,39 +73,10 @@ pub mod workspaces;
 
 pub use configs::config_paths;
 pub use drift::{DriftItem, DriftSeverity};
+pub use error::SyncError;
 pub use order::{CommitOrder, Order, OrderError, OrderFuture};
-pub use pipeline::{Stores, SyncRequest, sync};
+pub use pipeline::sync;
 pub use plan::{PlanEntry, PlanStatus};
 pub use report::{Coverage, Mode, Report, ReportCounts};
+pub use request::{Stores, SyncRequest};
 pub use skills::{SkillFetch, SkillFetchError, SkillFetchFuture, SkillFetcher, SkillTree};
-
-/// Why a sync failed as a whole. Agent problems are never errors: they are
-/// diagnostics and `failed` plan entries.
-#[derive(Debug, thiserror::Error)]
-pub enum SyncError {
-    #[error(transparent)]
-    Store(#[from] astrolift_store::StoreError),
-    #[error("cannot spool an archive to a temp file: {0}")]
-    Spool(#[source] std::io::Error),
-    #[error("applying needs the ref being synced")]
-    NoRef,
-    #[error(transparent)]
-    Order(#[from] OrderError),
-    #[error(transparent)]
-    SkillFetch(#[from] skills::SkillFetchError),
-}
-
-impl SyncError {
-    /// True when running the same request again may succeed (a store was
-    /// unreachable, or a concurrent sync won a conditional write).
-    pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            SyncError::Store(
-                astrolift_store::StoreError::Unavailable(_)
-                    | astrolift_store::StoreError::Conflict(_)
-            ) | SyncError::Spool(_)
-        ) || matches!(self, SyncError::Order(error) if error.retryable)
-            || matches!(self, SyncError::SkillFetch(error) if error.retryable)
-    }
-}

@@ -1,67 +1,31 @@
 //! `sync`: discover → validate → package → plan → (apply) → report.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use astrolift_manifest::model::AgentManifest;
-use astrolift_manifest::{ValidateOptions, Validation, diagnostic, validate_repository};
+use astrolift_manifest::{Validation, diagnostic, validate_repository};
 use astrolift_package::{PayloadTree, PreparedAgent};
 use astrolift_store::StoreError;
 use astrolift_store::blob::{
     BlobBody, BlobKey, BlobStore, CONTENT_TYPE_JSON, CONTENT_TYPE_TAR_GZ, PutOutcome,
 };
-use astrolift_store::state::{
-    ChangeSet, SkillSource, StateStore, SyncedCommit, SyncedCommitUpdate, UnixSeconds,
-};
+use astrolift_store::state::{ChangeSet, SkillSource, SyncedCommit, SyncedCommitUpdate};
 
 use crate::SyncError;
 use crate::configs::{ConfigContext, apply_configs, plan_configs};
 use crate::drift::snapshot_drift;
 use crate::env_specs::check_env_specs;
-use crate::order::{CommitOrder, Order};
+use crate::order::Order;
 use crate::package_step::{
     ArchiveOrigin, Artifacts, Packaging, Prepared, build_archive, package, prepare, stored_outputs,
 };
 use crate::plan::{Plan, PlanContext, PlanStatus, plan};
-use crate::report::{Mode, Report, ReportCounts};
+use crate::report::{Report, ReportCounts};
+use crate::request::{Stores, SyncRequest, read_snapshot};
 use crate::scope::Scope;
-use crate::skills::{SkillContext, SkillFetcher, resolve_skills};
+use crate::skills::{SkillContext, resolve_skills};
 use crate::workflows::{WorkflowContext, apply_workflows, plan_workflows};
 use crate::workspaces::{WorkspaceContext, apply_workspaces, plan_workspaces};
-
-/// The stores a sync reads and writes.
-#[derive(Debug, Clone)]
-pub struct Stores {
-    pub blobs: Arc<dyn BlobStore>,
-    pub state: Arc<dyn StateStore>,
-}
-
-/// One sync: which commit of which repository, and what to do with it.
-#[derive(Debug, Clone)]
-pub struct SyncRequest {
-    /// `owner/name`.
-    pub repository: String,
-    pub commit: String,
-    /// The commit's committer time, recorded with the synced commit for
-    /// information only: it never orders commits (the committer writes it).
-    pub commit_time: UnixSeconds,
-    /// The push's `before`: the ref's previous head. When it is the
-    /// registered commit the push is a fast-forward and `order` is not asked.
-    pub before: Option<String>,
-    /// Commit ancestry (see [`crate::order`]); `None` (local runs) applies
-    /// the pushed commit.
-    pub order: Option<Arc<dyn CommitOrder>>,
-    /// The branch, e.g. `main`; required to apply.
-    pub git_ref: Option<String>,
-    pub mode: Mode,
-    /// Now, for records and audit events.
-    pub now: UnixSeconds,
-    pub validate: ValidateOptions,
-    /// Fetches the skill repositories that catalogue and organization skills name (see
-    /// [`crate::skills`]); `None` (no App credentials here) leaves each such reference
-    /// unresolved, a warning that says why.
-    pub skills: Option<Arc<dyn SkillFetcher>>,
-}
 
 /// Runs the pipeline on `tree`. `progress(done, total)` is called after each agent is packaged.
 ///
@@ -281,16 +245,6 @@ async fn add_drift(planned: &mut Plan, packaging: &Packaging, blobs: &dyn BlobSt
         };
         entry.drift = snapshot_drift(&old, &new);
     }
-}
-
-/// The snapshot blob `hash`, parsed; `None` when it is missing or unreadable.
-pub(crate) async fn read_snapshot<T: serde::de::DeserializeOwned>(
-    blobs: &dyn BlobStore,
-    hash: &str,
-) -> Option<T> {
-    let key = BlobKey::snapshot(hash).ok()?;
-    let bytes = blobs.get(&key).await.ok()?;
-    serde_json::from_slice(&bytes).ok()
 }
 
 /// Uploads new blobs, then writes state in one conditional change set.

@@ -8,7 +8,6 @@ use astrolift_manifest::drift::EnvironmentDrift;
 use astrolift_manifest::{Counts, Diagnostic};
 use serde::Serialize;
 
-use crate::configs::ConfigPlanEntry;
 use crate::drift::DriftSeverity;
 use crate::plan::{PlanEntry, PlanStatus};
 use crate::workflows::WorkflowPlanEntry;
@@ -190,4 +189,28 @@ impl Report {
             *self.counts.plan.entry(entry.status.as_str()).or_default() += 1;
         }
     }
+}
+
+/// What happened to one config manifest in this sync.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfigPlanEntry {
+    pub manifest_path: String,
+    /// sha256 (hex) of the bundle; `None` when the config has errors.
+    pub bundle: Option<String>,
+    pub status: ConfigStatus,
+    /// Files the bundle hands over.
+    pub files: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfigStatus {
+    /// A new bundle is registered by this apply.
+    Registered,
+    /// The registered bundle is this one already.
+    Unchanged,
+    /// Checked only: a check, or no applied registration of an env spec's project covers it.
+    Checked,
+    /// It has errors (see the diagnostics): nothing is registered.
+    Failed,
 }

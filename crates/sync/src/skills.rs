@@ -73,16 +73,7 @@ impl Debug for SkillFetch {
     }
 }
 
-/// Why a skill repository could not be fetched.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot fetch skill repository {repository} at {git_ref}: {reason}")]
-pub struct SkillFetchError {
-    pub repository: String,
-    pub git_ref: String,
-    pub reason: String,
-    /// True when asking again may succeed (an outage, a rate limit).
-    pub retryable: bool,
-}
+pub use crate::error::SkillFetchError;
 
 /// The answer of [`SkillFetcher::fetch`] (boxed: the trait is used as `dyn`).
 pub type SkillFetchFuture<'a> =

@@ -25,7 +25,7 @@ use astrolift_store::state::{StateStore, UnixSeconds, WorkspaceRecord, Workspace
 use sha2::{Digest, Sha256};
 
 use crate::SyncError;
-use crate::pipeline::read_snapshot;
+use crate::request::read_snapshot;
 
 /// The workspaces' drift and what an apply would write.
 #[derive(Debug, Default)]

@@ -9,7 +9,7 @@ use std::io;
 
 use astrolift_manifest::{Diagnostic, Severity};
 
-use super::Report;
+use super::report::Report;
 
 pub fn render(report: &Report<'_>, out: &mut dyn io::Write) -> io::Result<()> {
     for diagnostic in report.diagnostics {

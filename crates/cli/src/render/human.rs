@@ -15,7 +15,7 @@ use std::ops::Range;
 use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet};
 use astrolift_manifest::{Diagnostic, Limits, Severity, SourceTree, Span};
 
-use super::{Report, Style};
+use super::report::{Report, Style};
 
 pub fn render(
     report: &Report<'_>,

@@ -9,7 +9,7 @@ use std::io;
 
 use serde::Serialize;
 
-use super::Report;
+use super::report::Report;
 use astrolift_manifest::{AgentSummary, Diagnostic};
 
 #[derive(Serialize)]

@@ -5,12 +5,15 @@
 pub mod github;
 pub mod human;
 pub mod json;
+mod report;
 pub mod rule_docs;
 pub mod sarif;
 
+pub use report::{Report, Style};
+
 use std::io;
 
-use astrolift_manifest::{AgentSummary, Counts, Diagnostic, SourceTree};
+use astrolift_manifest::SourceTree;
 
 /// `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -24,44 +27,6 @@ pub enum Format {
     Sarif,
     /// GitHub Actions workflow commands (`::error file=…::`).
     Github,
-}
-
-/// What a validation found, as every renderer sees it.
-#[derive(Debug, Clone, Copy)]
-pub struct Report<'a> {
-    pub agents: &'a [AgentSummary],
-    /// Sorted the way they are shown (see `astrolift_manifest::diagnostic::sort`).
-    pub diagnostics: &'a [Diagnostic],
-}
-
-impl Report<'_> {
-    /// `2 errors, 1 warning, 0 notices; 3 agents`.
-    pub fn summary_line(&self) -> String {
-        let counts = Counts::of(self.diagnostics);
-        format!(
-            "{}, {}, {}; {}",
-            plural(counts.errors, "error"),
-            plural(counts.warnings, "warning"),
-            plural(counts.notices, "notice"),
-            plural(self.agents.len(), "agent"),
-        )
-    }
-}
-
-fn plural(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("{n} {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
-
-/// How the human renderer styles its output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
-    /// ANSI colours; the caller's stream strips them where they don't belong.
-    Styled,
-    Plain,
 }
 
 /// Writes `report` in `format`. `sources` is where the human renderer reads

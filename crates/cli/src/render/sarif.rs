@@ -25,8 +25,8 @@ use astrolift_manifest::{Diagnostic, Edit, Fix, Severity, SourceTree, Span, cata
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::Report;
 use super::human::SourceCache;
+use super::report::Report;
 use super::rule_docs;
 
 pub const SCHEMA_URI: &str =

@@ -5,26 +5,28 @@
 //! to maintain next to the DynamoDB one. Conditions are checked inside one `IMMEDIATE`
 //! transaction per call, which gives the same semantics as DynamoDB's conditional writes.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 
 use super::change::{ApplyReport, ChangeSet};
 use super::model::*;
-use super::store::{StateCounters, StateStats, StateStore};
+use super::store::{StateStats, StateStore};
 use crate::location::check_sqlite_path;
 use crate::{BoxFuture, StoreError, StoreResult};
 
 mod configs;
 mod outbox;
+mod rows;
 mod skills;
 mod tasks;
 mod workflows;
 mod workspaces;
+
+pub use rows::SqliteStateStore;
+use rows::{RecordCount, integer, query_bodies, query_body, sql_error, text, to_json};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS repository_registrations (
@@ -87,79 +89,6 @@ fn registration_scope(manifest_path: Option<&str>) -> String {
 
 /// Prepared statements kept per connection.
 const STATEMENT_CACHE: usize = 128;
-
-/// The embedded state store. One connection, used from a blocking thread per call.
-#[derive(Debug, Clone)]
-pub struct SqliteStateStore {
-    connection: Arc<Mutex<Connection>>,
-    path: PathBuf,
-    counters: Arc<StateCounters>,
-}
-
-fn sql_error(err: rusqlite::Error) -> StoreError {
-    use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
-    match err.sqlite_error_code() {
-        Some(DatabaseBusy | DatabaseLocked) => StoreError::Unavailable(format!("sqlite: {err}")),
-        _ => StoreError::Backend {
-            operation: "sqlite".into(),
-            message: err.to_string(),
-        },
-    }
-}
-
-fn to_json<T: Serialize>(record: &T) -> StoreResult<String> {
-    serde_json::to_string(record)
-        .map_err(|err| StoreError::Invalid(format!("record does not serialize: {err}")))
-}
-
-fn from_json<T: DeserializeOwned>(body: &str) -> StoreResult<T> {
-    serde_json::from_str(body).map_err(|err| StoreError::Backend {
-        operation: "sqlite".into(),
-        message: format!("stored record does not parse: {err}"),
-    })
-}
-
-/// How many records a read returned (for [`StateStats::records_read`]).
-trait RecordCount {
-    fn record_count(&self) -> u64;
-}
-impl<T> RecordCount for Vec<T> {
-    fn record_count(&self) -> u64 {
-        self.len() as u64
-    }
-}
-impl<T> RecordCount for Option<T> {
-    fn record_count(&self) -> u64 {
-        u64::from(self.is_some())
-    }
-}
-
-/// Runs a query whose rows are one JSON `body` column.
-fn query_bodies<T: DeserializeOwned>(
-    connection: &Connection,
-    sql: &str,
-    params: impl rusqlite::Params,
-) -> StoreResult<Vec<T>> {
-    let mut statement = connection.prepare_cached(sql).map_err(sql_error)?;
-    let bodies = statement
-        .query_map(params, |row| row.get::<_, String>(0))
-        .map_err(sql_error)?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(sql_error)?;
-    bodies.iter().map(|body| from_json(body)).collect()
-}
-
-fn query_body<T: DeserializeOwned>(
-    connection: &Connection,
-    sql: &str,
-    params: impl rusqlite::Params,
-) -> StoreResult<Option<T>> {
-    let body: Option<String> = connection
-        .prepare_cached(sql)
-        .and_then(|mut statement| statement.query_row(params, |row| row.get(0)).optional())
-        .map_err(sql_error)?;
-    body.as_deref().map(from_json).transpose()
-}
 
 impl SqliteStateStore {
     /// Opens (creating if needed) the database at `path`, with its parent directory.
@@ -373,16 +302,6 @@ fn put_registration_in_transaction(
     )
     .map_err(sql_error)?;
     tx.commit().map_err(sql_error)
-}
-
-fn text(value: impl Into<String>) -> rusqlite::types::Value {
-    rusqlite::types::Value::Text(value.into())
-}
-
-fn integer(value: u64) -> StoreResult<rusqlite::types::Value> {
-    i64::try_from(value)
-        .map(rusqlite::types::Value::Integer)
-        .map_err(|_| StoreError::Invalid(format!("{value} does not fit SQLite's integer")))
 }
 
 /// Applies a validated change set in one transaction; returns the rows written.

@@ -65,5 +65,18 @@ fn dependency_direction() {
             }
         }
     }
+    // Presentation is bot's (ARCHITECTURE.md, `crates/bot`): the pipeline
+    // renders nothing for GitHub, and GitHub's shapes know no diagnostics.
+    let never = [
+        ("crates/sync", "astrolift-forge"),
+        ("crates/forge", "astrolift-manifest"),
+    ];
+    for (package, forbidden) in never {
+        if ours(package).iter().any(|name| name == forbidden) {
+            broken.push(format!(
+                "{package} depends on {forbidden}: presentation lives in bot, where the two meet (ARCHITECTURE.md, `crates/bot`)"
+            ));
+        }
+    }
     assert!(broken.is_empty(), "\n{}\n", broken.join("\n"));
 }

@@ -3,8 +3,8 @@
 
 use rusqlite::params;
 
+use super::rows::{SqliteStateStore, query_body, to_json};
 use super::workflows::{VersionedRow, put_versioned_row};
-use super::{SqliteStateStore, query_body, to_json};
 use crate::state::configs::{ConfigPackage, ConfigPackageStore};
 use crate::{BoxFuture, StoreResult};
 

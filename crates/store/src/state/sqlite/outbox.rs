@@ -10,8 +10,8 @@
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
+use super::rows::{SqliteStateStore, from_json, sql_error};
 use super::tasks::{existing_dispatch, insert_dispatch_in};
-use super::{SqliteStateStore, from_json, sql_error};
 use crate::state::model::{Dispatch, DispatchOutcome};
 use crate::state::outbox::{DispatchOutbox, Queued, QueuedDispatch};
 use crate::{BoxFuture, StoreError, StoreResult};

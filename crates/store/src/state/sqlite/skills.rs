@@ -7,7 +7,7 @@
 
 use rusqlite::params;
 
-use super::{SqliteStateStore, query_bodies, query_body, text, to_json};
+use super::rows::{SqliteStateStore, query_bodies, query_body, text, to_json};
 use crate::state::skills::{Catalogue, SkillRepo, SkillSourceStore};
 use crate::{BoxFuture, StoreResult};
 

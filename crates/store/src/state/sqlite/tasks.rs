@@ -4,7 +4,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::{SqliteStateStore, integer, query_body, sql_error, to_json};
+use super::rows::{SqliteStateStore, integer, query_body, sql_error, to_json};
 use crate::state::model::{Dispatch, DispatchOutcome};
 use crate::state::tasks::{DispatchTask, TaskStore};
 use crate::{BoxFuture, StoreError, StoreResult};

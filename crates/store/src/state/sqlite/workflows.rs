@@ -3,7 +3,9 @@
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::{SqliteStateStore, from_json, integer, query_bodies, query_body, sql_error, to_json};
+use super::rows::{
+    SqliteStateStore, from_json, integer, query_bodies, query_body, sql_error, to_json,
+};
 use crate::state::workflows::{StageResult, WorkflowRecord, WorkflowRun, WorkflowStore};
 use crate::{BoxFuture, StoreError, StoreResult};
 

@@ -3,8 +3,8 @@
 
 use rusqlite::{Connection, params};
 
+use super::rows::{SqliteStateStore, query_bodies, to_json};
 use super::workflows::{VersionedRow, insert_once, put_versioned_row};
-use super::{SqliteStateStore, query_bodies, to_json};
 use crate::state::model::AuditEvent;
 use crate::state::workspaces::{WorkspaceRecord, WorkspaceStore};
 use crate::{BoxFuture, StoreResult};

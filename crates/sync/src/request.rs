@@ -1,0 +1,56 @@
+//! What a sync is asked to do and where it reads and writes: the request,
+//! the stores, and reading a stored snapshot back.
+
+use std::sync::Arc;
+
+use astrolift_manifest::ValidateOptions;
+use astrolift_store::state::UnixSeconds;
+use astrolift_store::{BlobKey, BlobStore, StateStore};
+
+use crate::order::CommitOrder;
+use crate::report::Mode;
+use crate::skills::SkillFetcher;
+
+/// The stores a sync reads and writes.
+#[derive(Debug, Clone)]
+pub struct Stores {
+    pub blobs: Arc<dyn BlobStore>,
+    pub state: Arc<dyn StateStore>,
+}
+
+/// One sync: which commit of which repository, and what to do with it.
+#[derive(Debug, Clone)]
+pub struct SyncRequest {
+    /// `owner/name`.
+    pub repository: String,
+    pub commit: String,
+    /// The commit's committer time, recorded with the synced commit for
+    /// information only: it never orders commits (the committer writes it).
+    pub commit_time: UnixSeconds,
+    /// The push's `before`: the ref's previous head. When it is the
+    /// registered commit the push is a fast-forward and `order` is not asked.
+    pub before: Option<String>,
+    /// Commit ancestry (see [`crate::order`]); `None` (local runs) applies
+    /// the pushed commit.
+    pub order: Option<Arc<dyn CommitOrder>>,
+    /// The branch, e.g. `main`; required to apply.
+    pub git_ref: Option<String>,
+    pub mode: Mode,
+    /// Now, for records and audit events.
+    pub now: UnixSeconds,
+    pub validate: ValidateOptions,
+    /// Fetches the skill repositories that catalogue and organization skills name (see
+    /// [`crate::skills`]); `None` (no App credentials here) leaves each such reference
+    /// unresolved, a warning that says why.
+    pub skills: Option<Arc<dyn SkillFetcher>>,
+}
+
+/// The snapshot blob `hash`, parsed; `None` when it is missing or unreadable.
+pub(crate) async fn read_snapshot<T: serde::de::DeserializeOwned>(
+    blobs: &dyn BlobStore,
+    hash: &str,
+) -> Option<T> {
+    let key = BlobKey::snapshot(hash).ok()?;
+    let bytes = blobs.get(&key).await.ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
