@@ -1,5 +1,5 @@
 //! The brief: a Markdown file whose relative links to files inside its own
-//! directory become the agent's context files (seed 000, "Briefs and skills").
+//! directory become the agent's context files (docs/reference.md §5.1, "Brief").
 
 use std::ops::Range;
 

@@ -1,5 +1,5 @@
-//! Modular config manifests (seed 000, "Modular brief/config manifests";
-//! docs/reference.md §5.3): loading, include resolution, deep merge and assembly.
+//! Modular config manifests (docs/reference.md §5.3):
+//! loading, include resolution, deep merge and assembly.
 //!
 //! A config manifest is a TOML file that an environment spec names
 //! (`manifest_path`) or that the CLI is given with `--config PATH`:

@@ -19,7 +19,7 @@ use crate::tree::SourceTree;
 
 /// The native agent manifest's file name.
 pub const MANIFEST_FILE: &str = "astrolift.toml";
-/// The root workspace manifest (seed 001).
+/// The root workspace manifest (docs/reference.md §5.4).
 pub const WORKSPACE_FILE: &str = "astrolift.workspace.yaml";
 /// The directory of further workspace manifests (`workspaces/*.yaml`).
 pub const WORKSPACES_DIR: &str = "workspaces";
@@ -59,7 +59,7 @@ pub struct Discovery {
     pub agents: Vec<DiscoveredAgent>,
     /// True when `astrolift.agents.toml` drove the selection.
     pub federated: bool,
-    /// Repo-relative paths of the workspace manifests (seed 001), in path order.
+    /// Repo-relative paths of the workspace manifests (docs/reference.md §5.4), in path order.
     pub workspace_manifests: Vec<String>,
     /// Repo-relative paths of the workflow files, in path order.
     pub workflows: Vec<String>,

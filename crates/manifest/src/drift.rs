@@ -1,4 +1,4 @@
-//! Drift between two resolved environments (seed 001, "Resume drift").
+//! Drift between two resolved environments (docs/reference.md §5.4, drift).
 //!
 //! Every difference is one [`Drift`] of a stable kind, classified as the seed
 //! says: **critical** drift (`agent-changed`, the removal of a *required*

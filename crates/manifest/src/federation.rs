@@ -1,5 +1,5 @@
 //! `astrolift.agents.toml`: the federation file that selects a monorepo's agents
-//! (seed 000, "Explicit federated bundle"; docs/reference.md §5.2).
+//! (docs/reference.md §5.2).
 
 use std::collections::HashMap;
 

@@ -1,5 +1,5 @@
-//! The native agent manifest, `astrolift.toml` (seed 000, "Native agent
-//! manifest"; docs/reference.md §5.1): identity, brief, skills, the agent workload and
+//! The native agent manifest, `astrolift.toml` (docs/reference.md
+//! §5.1): identity, brief, skills, the agent workload and
 //! its containers, `[environment]`, `[secrets]` and `[package]`.
 //!
 //! Every rule reports on the offending key or value and reading goes on, so

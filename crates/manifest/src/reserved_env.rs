@@ -1,7 +1,7 @@
 //! The runtime variables the dispatcher owns, which no manifest may set:
 //! shared by the native manifest, config manifests and workspaces.
 
-/// The runtime variables the dispatcher owns (seed 000, "Runtime environment").
+/// The runtime variables the dispatcher owns (docs/reference.md §11).
 /// A manifest `[environment]` that sets one is ignored with a warning; the
 /// runtime renderer reuses this list.
 pub const RESERVED_ENV: &[&str] = &[

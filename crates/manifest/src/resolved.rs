@@ -1,5 +1,5 @@
 //! The resolved environment of an agent: everything that defines it at run
-//! time, as one canonical, serialisable snapshot (seed 001, "Resume drift").
+//! time, as one canonical, serialisable snapshot (docs/reference.md §5.4, drift).
 //!
 //! Built from a workspace manifest and, optionally, the agent's own runtime
 //! facts (image, execution policy, environment, secrets) as plain data, so the

@@ -19,7 +19,7 @@ const SECRET_REF: &str = r"^secret://\S+$";
 /// A slug: 1–64 of a–z, 0–9 and `-`, no leading, trailing or double hyphen.
 const SLUG: &str = r"^[a-z0-9]+(-[a-z0-9]+)*$";
 
-/// A native agent manifest: `astrolift.toml` (seed 000, docs/reference.md §5.1).
+/// A native agent manifest: `astrolift.toml` (docs/reference.md §5.1).
 #[derive(Debug, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(
@@ -324,7 +324,7 @@ struct ConfigSecretSchema {
     secret_name: String,
 }
 
-/// A workspace manifest (seed 001, "Environment Blocks").
+/// A workspace manifest (docs/reference.md §5.4).
 #[derive(Debug, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[schemars(

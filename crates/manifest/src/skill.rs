@@ -1,5 +1,5 @@
 //! Local skills: a directory holding `SKILL.md`, whose YAML frontmatter follows
-//! the Agent Skills rules (agentskills.io) and whose Markdown body is the
+//! the local-skill rules of docs/reference.md §5.1 and whose Markdown body is the
 //! skill's instructions.
 //!
 //! The frontmatter is read with `serde-saphyr` into spanned key/value pairs,
@@ -384,7 +384,8 @@ impl SkillFile<'_> {
                 format!("skill name `{name}` is not valid"),
             )
             .help = Some(if paths::is_slug(&self.dir_name) {
-                // Seed 002's `packager.default` in `packager-default/`: the
+                // The packager skill's `packager.default` in
+                // `packager-default/` (docs/reference.md §5.1): the
                 // directory already holds the slug the name should be.
                 format!(
                     "{}: `name: {}` (the directory name)",
@@ -428,7 +429,7 @@ impl SkillFile<'_> {
         }
     }
 
-    /// `metadata` is a map. Agent Skills says string to string; seed 002 nests
+    /// `metadata` is a map. docs/reference.md §5.1 keeps it free-form; the packager skill nests
     /// JSON objects in it, so non-string values are kept as compact JSON.
     fn metadata(&mut self, value: &Value, span: Span) -> BTreeMap<String, String> {
         let Value::Object(map) = value else {

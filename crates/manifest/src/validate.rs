@@ -35,7 +35,7 @@ pub struct AgentSummary {
 pub struct Validation {
     pub agents: Vec<AgentManifest>,
     pub diagnostics: Vec<Diagnostic>,
-    /// Repo-relative paths of the discovered workspace manifests (seed 001).
+    /// Repo-relative paths of the discovered workspace manifests (docs/reference.md §5.4).
     pub workspace_manifests: Vec<String>,
     /// The workflows that could be read, in path order (with or without errors:
     /// see [`Self::workflow_has_errors`]).

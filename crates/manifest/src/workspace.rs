@@ -1,4 +1,4 @@
-//! Workspace manifests (seed 001, "Environment Blocks"; docs/reference.md §5.4).
+//! Workspace manifests (docs/reference.md §5.4).
 //!
 //! A workspace manifest is YAML: `metadata` (slug, version, surface
 //! compatibility, display) and `spec` (agent and sub-agents, skills, tool

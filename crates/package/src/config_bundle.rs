@@ -1,5 +1,5 @@
-//! A config manifest's bundle (seed 000 "Modular brief/config manifests",
-//! docs/reference.md §13): what a dispatch with an env spec that names the
+//! A config manifest's bundle (docs/reference.md §5.3
+//! and §13): what a dispatch with an env spec that names the
 //! config manifest hands over.
 //!
 //! The bundle is canonical JSON (the snapshot's writer, [`canonical_json`]):

@@ -1,6 +1,5 @@
 //! Agent packages: source tree → per-agent slice → deterministic `tar.gz` +
-//! sha256 → agent package snapshot (docs/reference.md §6, seed 000 "Package source
-//! boundary").
+//! sha256 → agent package snapshot (docs/reference.md §6).
 //!
 //! This crate owns:
 //! - reading a source tree for packaging: a local directory

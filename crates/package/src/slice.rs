@@ -76,7 +76,7 @@ pub struct Slice {
     pub skills: Vec<SkillFiles>,
     /// The package ships inline: the manifest declares no `[package]` and
     /// neither its brief nor a local skill brings a file, so there is no
-    /// archive (`files` is empty). Seed 000: declaring `[package]` is what
+    /// archive (`files` is empty). docs/reference.md §6: declaring `[package]` is what
     /// opts into runtime files.
     pub inline: bool,
 }

@@ -1,5 +1,5 @@
-//! Config manifests packaged on sync (docs/reference.md §13, seed 000
-//! "Modular brief/config manifests").
+//! Config manifests packaged on sync (docs/reference.md §13 and
+//! §5.3).
 //!
 //! An env spec may name a config manifest (`--config-repo R --manifest-path
 //! P`). A sync of R assembles each P that an env spec names

@@ -1,4 +1,4 @@
-//! Drift between two agent snapshots, classified as seed 001 does for
+//! Drift between two agent snapshots, classified as docs/reference.md §5.4 does for
 //! workspace snapshots: critical drift would fail a resume, warning drift
 //! is reported and proceeds.
 //!
@@ -167,7 +167,7 @@ fn map_drift(old: &Value, new: &Value, prefix: &str, drift: &mut Vec<DriftItem>)
 }
 
 /// Secret references are the agent's credentials: every one is required, so
-/// removing one is critical drift (seed 001: "required credential-removed").
+/// removing one is critical drift (docs/reference.md §5.4: a required `credential-removed`).
 fn secret_drift(old: &Value, new: &Value, drift: &mut Vec<DriftItem>) {
     let (old, new) = (as_map(old), as_map(new));
     for (key, before) in &old {

@@ -136,7 +136,7 @@ impl Report {
         self.counts.diagnostics.errors > 0
     }
 
-    /// The manifests whose drift from the registered state is critical (seed 001: the
+    /// The manifests whose drift from the registered state is critical (docs/reference.md §5.4: the
     /// agent changed, a required credential removed, a credential's kind changed): agents
     /// by their plan's drift, workspace manifests by theirs. In manifest order.
     pub fn critical_drift(&self) -> Vec<&str> {

@@ -1,4 +1,4 @@
-//! Workspace manifests (seed 001) registered like agents, and their drift.
+//! Workspace manifests (docs/reference.md §5.4) registered like agents, and their drift.
 //!
 //! Each discovered workspace manifest is resolved
 //! ([`astrolift_manifest::drift::resolve_workspaces`]) and compared with the

@@ -1,5 +1,5 @@
 //! `render_runtime_env`: the container environment of one dispatch, exactly
-//! as seed 000's "Runtime environment" table says (docs/reference.md §11).
+//! as the runtime environment table of docs/reference.md §11 says.
 //!
 //! | Variable | Absent when |
 //! |---|---|

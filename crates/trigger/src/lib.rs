@@ -27,7 +27,7 @@
 //!   from the blob store (snapshot, prompt texts, presigned package URL).
 //! - [`outbox`]: the durable, bounded local outbox used when no dispatch
 //!   queue is configured, drained to SQS when one is.
-//! - [`env`]: `render_runtime_env`, seed 000's runtime environment table;
+//! - [`env`]: `render_runtime_env`, the runtime environment table of docs/reference.md §11;
 //!   [`render`]: `render_dispatch`, a recorded dispatch rendered into it (a cluster key
 //!   minted per render, its hash kept as the task's latest): what `astrolift render` and a
 //!   controller call.

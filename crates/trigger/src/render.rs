@@ -1,5 +1,5 @@
-//! [`render_dispatch`]: a recorded dispatch in, the container environment of seed 000's
-//! table out (docs/reference.md §11): the call `astrolift render` makes and a platform
+//! [`render_dispatch`]: a recorded dispatch in, the container environment of
+//! docs/reference.md §11 out: the call `astrolift render` makes and a platform
 //! controller embeds.
 //!
 //! It reads the dispatch's task (by dispatch id) and record (its message v1: payload,

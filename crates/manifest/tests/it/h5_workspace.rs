@@ -1,4 +1,4 @@
-//! Workspace manifests (seed 001): every block, valid and invalid, and the YAML limits.
+//! Workspace manifests (docs/reference.md §5.4): every block, valid and invalid, and the YAML limits.
 
 use std::time::{Duration, Instant};
 

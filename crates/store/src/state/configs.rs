@@ -1,4 +1,4 @@
-//! Registered config manifests (seed 000 "Modular brief/config manifests", docs/reference.md
+//! Registered config manifests (docs/reference.md §5.3 and
 //! §13): the packaged form of a config manifest that an env spec names.
 //!
 //! A sync of a config repository on its registered ref assembles each config manifest that

@@ -1,4 +1,4 @@
-//! Registered workspace manifests (seed 001) and accepted drift.
+//! Registered workspace manifests (docs/reference.md §5.4) and accepted drift.
 //!
 //! A workspace manifest is registered like an agent: on the registered ref each one's
 //! resolved environment is stored as a content-addressed snapshot (in the blob store, by

@@ -1,5 +1,5 @@
 //! `render_dispatch`: a recorded dispatch of `examples/single-agent` (snapshot and archive
-//! in a directory blob store) rendered into seed 000's table, one case per row, present and
+//! in a directory blob store) rendered into docs/reference.md §11's table, one case per row, present and
 //! absent; a fresh cluster key per render whose hash the task keeps; a finished task is not
 //! rendered; a dispatch only in the local outbox renders.
 

@@ -1,8 +1,10 @@
 //! The structure tests of ARCHITECTURE.md: no import cycle inside a crate
-//! (`cycles`), dependencies pointing downwards (`dependencies`), and tests
+//! (`cycles`), dependencies pointing downwards (`dependencies`), comments
+//! that cite only the project's docs (`comments`), and tests
 //! of the analysis itself on small sources (`analysis`).
 
 mod analysis;
+mod comments;
 mod cycles;
 mod dependencies;
 
