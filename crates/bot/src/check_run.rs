@@ -42,9 +42,7 @@ use std::fmt::Write as _;
 
 use astrolift_forge::github::{CheckRunAction, CheckRunOutput, Conclusion, MAX_OUTPUT_TEXT};
 use astrolift_manifest::diagnostic::{DIAGNOSTICS_URL, doc_url};
-use astrolift_manifest::drift::{
-    DriftSeverity as ManifestDriftSeverity, EnvironmentDrift, EnvironmentStatus,
-};
+use astrolift_manifest::drift::{EnvironmentDrift, EnvironmentStatus};
 use astrolift_manifest::{Counts, Diagnostic, Severity};
 
 use astrolift_sync::drift::{DriftItem, DriftSeverity};
@@ -521,8 +519,8 @@ fn workspace_table(workspaces: &[EnvironmentDrift], out: &mut String) {
         }
         for drift in &workspace.drifts {
             let severity = match drift.severity {
-                ManifestDriftSeverity::Critical => "**critical**",
-                ManifestDriftSeverity::Warning => "warning",
+                DriftSeverity::Critical => "**critical**",
+                DriftSeverity::Warning => "warning",
             };
             let subject = cell(&code(&drift.subject));
             rows.push(format!("{lead}{} | {severity} | {subject} |\n", drift.kind));

@@ -20,14 +20,16 @@ use crate::tree::SourceTree;
 use crate::validate::{ValidateOptions, validate_repository};
 use crate::workspace::{WorkspaceManifest, validate_workspace};
 
-/// How bad a drift is.
+/// How bad a drift is: the one severity of every drift, of workspace and
+/// agent snapshots alike. Ordered from least to most severe, so the worst
+/// of several is their `max`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DriftSeverity {
-    /// Fails a resume with a typed error.
-    Critical,
     /// Reported as an event; the resume proceeds.
     Warning,
+    /// Fails a resume with a typed error.
+    Critical,
 }
 
 /// The kinds of drift. The seed names some (`subagent-added`,

@@ -11,12 +11,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DriftSeverity {
-    Warning,
-    Critical,
-}
+/// The one drift severity (`manifest::drift`): agent snapshots are
+/// classified on the same scale as workspace snapshots.
+pub use astrolift_manifest::drift::DriftSeverity;
 
 /// One difference, with a seed-style kind such as `skill-version-changed`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
