@@ -7,6 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use astrolift_dispatch::answer::Answer;
 use astrolift_forge::webhook::{
     Accepted, Event, InstallationEvent, InstallationRepositoriesEvent, WebhookRequest,
     WebhookSecrets, accept,
@@ -20,23 +21,6 @@ use tracing::{Instrument as _, field};
 use crate::job::{NoJob, job_for_event};
 use crate::queue::JobQueue;
 use crate::telemetry::{self, Metric};
-
-/// An HTTP answer: status and JSON body.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Answer {
-    pub status: u16,
-    pub body: Value,
-}
-
-impl Answer {
-    pub fn new(status: u16, body: Value) -> Self {
-        Self { status, body }
-    }
-
-    fn error(status: u16, message: impl fmt::Display) -> Self {
-        Self::new(status, json!({ "error": message.to_string() }))
-    }
-}
 
 /// GitHub-sourced trigger bindings, as the webhook sees them: evaluate and
 /// dispatch every binding of `repository` that matches the event.

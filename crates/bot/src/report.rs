@@ -13,10 +13,10 @@
 
 use std::sync::Arc;
 
+use astrolift_dispatch::report::{ResultReporter, TerminalResult};
 use astrolift_forge::github::{GitHubApp, RepoPath};
 use astrolift_store::BoxFuture;
 use astrolift_store::state::ReportTarget;
-use astrolift_trigger::report::{ResultReporter, TerminalResult};
 
 use crate::job::ReportJob;
 

@@ -21,8 +21,8 @@ use astrolift_store::state::RepoRegistration;
 use astrolift_sync::commands::register_command;
 
 use crate::check_run::{CheckOnlyReason, RenderContext, render};
+use astrolift_dispatch::report::report_recorded;
 use astrolift_sync::{Coverage, Mode, Report, Stores, SyncRequest, sync};
-use astrolift_trigger::report::report_recorded;
 use tracing::Instrument as _;
 
 pub use crate::job_error::JobError;

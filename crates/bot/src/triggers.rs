@@ -4,15 +4,16 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use astrolift_dispatch::Answer;
+use astrolift_dispatch::content::{BlobContent, UrlOptions};
+use astrolift_dispatch::dispatch::{DispatchError, DispatchQueue, SqsDispatchQueue};
+use astrolift_dispatch::outbox::{SqliteOutbox, StateOutbox, outbox_max_from_env, outbox_path};
+use astrolift_dispatch::report::ResultReporter;
 use astrolift_forge::webhook::WebhookSecrets;
 use astrolift_manifest::Limits;
 use astrolift_store::{BlobStore, BoxFuture, StateLocation, StateStore};
-use astrolift_trigger::content::{BlobContent, UrlOptions};
-use astrolift_trigger::dispatch::{DispatchError, DispatchQueue, SqsDispatchQueue};
-use astrolift_trigger::outbox::{SqliteOutbox, StateOutbox, outbox_max_from_env, outbox_path};
-use astrolift_trigger::report::ResultReporter;
 use astrolift_trigger::secrets::{AwsSecretResolver, EnvSecretResolver, resolver_from_env};
-use astrolift_trigger::{SecretError, SecretResolver, TriggerResponse, TriggerService};
+use astrolift_trigger::{SecretError, SecretResolver, TriggerService};
 use http::HeaderMap;
 
 use crate::config::{ConfigError, Environment};
@@ -94,7 +95,7 @@ pub fn callback_base_from_env() -> Option<String> {
 
 /// Where dispatch messages go: the SQS queue of `ASTROLIFT_DISPATCH_QUEUE_URL`
 /// (first draining what a local outbox still holds), else the durable local
-/// outbox ([`astrolift_trigger::outbox`], bounded by `ASTROLIFT_OUTBOX_MAX`):
+/// outbox ([`astrolift_dispatch::outbox`], bounded by `ASTROLIFT_OUTBOX_MAX`):
 /// the one inside a `sqlite:` state store ([`StateOutbox`]: a dispatch and
 /// its message are one transaction), or the file `ASTROLIFT_OUTBOX` names
 /// (or `.astrolift/outbox.db` with a state store that keeps none). `aws`: the
@@ -219,7 +220,7 @@ pub async fn handle(
     trigger_id: &str,
     headers: &HeaderMap,
     body: &[u8],
-) -> TriggerResponse {
+) -> Answer {
     let answer = service.handle(trigger_id, headers, body).await;
     match answer.status {
         202 => telemetry::count(function, Metric::Dispatches, 1),

@@ -3,6 +3,8 @@
 
 use astrolift_jq::sandbox::SandboxError;
 
+use astrolift_dispatch::answer::RETRY_AFTER_SECONDS;
+
 use crate::secrets::SecretError;
 
 /// Why a trigger request was not dispatched. [`TriggerError::status`] is the
@@ -41,9 +43,6 @@ pub enum TriggerError {
     #[error("invalid binding: {0}")]
     InvalidBinding(String),
 }
-
-/// The `Retry-After` of every 503 answer, seconds.
-pub const RETRY_AFTER_SECONDS: u64 = 1;
 
 /// Which program failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

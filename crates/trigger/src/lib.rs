@@ -1,4 +1,4 @@
-//! Trigger bindings at run time (docs/reference.md §5.5, §10–§14).
+//! Trigger bindings at run time, the request side (docs/reference.md §5.5, §10, §12).
 //!
 //! # What this crate owns
 //! - [`evaluate`]: one request against a [`CompiledBinding`] — verification
@@ -19,30 +19,10 @@
 //!   `ASTROLIFT_SECRETS=env|aws` (`aws`: `${ASTROLIFT_SECRET_PREFIX}<project>/<name>`).
 //! - [`trust`]: the trust policy of GitHub-sourced bindings (fork pull
 //!   requests, `author_association`).
-//! - [`dispatch`]: idempotency keys, the conditional dispatch record through
-//!   `StateStore::record_dispatch`, the queue message (format in its docs),
-//!   an SQS and an in-memory (tests only) [`dispatch::DispatchQueue`].
-//! - [`message`]: the dispatch message v1 and the one function that builds
-//!   it and composes the prompts; [`content`]: what a dispatch carries, read
-//!   from the blob store (snapshot, prompt texts, presigned package URL).
-//! - [`outbox`]: the durable, bounded local outbox used when no dispatch
-//!   queue is configured, drained to SQS when one is.
-//! - [`env`]: `render_runtime_env`, the runtime environment table of docs/reference.md §11;
-//!   [`render`]: `render_dispatch`, a recorded dispatch rendered into it (a cluster key
-//!   minted per render, its hash kept as the task's latest): what `astrolift render` and a
-//!   controller call.
-//! - [`callback`]: `POST /callbacks/{task_id}` (Bearer cluster key, constant-time; the
-//!   task's `running` and one terminal report; a workflow stage's run advanced), through
-//!   [`TriggerService::callback`].
-//! - [`config_content`]: a dispatch's `config`, the env spec's packaged config manifest
-//!   with a presigned URL per file ([`config_content::env_spec_parts`], the one call every
-//!   dispatch path makes); a config that cannot be delivered fails the dispatch.
-//! - [`report`]: a `report = "comment" | "check"` binding's target, read from the event at
-//!   dispatch, and the first terminal result handed to a [`report::ResultReporter`]
-//!   (best effort; the App's reporter lives in `astrolift-bot`).
-//! - [`workflow`]: workflow runs: start a run, fold each stage's terminal
-//!   report into it with conditional writes (exactly once), and dispatch the
-//!   stages whose needs are done with their payloads evaluated in the sandbox.
+//! - [`idempotency`]: the idempotency key of a verified request.
+//! - Everything after the record is `astrolift-dispatch`'s (crates/dispatch):
+//!   the dispatch record and queue, the message and its content, prompts, the
+//!   runtime environment, the outbox, callbacks, reports and workflow runs.
 //! - [`service`]: [`TriggerService`], stored bindings to HTTP-shaped answers:
 //!   `handle` for `POST /triggers/{trigger_id}` (every status of docs/reference.md
 //!   §10, duplicates, inactive agents) and `fan_out_github` for GitHub events
@@ -77,8 +57,6 @@
 //!   `runaway.rs`; stack overflow, allocation failure, capacity overflow and
 //!   slow builtins in `containment.rs`, and on release binaries in the CLI's
 //!   and the trigger function's tests).
-//! - An accepted payload always reaches the dispatch record and the queue
-//!   message intact (size and nesting bounded so that it parses back).
 //! - Secret values are `SecretString`s; no error or log names a value, only
 //!   its `secret://` reference, and no HTTP body names the reference.
 //! - A binding's secrets are those of its registration's project; no
@@ -91,28 +69,15 @@
 //! `astrolift-cli`.
 #![forbid(unsafe_code)]
 
-pub mod callback;
-pub mod config_content;
-pub mod content;
-pub mod dispatch;
-pub mod env;
 mod error;
 mod evaluate;
-mod kept;
-pub mod message;
-pub mod outbox;
-pub mod prompts;
-pub mod render;
-pub mod report;
-mod response;
+pub mod idempotency;
 pub mod secrets;
 pub mod service;
-mod source;
 pub mod trust;
 pub mod verify;
-pub mod workflow;
 
-pub use error::{RETRY_AFTER_SECONDS, Stage, TriggerError};
+pub use error::{Stage, TriggerError};
 pub use evaluate::{CompiledBinding, Outcome, evaluate, evaluate_verified};
 pub use secrets::{AwsSecretResolver, EnvSecretResolver, SecretError, SecretResolver};
-pub use service::{FanOutResult, TriggerResponse, TriggerService};
+pub use service::{FanOutResult, TriggerService};

@@ -15,7 +15,7 @@
 //! | 400 | body not JSON; `Idempotency-Key` or `X-GitHub-Delivery` over `Limits::idempotency_key` bytes or not visible ASCII | `{"error","trigger_id"}` |
 //! | 422 | the filter or mapping failed | `{"error","trigger_id","stage"}` (the jq error in `error`) |
 //! | 500 | the secret does not exist or may not be read, the binding does not compile, the agent's package or prompts cannot be read (nothing recorded), or the dispatch was recorded but not queued | `{"error","trigger_id"}` |
-//! | 503 | every jq evaluation slot is taken, the local dispatch outbox is full, or the state store, blob store or Secrets Manager is unreachable; [`TriggerResponse::retry_after`] gives the `Retry-After` | `{"error","trigger_id"}` |
+//! | 503 | every jq evaluation slot is taken, the local dispatch outbox is full, or the state store, blob store or Secrets Manager is unreachable; [`Answer::retry_after`] gives the `Retry-After` | `{"error","trigger_id"}` |
 //!
 //! Error bodies never carry a secret value, and never name a `secret://`
 //! reference, an environment variable or an expected header: they carry
@@ -33,7 +33,7 @@
 //! the package, a presigned package URL: [`ContentSource`]); when it cannot
 //! be read (the package cannot be delivered) the answer is 500 (503 when the
 //! blob store may come back) and nothing is recorded. The record, holding the
-//! message v1 ([`crate::message`]), is written next (conditional on the
+//! message v1 ([`astrolift_dispatch::message`]), is written next (conditional on the
 //! idempotency key), then the same [`DispatchMessage`] is published. The record (conditional on the idempotency key), then the
 //! [`DispatchMessage`] is published. A duplicate creates nothing: no record and
 //! no message. If publishing fails after the record was written, the answer
@@ -49,7 +49,16 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use astrolift_dispatch::Answer;
+use astrolift_dispatch::content::{ContentSource, RecordOnlyContent, env_spec_parts};
+use astrolift_dispatch::dispatch::Origin;
+use astrolift_dispatch::dispatch::{
+    DispatchError, DispatchQueue, DispatchRequest, delivery_key, record_and_queue,
+};
+use astrolift_dispatch::message::Source;
+use astrolift_dispatch::report::{ResultReporter, report_target};
 use astrolift_manifest::Limits;
+use astrolift_manifest::triggers::Verify;
 use astrolift_store::state::{
     Agent, AgentKey, AgentStatus, EnvSpec, TriggerBinding, env_spec_for_project,
 };
@@ -57,28 +66,19 @@ use astrolift_store::{StateStore, StoreError};
 use http::HeaderMap;
 use serde_json::{Value, json};
 
-use crate::config_content::env_spec_parts;
-use crate::content::{ContentSource, RecordOnlyContent};
-use crate::dispatch::Origin;
-use crate::dispatch::{
-    DispatchError, DispatchQueue, DispatchRequest, delivery_key, idempotency_key, record_and_queue,
-};
 use crate::error::TriggerError;
 use crate::evaluate::{CompiledBinding, Outcome, evaluate_verified};
-use crate::message::Source;
-use crate::report::{ResultReporter, report_target};
-pub use crate::response::TriggerResponse;
+use crate::idempotency::idempotency_key;
 use crate::secrets::SecretResolver;
 use crate::trust::{Trust, assess};
 use crate::verify::{now_seconds, verify_request};
-use astrolift_manifest::triggers::Verify;
 
 /// One GitHub-sourced binding's answer to an event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FanOutResult {
     /// The binding; empty when the bindings could not be listed at all.
     pub trigger_id: String,
-    pub response: TriggerResponse,
+    pub response: Answer,
 }
 
 /// A compiled binding and what it was compiled from.
@@ -131,7 +131,7 @@ impl TriggerService {
     }
 
     /// Reads each dispatch's content (snapshot, prompts, package URL) from
-    /// `content`; every binary passes a [`crate::content::BlobContent`]. The
+    /// `content`; every binary passes a [`astrolift_dispatch::content::BlobContent`]. The
     /// default, for library tests of evaluation, describes the package from
     /// the agent record alone (see [`RecordOnlyContent`]).
     pub fn with_content(mut self, content: Arc<dyn ContentSource>) -> Self {
@@ -153,35 +153,30 @@ impl TriggerService {
     }
 
     /// Reports the terminal results of dispatches whose trigger sets `report` to GitHub
-    /// through `reporter` ([`crate::report`]); without one they are logged as not reported.
+    /// through `reporter` ([`astrolift_dispatch::report`]); without one they are logged as not reported.
     pub fn with_reporter(mut self, reporter: Option<Arc<dyn ResultReporter>>) -> Self {
         self.reporter = reporter;
         self
     }
 
-    /// One `POST /callbacks/{task_id}` ([`crate::callback`]): the report recorded on the
+    /// One `POST /callbacks/{task_id}` ([`astrolift_dispatch::callback`]): the report recorded on the
     /// service's state, a workflow stage's run advanced with the service's queue, content
     /// and callback route.
-    pub async fn callback(
-        &self,
-        task_id: &str,
-        headers: &HeaderMap,
-        body: &[u8],
-    ) -> TriggerResponse {
-        let dispatcher = crate::workflow::RecordingDispatcher {
+    pub async fn callback(&self, task_id: &str, headers: &HeaderMap, body: &[u8]) -> Answer {
+        let dispatcher = astrolift_dispatch::workflow::RecordingDispatcher {
             state: self.state.as_ref(),
             queue: Some(self.queue.as_ref()),
             content: self.content.as_ref(),
             callback_base: self.callback_base.as_deref(),
         };
-        let context = crate::callback::CallbackContext {
+        let context = astrolift_dispatch::callback::CallbackContext {
             state: self.state.as_ref(),
             dispatcher: &dispatcher,
             limits: &self.limits,
             now: now_seconds(),
             reporter: self.reporter.as_deref(),
         };
-        crate::callback::handle_callback(context, task_id, headers, body).await
+        astrolift_dispatch::callback::handle_callback(context, task_id, headers, body).await
     }
 
     /// How many times a binding's programs were compiled since `new`.
@@ -195,12 +190,7 @@ impl TriggerService {
     }
 
     /// `POST /triggers/{trigger_id}`: see the module docs for every status.
-    pub async fn handle(
-        &self,
-        trigger_id: &str,
-        headers: &HeaderMap,
-        body: &[u8],
-    ) -> TriggerResponse {
+    pub async fn handle(&self, trigger_id: &str, headers: &HeaderMap, body: &[u8]) -> Answer {
         let ready = match self.load(trigger_id).await {
             Ok(Some(ready)) => ready,
             Ok(None) => {
@@ -293,7 +283,7 @@ impl TriggerService {
         binding: TriggerBinding,
         event: &GithubEvent<'_>,
         trust: &mut Option<Trust>,
-    ) -> Option<TriggerResponse> {
+    ) -> Option<Answer> {
         let trigger_id = binding.trigger_id.clone();
         // The event is matched on the (cached) compiled binding first: the agent is loaded
         // only for bindings that match.
@@ -317,7 +307,7 @@ impl TriggerService {
                 reason = %trust.reason,
                 "untrusted GitHub event: not dispatched"
             );
-            return Some(TriggerResponse {
+            return Some(Answer {
                 status: 403,
                 body: json!({
                     "error": format!("untrusted event ({}); the binding does not set allow_untrusted", trust.reason),
@@ -342,7 +332,7 @@ impl TriggerService {
 
     /// The generic binding `trigger_id`, if it exists and its agent is
     /// active, with its programs. GitHub-sourced bindings are not found here.
-    async fn load(&self, trigger_id: &str) -> Result<Option<Ready>, TriggerResponse> {
+    async fn load(&self, trigger_id: &str) -> Result<Option<Ready>, Answer> {
         match self.state.get_trigger_binding(trigger_id).await {
             Ok(Some(binding)) if binding.source != "github" => self.ready(binding).await,
             Ok(_) => Ok(None),
@@ -351,7 +341,7 @@ impl TriggerService {
     }
 
     /// `binding` with its agent (when active) and its compiled programs.
-    async fn ready(&self, binding: TriggerBinding) -> Result<Option<Ready>, TriggerResponse> {
+    async fn ready(&self, binding: TriggerBinding) -> Result<Option<Ready>, Answer> {
         let key = AgentKey::new(&binding.repository, &binding.manifest_path);
         let agent = match self.state.get_agent(&key).await {
             Ok(Some(agent)) if agent.status == AgentStatus::Active => agent,
@@ -399,13 +389,13 @@ impl TriggerService {
         outcome: Result<Outcome, TriggerError>,
         key: &str,
         origin: &Origin,
-    ) -> TriggerResponse {
+    ) -> Answer {
         let trigger_id = ready.binding.trigger_id.as_str();
         let payload = match outcome {
             Err(error) => return trigger_error_response(trigger_id, &error),
             Ok(Outcome::Filtered) => {
                 tracing::info!(trigger_id, "filtered out");
-                return TriggerResponse {
+                return Answer {
                     status: 204,
                     body: json!({}),
                 };
@@ -462,7 +452,7 @@ impl TriggerService {
             duplicate = !recorded.created,
             "dispatched"
         );
-        TriggerResponse {
+        Answer {
             status: if recorded.created { 202 } else { 200 },
             body: json!({
                 "dispatch_id": recorded.id,
@@ -480,7 +470,7 @@ impl TriggerService {
     /// The binding's env spec, if it names one; 409 when its agent's project
     /// cannot use it (deleted or moved since the sync that registered the
     /// binding). The body names no env spec; the log line says which and why.
-    async fn env_spec(&self, ready: &Ready) -> Result<Option<EnvSpec>, TriggerResponse> {
+    async fn env_spec(&self, ready: &Ready) -> Result<Option<EnvSpec>, Answer> {
         let Some(name) = ready
             .binding
             .definition
@@ -520,20 +510,20 @@ struct GithubEvent<'a> {
 
 /// An error answer: `public` in the body, `logged` (the full error, which
 /// may name headers, references and variables) in the log line only.
-fn error_response(status: u16, trigger_id: &str, public: &str, logged: &str) -> TriggerResponse {
+fn error_response(status: u16, trigger_id: &str, public: &str, logged: &str) -> Answer {
     if status >= 500 {
         tracing::error!(trigger_id, status, error = logged, "trigger failed");
     } else {
         tracing::info!(trigger_id, status, error = logged, "trigger refused");
     }
-    TriggerResponse {
+    Answer {
         status,
         body: json!({"error": public, "trigger_id": trigger_id}),
     }
 }
 
 /// 503 for a store that may come back, 500 otherwise.
-fn store_error_response(trigger_id: &str, error: &StoreError) -> TriggerResponse {
+fn store_error_response(trigger_id: &str, error: &StoreError) -> Answer {
     let (status, public) = if error.is_retryable() {
         (503, "the state store is unavailable; retry later")
     } else {
@@ -543,7 +533,7 @@ fn store_error_response(trigger_id: &str, error: &StoreError) -> TriggerResponse
 }
 
 /// The error's own status ([`TriggerError::status`]) and public message.
-fn trigger_error_response(trigger_id: &str, error: &TriggerError) -> TriggerResponse {
+fn trigger_error_response(trigger_id: &str, error: &TriggerError) -> Answer {
     let mut response = error_response(
         error.status(),
         trigger_id,
@@ -558,7 +548,7 @@ fn trigger_error_response(trigger_id: &str, error: &TriggerError) -> TriggerResp
     response
 }
 
-fn dispatch_error_response(trigger_id: &str, error: &DispatchError) -> TriggerResponse {
+fn dispatch_error_response(trigger_id: &str, error: &DispatchError) -> Answer {
     let mut response = match error {
         DispatchError::Store(store) => store_error_response(trigger_id, store),
         DispatchError::Full { .. } => error_response(

@@ -6,7 +6,7 @@
 //! parameters; the function URL forwards every path, so no API route is needed),
 //! hands headers and body to the service, and turns its answer into an HTTP
 //! response. Every status and body is the service's (see
-//! `astrolift_trigger::service` and `astrolift_trigger::callback`); this file adds
+//! `astrolift_trigger::service` and `astrolift_dispatch::callback`); this file adds
 //! only 404 for any other path and 405 for any other method.
 //!
 //! [`service_from_env`] builds the clients once per container, before the
@@ -19,8 +19,9 @@
 #![forbid(unsafe_code)]
 
 use astrolift_bot::config::Environment;
-use astrolift_trigger::{TriggerResponse, TriggerService};
-use lambda_http::http::{Method, StatusCode, header};
+use astrolift_dispatch::Answer;
+use astrolift_trigger::TriggerService;
+use lambda_http::http::{Method, header};
 use lambda_http::{Body, Request, Response};
 use serde_json::json;
 
@@ -84,10 +85,10 @@ pub async fn handle(service: &TriggerService, request: Request) -> Response<Body
     let route = match (trigger_id_of(path), task_id_of(path)) {
         (Some(trigger_id), _) => Route::Trigger(trigger_id),
         (None, Some(task_id)) => Route::Callback(task_id),
-        (None, None) => return json_response(404, &json!({"error": "no such route"})),
+        (None, None) => return Answer::new(404, json!({"error": "no such route"})).into_response(),
     };
     if request.method() != Method::POST {
-        let mut response = json_response(405, &json!({"error": "use POST"}));
+        let mut response = Answer::new(405, json!({"error": "use POST"})).into_response();
         response
             .headers_mut()
             .insert(header::ALLOW, header::HeaderValue::from_static("POST"));
@@ -98,7 +99,7 @@ pub async fn handle(service: &TriggerService, request: Request) -> Response<Body
         Body::Text(text) => text.as_bytes(),
         Body::Binary(bytes) => bytes,
         // `Body` is non-exhaustive; a future kind is not a request we know.
-        _ => return json_response(400, &json!({"error": "unsupported body"})),
+        _ => return Answer::new(400, json!({"error": "unsupported body"})).into_response(),
     };
     let answer = match route {
         Route::Trigger(trigger_id) => {
@@ -107,33 +108,5 @@ pub async fn handle(service: &TriggerService, request: Request) -> Response<Body
         }
         Route::Callback(task_id) => service.callback(task_id, request.headers(), body).await,
     };
-    to_response(&answer)
-}
-
-/// The service's answer as an HTTP response; 204 has no body, 503 has a
-/// `Retry-After`.
-pub fn to_response(answer: &TriggerResponse) -> Response<Body> {
-    if answer.status == 204 {
-        let mut response = Response::new(Body::Empty);
-        *response.status_mut() = StatusCode::NO_CONTENT;
-        return response;
-    }
-    let mut response = json_response(answer.status, &answer.body);
-    if let Some(seconds) = answer.retry_after() {
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, header::HeaderValue::from(seconds));
-    }
-    response
-}
-
-fn json_response(status: u16, body: &serde_json::Value) -> Response<Body> {
-    let mut response = Response::new(Body::Text(body.to_string()));
-    *response.status_mut() =
-        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static("application/json"),
-    );
-    response
+    answer.into_response()
 }

@@ -22,8 +22,8 @@ use astrolift_bot::config::{ConfigError, Environment};
 use astrolift_bot::{Answer, Ingress};
 use astrolift_forge::webhook::WebhookRequest;
 use astrolift_manifest::Limits;
-use lambda_http::http::header::{ALLOW, CONTENT_TYPE};
-use lambda_http::http::{HeaderValue, Method, StatusCode};
+use lambda_http::http::header::ALLOW;
+use lambda_http::http::{HeaderValue, Method};
 use lambda_http::{Body, Request, Response};
 use serde_json::json;
 
@@ -89,10 +89,8 @@ impl WebhookFunction {
     /// One invocation: every request gets an answer; nothing panics.
     pub async fn handle(&self, request: Request) -> Response<Body> {
         if request.method() != Method::POST {
-            let mut response = json_response(&Answer::new(
-                405,
-                json!({ "error": "GitHub webhooks are POSTed" }),
-            ));
+            let mut response: Response<Body> =
+                Answer::new(405, json!({ "error": "GitHub webhooks are POSTed" })).into_response();
             response
                 .headers_mut()
                 .insert(ALLOW, HeaderValue::from_static("POST"));
@@ -105,7 +103,7 @@ impl WebhookFunction {
             // `lambda_http` has already decoded a base64 body (module docs).
             is_base64_encoded: false,
         };
-        json_response(&self.ingress.receive(webhook).await)
+        self.ingress.receive(webhook).await.into_response()
     }
 }
 
@@ -119,15 +117,4 @@ fn body_bytes(body: Body) -> bytes::Bytes {
         #[allow(unreachable_patterns)]
         other => bytes::Bytes::copy_from_slice(other.as_ref()),
     }
-}
-
-/// The answer as a JSON response.
-pub fn json_response(answer: &Answer) -> Response<Body> {
-    let mut response = Response::new(Body::from(answer.body.to_string()));
-    *response.status_mut() =
-        StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
 }

@@ -4,8 +4,8 @@
 //! both with the token of the installation the event came through.
 
 use astrolift_bot::report::GitHubReporter;
+use astrolift_dispatch::report::{ResultReporter, TerminalResult};
 use astrolift_store::state::{ReportTarget, TaskStatus};
-use astrolift_trigger::report::{ResultReporter, TerminalResult};
 use serde_json::json;
 
 use crate::support::{INSTALLATION, MAIN_SHA, embedded_stores, fake_github, runner};

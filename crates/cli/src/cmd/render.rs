@@ -1,6 +1,6 @@
 //! `astrolift render DISPATCH_ID [--format env|json] [--listener]`: a recorded dispatch
 //! turned into its container environment (docs/reference.md §3, §11) by
-//! `astrolift_trigger::render::render_dispatch`, the call a controller embeds.
+//! `astrolift_dispatch::render::render_dispatch`, the call a controller embeds.
 //!
 //! Each render mints a new `ASTROLIFT_CLUSTER_KEY` (the key of every earlier render is
 //! dead from then on). Secrets stay `secret://` references. `ASTROLIFT_CONTROLLER_URL` is
@@ -9,12 +9,12 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use astrolift_manifest::Limits;
-use astrolift_sync::commands::shell_quote;
-use astrolift_trigger::content::{BlobContent, UrlOptions};
-use astrolift_trigger::render::{
+use astrolift_dispatch::content::{BlobContent, UrlOptions};
+use astrolift_dispatch::render::{
     DEFAULT_WORKSPACE, RenderOptions, RenderedDispatch, render_dispatch,
 };
+use astrolift_manifest::Limits;
+use astrolift_sync::commands::shell_quote;
 use serde_json::json;
 
 use super::stores::{StoreArgs, now, runtime};

@@ -24,8 +24,8 @@ use astrolift_trigger::TriggerService;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderMap;
+use axum::response::Response;
 use axum::routing::{get, post};
 use serde_json::json;
 
@@ -304,37 +304,24 @@ async fn trigger(
             Err(refused) => return refused,
         };
     let answer = triggers::handle(&app.triggers, "serve", &trigger_id, &headers, &body).await;
-    service_response(answer)
+    answer.into_response()
 }
 
 /// `POST /callbacks/{task_id}`: the body bounded by the callback limit before it is
-/// read, then the trigger service's handler (`astrolift_trigger::callback`).
+/// read, then the trigger service's handler (`astrolift_dispatch::callback`).
 async fn callback(
     State(app): State<App>,
     Path(task_id): Path<String>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let limit = astrolift_trigger::callback::callback_body_limit(&app.limits);
+    let limit = astrolift_dispatch::callback::callback_body_limit(&app.limits);
     let (body, _charge) = match read_body(body, &headers, limit, &app.bodies).await {
         Ok(read) => read,
         Err(refused) => return refused,
     };
     let answer = app.triggers.callback(&task_id, &headers, &body).await;
-    service_response(answer)
-}
-
-/// A trigger service's answer, with `Retry-After` on a 503.
-fn service_response(answer: astrolift_trigger::TriggerResponse) -> Response {
-    let retry_after = answer.retry_after();
-    let mut response = respond(Answer::new(answer.status, answer.body));
-    if let Some(seconds) = retry_after {
-        response.headers_mut().insert(
-            axum::http::header::RETRY_AFTER,
-            axum::http::HeaderValue::from(seconds),
-        );
-    }
-    response
+    answer.into_response()
 }
 
 async fn healthz() -> Response {
@@ -455,11 +442,7 @@ fn busy() -> Response {
 }
 
 fn respond(answer: Answer) -> Response {
-    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    if status == StatusCode::NO_CONTENT {
-        return status.into_response();
-    }
-    (status, axum::Json(answer.body)).into_response()
+    answer.into_response()
 }
 
 async fn shutdown_signal() {

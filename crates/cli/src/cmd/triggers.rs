@@ -16,24 +16,24 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use astrolift_bot::triggers::{callback_base_from_env, dispatch_queue_from_env};
+use astrolift_dispatch::content::env_spec_parts;
+use astrolift_dispatch::content::{
+    BlobContent, ContentSource, UrlOptions, prompt_texts_of_manifest,
+};
+use astrolift_dispatch::dispatch::{
+    DispatchRequest, Origin, QueueDestination, manual_key, record_and_queue,
+};
+use astrolift_dispatch::env::{
+    DispatchContext, RenderedEnv, RuntimeOptions, SnapshotView, render_runtime_env,
+};
+use astrolift_dispatch::message::Source;
+use astrolift_dispatch::prompts::non_empty_payload;
 use astrolift_manifest::model::AgentManifest;
 use astrolift_manifest::triggers::Verify;
 use astrolift_manifest::{DirTree, Limits, ValidateOptions, validate_repository};
 use astrolift_store::StateStore;
 use astrolift_store::state::{AgentStatus, DispatchTask, TaskStatus, env_spec_for_project};
 use astrolift_sync::commands::env_spec_upsert_command;
-use astrolift_trigger::config_content::env_spec_parts;
-use astrolift_trigger::content::{
-    BlobContent, ContentSource, UrlOptions, prompt_texts_of_manifest,
-};
-use astrolift_trigger::dispatch::{
-    DispatchRequest, Origin, QueueDestination, manual_key, record_and_queue,
-};
-use astrolift_trigger::env::{
-    DispatchContext, RenderedEnv, RuntimeOptions, SnapshotView, non_empty_payload,
-    render_runtime_env,
-};
-use astrolift_trigger::message::Source;
 use astrolift_trigger::secrets::{EnvSecretResolver, github_webhook_from_env};
 use astrolift_trigger::verify::verify_request;
 use astrolift_trigger::{CompiledBinding, Outcome, SecretResolver, evaluate_verified};

@@ -18,14 +18,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use astrolift_bot::triggers::{callback_base_from_env, dispatch_queue_from_env};
+use astrolift_dispatch::content::{BlobContent, UrlOptions};
+use astrolift_dispatch::dispatch::DispatchQueue;
+use astrolift_dispatch::workflow::{
+    RecordingDispatcher, RunProgress, report_stage, stage_statuses, start_run,
+};
 use astrolift_manifest::Limits;
 use astrolift_store::StateStore;
 use astrolift_store::state::{RunStatus, StageStatus, WorkflowRecord, WorkflowRun};
-use astrolift_trigger::content::{BlobContent, UrlOptions};
-use astrolift_trigger::dispatch::DispatchQueue;
-use astrolift_trigger::workflow::{
-    RecordingDispatcher, RunProgress, report_stage, stage_statuses, start_run,
-};
 use serde_json::{Value, json};
 
 use super::EXIT_FINDINGS;

@@ -599,7 +599,7 @@ async fn registered_triggers_dispatch_through_serve() {
     let state = astrolift_store::state::SqliteStateStore::open(server.home.path().join("state.db"))
         .await
         .expect("the state opens");
-    let outbox = astrolift_trigger::outbox::StateOutbox::of(std::sync::Arc::new(state), u64::MAX)
+    let outbox = astrolift_dispatch::outbox::StateOutbox::of(std::sync::Arc::new(state), u64::MAX)
         .expect("a sqlite state keeps an outbox");
     assert!(!server.home.path().join("outbox.db").exists());
     let kept = outbox.list(0, 10).await.expect("lists");

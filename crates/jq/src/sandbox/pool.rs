@@ -47,6 +47,19 @@ pub fn use_worker_processes(command: WorkerCommand) -> bool {
     COMMAND.set(command).is_ok()
 }
 
+impl WorkerCommand {
+    /// This test binary running only its `test` test (which must call
+    /// [`super::serve_if_requested`]): how a crate's integration tests
+    /// evaluate in worker processes, as every shipped binary does.
+    pub fn this_test_binary(test: &str) -> std::io::Result<Self> {
+        let args = [test, "--exact", "--nocapture", "--test-threads=1", "-q"];
+        Ok(Self {
+            program: std::env::current_exe()?,
+            args: args.map(str::to_owned).to_vec(),
+        })
+    }
+}
+
 /// The worker command, when this process evaluates in worker processes.
 pub(super) fn command() -> Option<&'static WorkerCommand> {
     COMMAND.get()

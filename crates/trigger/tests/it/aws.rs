@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use astrolift_dispatch::dispatch::{DispatchMessage, DispatchQueue, SqsDispatchQueue};
 use astrolift_store::testing::{aws_endpoint, unique_name};
-use astrolift_trigger::dispatch::{DispatchMessage, DispatchQueue, SqsDispatchQueue};
 use astrolift_trigger::{AwsSecretResolver, SecretResolver};
 use secrecy::ExposeSecret;
 

@@ -5,6 +5,14 @@
 
 use std::sync::{Arc, Mutex};
 
+use astrolift_dispatch::Answer;
+use astrolift_dispatch::callback::{CallbackContext, callback_body_limit, handle_callback};
+use astrolift_dispatch::content::{ContentSource, RecordOnlyContent};
+use astrolift_dispatch::dispatch::{MemoryDispatchQueue, Origin, record};
+use astrolift_dispatch::message::Source;
+use astrolift_dispatch::render::key_hash;
+use astrolift_dispatch::report::{ResultReporter, TerminalResult};
+use astrolift_dispatch::workflow::{RecordingDispatcher, stage_key, start_run};
 use astrolift_manifest::Limits;
 use astrolift_store::BoxFuture;
 use astrolift_store::StateStore;
@@ -12,14 +20,6 @@ use astrolift_store::state::tasks::record_render;
 use astrolift_store::state::{
     ReportTarget, RunStatus, SqliteStateStore, TaskStatus, WorkflowRecord,
 };
-use astrolift_trigger::TriggerResponse;
-use astrolift_trigger::callback::{CallbackContext, callback_body_limit, handle_callback};
-use astrolift_trigger::content::{ContentSource, RecordOnlyContent};
-use astrolift_trigger::dispatch::{MemoryDispatchQueue, Origin, record};
-use astrolift_trigger::message::Source;
-use astrolift_trigger::render::key_hash;
-use astrolift_trigger::report::{ResultReporter, TerminalResult};
-use astrolift_trigger::workflow::{RecordingDispatcher, stage_key, start_run};
 use serde_json::{Value, json};
 
 use crate::message::request;
@@ -116,18 +116,13 @@ impl Subject {
     }
 
     /// A callback with `key` as its Bearer key.
-    async fn call(&self, task_id: &str, key: &str, body: &[u8]) -> TriggerResponse {
+    async fn call(&self, task_id: &str, key: &str, body: &[u8]) -> Answer {
         self.call_with(task_id, Some(&format!("Bearer {key}")), body)
             .await
     }
 
     /// A callback with this `Authorization` header, if any.
-    async fn call_with(
-        &self,
-        task_id: &str,
-        authorization: Option<&str>,
-        body: &[u8],
-    ) -> TriggerResponse {
+    async fn call_with(&self, task_id: &str, authorization: Option<&str>, body: &[u8]) -> Answer {
         let headers = match authorization {
             Some(value) => headers(&[("authorization", value)]),
             None => headers(&[]),

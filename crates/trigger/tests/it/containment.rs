@@ -9,10 +9,10 @@
 //! and `astrolift-fn-trigger` run the same cases through `serve` and the
 //! trigger function.
 
+use astrolift_dispatch::dispatch::{DispatchMessage, DispatchQueue, MemoryDispatchQueue};
 use astrolift_jq::sandbox::MAX_OUTPUT_DEPTH;
 use astrolift_manifest::limits::Limits;
 use astrolift_store::state::SqliteStateStore;
-use astrolift_trigger::dispatch::{DispatchMessage, DispatchQueue, MemoryDispatchQueue};
 use astrolift_trigger::{Outcome, TriggerError, evaluate};
 use serde_json::{Value, json};
 

@@ -1,11 +1,11 @@
 //! Idempotency keys, the conditional record, and the queue message.
 
-use astrolift_store::state::{SqliteStateStore, TriggerBinding, UnixSeconds};
-use astrolift_trigger::dispatch::{
+use astrolift_dispatch::dispatch::{
     DispatchMessage, DispatchQueue, DispatchRequest, MemoryDispatchQueue, Origin, record,
 };
-use astrolift_trigger::env::{PayloadView, SnapshotView};
-use astrolift_trigger::message::{DispatchContent, PackageRef, Source};
+use astrolift_dispatch::env::{PayloadView, SnapshotView};
+use astrolift_dispatch::message::{DispatchContent, PackageRef, Source};
+use astrolift_store::state::{SqliteStateStore, TriggerBinding, UnixSeconds};
 use serde_json::{Value, json};
 
 use crate::support::headers;
@@ -47,7 +47,7 @@ pub async fn record_binding(
     payload: Option<&Value>,
     key: &str,
     now: UnixSeconds,
-) -> astrolift_trigger::dispatch::DispatchResult {
+) -> astrolift_dispatch::dispatch::DispatchResult {
     let content = inline_content();
     let request = DispatchRequest {
         source: Source::Trigger {
@@ -70,14 +70,15 @@ pub async fn record_binding(
 
 /// The key with the default limit and no replay key.
 fn idempotency_key(headers: &http::HeaderMap, trigger_id: &str, body: &[u8]) -> String {
-    astrolift_trigger::dispatch::idempotency_key(headers, trigger_id, body, None, 256)
+    astrolift_trigger::idempotency::idempotency_key(headers, trigger_id, body, None, 256)
         .expect("a valid key")
 }
 
 #[test]
 fn a_replay_key_wins_over_every_header() {
     let both = headers(&[("X-GitHub-Delivery", "d-1"), ("Idempotency-Key", "k-1")]);
-    let key = astrolift_trigger::dispatch::idempotency_key(&both, "t-1", b"{}", Some("17:ab"), 256);
+    let key =
+        astrolift_trigger::idempotency::idempotency_key(&both, "t-1", b"{}", Some("17:ab"), 256);
     assert_eq!(key.expect("valid").as_str(), "t-1:signed:17:ab");
 }
 

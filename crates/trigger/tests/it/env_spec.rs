@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
+use astrolift_dispatch::dispatch::MemoryDispatchQueue;
 use astrolift_store::StateStore;
 use astrolift_store::state::{
     AgentChange, AgentStatus, AuditAction, ChangeSet, EnvSpec, SqliteStateStore,
 };
-use astrolift_trigger::dispatch::MemoryDispatchQueue;
 use astrolift_trigger::{SecretResolver, TriggerService};
 
 use crate::service::{REPO, binding};

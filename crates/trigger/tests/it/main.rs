@@ -3,9 +3,7 @@
 mod aws;
 mod callback;
 mod containment;
-mod content;
 mod dispatch;
-mod env;
 mod env_spec;
 mod evaluate;
 mod github;

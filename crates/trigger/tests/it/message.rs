@@ -9,6 +9,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use astrolift_dispatch::content::env_spec_parts;
+use astrolift_dispatch::content::{
+    BlobContent, ContentError, ContentSource, RecordOnlyContent, UrlOptions, load_content,
+};
+use astrolift_dispatch::dispatch::{
+    DispatchMessage, DispatchRequest, MemoryDispatchQueue, Origin, record,
+};
+use astrolift_dispatch::message::{DispatchContent, EnvSpecRef, Source};
 use astrolift_manifest::model::{AgentManifest, SkillRef};
 use astrolift_manifest::triggers::{TriggerSource, Verify};
 use astrolift_manifest::{DirTree, Limits, ValidateOptions, validate_repository};
@@ -18,14 +26,6 @@ use astrolift_store::state::{
 };
 use astrolift_store::testing::{aws_endpoint, unique_name};
 use astrolift_store::{BlobOptions, StateStore};
-use astrolift_trigger::config_content::env_spec_parts;
-use astrolift_trigger::content::{
-    BlobContent, ContentError, ContentSource, RecordOnlyContent, UrlOptions, load_content,
-};
-use astrolift_trigger::dispatch::{
-    DispatchMessage, DispatchRequest, MemoryDispatchQueue, Origin, record,
-};
-use astrolift_trigger::message::{DispatchContent, EnvSpecRef, Source};
 use astrolift_trigger::{SecretResolver, TriggerService};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

@@ -8,14 +8,14 @@
 
 use std::sync::Arc;
 
-use astrolift_store::testing::{aws_endpoint, unique_name};
-use astrolift_store::{StateLocation, StateStore};
-use astrolift_trigger::TriggerService;
-use astrolift_trigger::dispatch::{
+use astrolift_dispatch::dispatch::{
     DispatchError, DispatchMessage, DispatchQueue, MemoryDispatchQueue, QueueDestination,
     SqsDispatchQueue,
 };
-use astrolift_trigger::outbox::{SqliteOutbox, StateOutbox, outbox_path};
+use astrolift_dispatch::outbox::{SqliteOutbox, StateOutbox, outbox_path};
+use astrolift_store::testing::{aws_endpoint, unique_name};
+use astrolift_store::{StateLocation, StateStore};
+use astrolift_trigger::TriggerService;
 
 use crate::dispatch::{record_binding, stored_binding};
 use crate::support::signed;
@@ -111,7 +111,7 @@ async fn a_full_outbox_is_a_503_and_records_nothing() {
     assert_eq!(answer.status, 503, "{}", answer.body);
     assert_eq!(
         answer.retry_after(),
-        Some(astrolift_trigger::RETRY_AFTER_SECONDS)
+        Some(astrolift_dispatch::RETRY_AFTER_SECONDS)
     );
     assert_eq!(outbox.len().await.expect("counts"), 1);
 }
@@ -193,7 +193,7 @@ async fn the_size_is_kept_by_every_writer_and_an_older_outbox_is_counted_once() 
     }
     assert_eq!(again.len().await.expect("counts"), 4);
     let drained = again
-        .drain_to(&astrolift_trigger::dispatch::MemoryDispatchQueue::new())
+        .drain_to(&astrolift_dispatch::dispatch::MemoryDispatchQueue::new())
         .await
         .expect("drains");
     assert_eq!(drained, 4);
@@ -252,7 +252,7 @@ async fn the_state_outbox_holds_at_the_bound_and_one_past_records_no_dispatch() 
     assert_eq!(answer.status, 503, "{}", answer.body);
     assert_eq!(
         answer.retry_after(),
-        Some(astrolift_trigger::RETRY_AFTER_SECONDS)
+        Some(astrolift_dispatch::RETRY_AFTER_SECONDS)
     );
     assert_eq!(
         (rows(&path, "dispatches"), rows(&path, "dispatch_tasks")),

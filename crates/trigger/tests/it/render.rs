@@ -6,19 +6,19 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use astrolift_dispatch::content::{BlobContent, ContentSource, UrlOptions};
+use astrolift_dispatch::dispatch::{DispatchMessage, DispatchQueue, record};
+use astrolift_dispatch::message::{EnvSpecRef, Source};
+use astrolift_dispatch::outbox::SqliteOutbox;
+use astrolift_dispatch::render::{
+    DEFAULT_WORKSPACE, RenderDispatchError, RenderOptions, RenderedDispatch, key_hash,
+    render_dispatch, vnc_options,
+};
 use astrolift_manifest::Limits;
 use astrolift_store::StateStore;
 use astrolift_store::blob::{BlobKey, BlobStore};
 use astrolift_store::state::tasks::report_task;
 use astrolift_store::state::{SqliteStateStore, TaskReport, TaskStatus};
-use astrolift_trigger::content::{BlobContent, ContentSource, UrlOptions};
-use astrolift_trigger::dispatch::{DispatchMessage, DispatchQueue, record};
-use astrolift_trigger::message::{EnvSpecRef, Source};
-use astrolift_trigger::outbox::SqliteOutbox;
-use astrolift_trigger::render::{
-    DEFAULT_WORKSPACE, RenderDispatchError, RenderOptions, RenderedDispatch, key_hash,
-    render_dispatch, vnc_options,
-};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 

@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use astrolift_dispatch::Answer;
+use astrolift_dispatch::dispatch::{DispatchQueue, MemoryDispatchQueue, SqsDispatchQueue};
 use astrolift_manifest::triggers::{TriggerSource, TriggerSpec, Verify};
 use astrolift_store::StateStore;
 use astrolift_store::state::{
@@ -12,8 +14,7 @@ use astrolift_store::state::{
     TriggerBinding,
 };
 use astrolift_store::testing::{FaultPlan, FaultyStateStore, aws_endpoint, unique_name};
-use astrolift_trigger::dispatch::{DispatchQueue, MemoryDispatchQueue, SqsDispatchQueue};
-use astrolift_trigger::{SecretResolver, TriggerResponse, TriggerService};
+use astrolift_trigger::{SecretResolver, TriggerService};
 use serde_json::{Value, json};
 
 use crate::support::{FixedSecrets, HOOK_SECRET, fixture, headers, hmac_verify, limits, signed};
@@ -190,7 +191,7 @@ async fn fixture_over(state: Arc<dyn StateStore>, dir: Option<tempfile::TempDir>
     }
 }
 
-fn assert_no_secret(response: &TriggerResponse) {
+fn assert_no_secret(response: &Answer) {
     let text = response.body.to_string();
     assert!(!text.contains(HOOK_SECRET), "{text}");
     assert!(!text.contains(crate::support::APP_SECRET), "{text}");
@@ -198,7 +199,7 @@ fn assert_no_secret(response: &TriggerResponse) {
 
 /// An error body names no `secret://` reference, no environment variable and
 /// no header the binding expects (the log line may).
-pub fn assert_names_nothing_internal(response: &TriggerResponse) {
+pub fn assert_names_nothing_internal(response: &Answer) {
     let text = response.body.to_string().to_ascii_lowercase();
     for internal in [
         "secret://",
@@ -215,7 +216,7 @@ pub fn assert_names_nothing_internal(response: &TriggerResponse) {
     }
 }
 
-async fn post(fx: &Fixture, id: &str, body: &[u8]) -> TriggerResponse {
+async fn post(fx: &Fixture, id: &str, body: &[u8]) -> Answer {
     let response = fx.service.handle(id, &signed(body), body).await;
     assert_no_secret(&response);
     assert_names_nothing_internal(&response);
@@ -247,8 +248,9 @@ async fn dispatches_once(fx: &Fixture) {
         messages[0].payload,
         Some(json!({"mode": "triage", "issue": "OPS-17", "title": "Checkout is down"}))
     );
-    let key = astrolift_trigger::dispatch::idempotency_key(&signed(&body), JIRA, &body, None, 256)
-        .expect("a key");
+    let key =
+        astrolift_trigger::idempotency::idempotency_key(&signed(&body), JIRA, &body, None, 256)
+            .expect("a key");
     let stored = fx
         .state
         .get_dispatch(&key)

@@ -67,18 +67,8 @@ pub fn limits() -> Limits {
 
 /// Makes this process evaluate in worker processes of this test binary.
 pub fn worker_processes() {
-    let program = std::env::current_exe().expect("the test binary's path");
-    let args = [
-        "jq_worker",
-        "--exact",
-        "--nocapture",
-        "--test-threads=1",
-        "-q",
-    ];
-    astrolift_jq::sandbox::use_worker_processes(WorkerCommand {
-        program,
-        args: args.map(str::to_owned).to_vec(),
-    });
+    let command = WorkerCommand::this_test_binary("jq_worker").expect("the test binary's path");
+    astrolift_jq::sandbox::use_worker_processes(command);
 }
 
 pub fn hmac_verify() -> Verify {

@@ -7,13 +7,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use astrolift_dispatch::dispatch::MemoryDispatchQueue;
 use astrolift_manifest::triggers::{TriggerSource, TriggerSpec, Verify};
 use astrolift_store::StateStore;
 use astrolift_store::state::{
     AgentChange, AgentStatus, AuditAction, ChangeSet, SqliteStateStore, TriggerBinding,
 };
 use astrolift_store::testing::{aws_endpoint, unique_name};
-use astrolift_trigger::dispatch::MemoryDispatchQueue;
 use astrolift_trigger::trust::assess;
 use astrolift_trigger::verify::{now_seconds, verify_at};
 use astrolift_trigger::{AwsSecretResolver, SecretError, SecretResolver, TriggerService};

@@ -6,6 +6,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use astrolift_dispatch::content::RecordOnlyContent;
+use astrolift_dispatch::dispatch::MemoryDispatchQueue;
+use astrolift_dispatch::workflow::{
+    RecordingDispatcher, RunProgress, advance_workflow_on_callback, report_stage, stage_statuses,
+    start_run,
+};
 use astrolift_manifest::workflow::{Stage, Workflow};
 use astrolift_store::StateStore;
 use astrolift_store::state::{
@@ -13,12 +19,6 @@ use astrolift_store::state::{
     SqliteStateStore, StageStatus, WorkflowRecord, WorkflowStatus,
 };
 use astrolift_store::testing::{aws_endpoint, unique_name};
-use astrolift_trigger::content::RecordOnlyContent;
-use astrolift_trigger::dispatch::MemoryDispatchQueue;
-use astrolift_trigger::workflow::{
-    RecordingDispatcher, RunProgress, advance_workflow_on_callback, report_stage, stage_statuses,
-    start_run,
-};
 use serde_json::{Value, json};
 
 use crate::support::limits;

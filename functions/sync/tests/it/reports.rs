@@ -7,11 +7,11 @@
 //! task, or a task still running, is acknowledged and posts nothing.
 
 use astrolift_bot::report::SqsReportRelay;
+use astrolift_dispatch::report::{ResultReporter, TerminalResult};
 use astrolift_store::state::tasks::report_task;
 use astrolift_store::state::{Dispatch, DispatchStatus, ReportTarget, TaskReport, TaskStatus};
 use astrolift_store::testing::{aws_endpoint, unique_name};
 use astrolift_sync::Stores;
-use astrolift_trigger::report::{ResultReporter, TerminalResult};
 use serde_json::json;
 
 use crate::support::{

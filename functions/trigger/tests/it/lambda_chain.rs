@@ -10,6 +10,9 @@
 use std::sync::Arc;
 
 use astrolift_bot::{Ingress, RecordingJobQueue};
+use astrolift_dispatch::content::{BlobContent, UrlOptions};
+use astrolift_dispatch::dispatch::SqsDispatchQueue;
+use astrolift_dispatch::render::{RenderOptions, render_dispatch};
 use astrolift_fn_webhook::WebhookFunction;
 use astrolift_forge::webhook::WebhookSecrets;
 use astrolift_manifest::Limits;
@@ -18,9 +21,6 @@ use astrolift_store::state::{DynamoStateStore, TaskStatus};
 use astrolift_store::testing::{aws_endpoint, unique_name};
 use astrolift_store::{BlobStore, StateStore};
 use astrolift_trigger::TriggerService;
-use astrolift_trigger::content::{BlobContent, UrlOptions};
-use astrolift_trigger::dispatch::SqsDispatchQueue;
-use astrolift_trigger::render::{RenderOptions, render_dispatch};
 use hmac::{Hmac, KeyInit, Mac};
 use lambda_http::Body;
 use serde_json::{Value, json};

@@ -17,13 +17,13 @@ mod stack;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use astrolift_dispatch::dispatch::{DispatchQueue, MemoryDispatchQueue, SqsDispatchQueue};
 use astrolift_manifest::{DirTree, Limits, ValidateOptions};
 use astrolift_store::blob::{FsBlobStore, S3BlobStore};
 use astrolift_store::state::{DynamoStateStore, SqliteStateStore};
 use astrolift_store::testing::{aws_endpoint, unique_name};
 use astrolift_store::{BlobStore, BoxFuture, StateStore};
 use astrolift_sync::{Mode, Stores, SyncRequest, sync};
-use astrolift_trigger::dispatch::{DispatchQueue, MemoryDispatchQueue, SqsDispatchQueue};
 use astrolift_trigger::{SecretError, SecretResolver, TriggerService};
 use lambda_http::Body;
 use secrecy::SecretString;

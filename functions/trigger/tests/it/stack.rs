@@ -11,6 +11,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use astrolift_dispatch::dispatch::MemoryDispatchQueue;
+use astrolift_dispatch::render::key_hash;
 use astrolift_forge::webhook::sign;
 use astrolift_manifest::triggers::{TriggerSource, TriggerSpec, Verify};
 use astrolift_store::StateStore;
@@ -20,8 +22,6 @@ use astrolift_store::state::{
     DynamoStateStore, ReportTarget, TriggerBinding,
 };
 use astrolift_store::testing::unique_name;
-use astrolift_trigger::dispatch::MemoryDispatchQueue;
-use astrolift_trigger::render::key_hash;
 use astrolift_trigger::{AwsSecretResolver, TriggerService};
 use lambda_http::{Body, Request};
 

@@ -55,6 +55,12 @@ fn dependency_direction() {
     let downwards = [
         ("crates/manifest", &["astrolift-jq"][..]),
         ("crates/package", &["astrolift-manifest"][..]),
+        // Dispatch never sees a request's signature, a secret or a webhook
+        // (ARCHITECTURE.md, `crates/dispatch`): no trigger, no forge.
+        (
+            "crates/dispatch",
+            &["astrolift-jq", "astrolift-manifest", "astrolift-store"][..],
+        ),
     ];
     for (package, allowed) in downwards {
         for name in ours(package) {

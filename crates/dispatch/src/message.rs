@@ -16,8 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::env::SnapshotView;
-use crate::prompts::{PromptTexts, non_empty_payload};
-pub use crate::prompts::{Prompts, compose_prompts, tool_slugs};
+use crate::prompts::{PromptTexts, Prompts, compose_prompts, non_empty_payload, tool_slugs};
 
 /// The value of the message's `schema` field.
 pub const DISPATCH_SCHEMA_V1: &str = "astrolift.dispatch/v1";

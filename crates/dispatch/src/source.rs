@@ -1,6 +1,6 @@
 //! Where a dispatch's content comes from ([`ContentSource`]), how its package
 //! URLs are issued ([`UrlOptions`]) and why it could not be read
-//! ([`ContentError`]): what `content` and `config_content` share.
+//! ([`ContentError`]): what `content` and its `config` submodule share.
 
 use std::time::Duration;
 
@@ -110,7 +110,7 @@ pub trait ContentSource: Send + Sync + std::fmt::Debug {
         now: UnixSeconds,
     ) -> BoxFuture<'a, Result<DispatchContent, ContentError>>;
 
-    /// The `config` of a dispatch with `spec` (see [`crate::config_content`]).
+    /// The `config` of a dispatch with `spec` (see `content::config`).
     fn config<'a>(
         &'a self,
         state: &'a dyn StateStore,

@@ -3,11 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use astrolift_manifest::native::RESERVED_ENV;
-use astrolift_trigger::env::{
-    BriefView, DispatchContext, PayloadView, PromptTexts, RuntimeOptions, SkillText,
-    SnapshotUpload, SnapshotView, ToolContract, VncOptions, render_runtime_env,
+use astrolift_dispatch::env::{
+    BriefView, DispatchContext, PayloadView, RuntimeOptions, SnapshotUpload, SnapshotView,
+    VncOptions, render_runtime_env,
 };
+use astrolift_dispatch::prompts::{PromptTexts, SkillText, ToolContract};
+use astrolift_manifest::native::RESERVED_ENV;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -22,6 +22,12 @@
 //! `skill_refs`). Skills are taken in the snapshot's order, whatever their
 //! form. Archives over [`MAX_ARCHIVE_BYTES`] are refused rather than read:
 //! the blob store reads objects whole.
+//!
+//! A dispatch's `config` (the env spec's packaged config manifest with a
+//! presigned URL per file) is read by the `config` submodule;
+//! [`env_spec_parts`] is the one call every dispatch path makes.
+
+mod config;
 
 use std::io::Read;
 use std::sync::Arc;
@@ -35,7 +41,8 @@ use astrolift_store::{BoxFuture, StoreError};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::config_content::{StoredBundle, config_without_blob_store, load_config_content};
+pub use self::config::env_spec_parts;
+use self::config::{StoredBundle, config_without_blob_store, load_config_content};
 use crate::env::SnapshotView;
 pub use crate::kept::CONTENT_CACHE_BYTES;
 use crate::kept::Kept;
@@ -350,7 +357,7 @@ pub struct BlobContent {
 #[derive(Debug)]
 struct KeptContent {
     snapshots: Kept<SnapshotContent>,
-    /// Config bundles by hash ([`crate::config_content`]), counted by their stored size.
+    /// Config bundles by hash (the `config` submodule), counted by their stored size.
     bundles: Kept<StoredBundle>,
     reads: tokio::sync::Semaphore,
 }

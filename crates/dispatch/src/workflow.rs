@@ -37,7 +37,7 @@ use astrolift_store::state::{
 use astrolift_store::{BoxFuture, StoreError};
 use serde_json::{Value, json};
 
-use crate::config_content::env_spec_parts;
+use crate::content::env_spec_parts;
 use crate::content::{ContentError, ContentSource};
 use crate::dispatch::{
     DispatchError, DispatchQueue, DispatchRequest, Origin, new_dispatch_id, record,
@@ -571,7 +571,7 @@ impl StageDispatcher for RecordingDispatcher<'_> {
                 manifest_path: &agent.manifest_path,
                 snapshot_hash: &agent.snapshot_hash,
                 idempotency_key: Some(stage.idempotency_key.clone()),
-                payload: crate::env::non_empty_payload(stage.payload.as_ref()),
+                payload: crate::prompts::non_empty_payload(stage.payload.as_ref()),
                 origin: &Origin::TRUSTED,
                 env_spec,
                 config: config.as_ref(),

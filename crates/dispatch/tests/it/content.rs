@@ -2,9 +2,9 @@
 //! catalogue and organization skills the sync resolved (their snapshot entry has a
 //! `commit`) from `skills/<name>/` and `skills/<alias>/<path>/`, in the snapshot's order.
 
+use astrolift_dispatch::content::prompt_texts_from_archive;
+use astrolift_dispatch::env::SnapshotView;
 use astrolift_manifest::Limits;
-use astrolift_trigger::content::prompt_texts_from_archive;
-use astrolift_trigger::env::SnapshotView;
 use serde_json::json;
 
 fn skill_md(name: &str, tools: &str, body: &str) -> String {

@@ -23,10 +23,7 @@ use astrolift_manifest::native::RESERVED_ENV;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::prompts::compose_prompts;
-pub use crate::prompts::{
-    PromptTexts, SkillText, ToolContract, kickoff_prompt, non_empty_payload, system_prompt,
-};
+use crate::prompts::{PromptTexts, compose_prompts, non_empty_payload};
 
 /// The parts of the agent snapshot (`astrolift.snapshot/v1`) rendering reads.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

@@ -30,9 +30,9 @@ use http::HeaderMap;
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
+use crate::answer::Answer;
 use crate::render::key_hash;
 use crate::report::{ResultReporter, report_terminal_task};
-use crate::response::TriggerResponse;
 use crate::workflow::{StageDispatcher, advance_workflow_on_callback};
 
 /// Bytes a callback body may have besides its `result` (the status and the JSON around it).
@@ -74,20 +74,21 @@ pub async fn handle_callback(
     task_id: &str,
     headers: &HeaderMap,
     body: &[u8],
-) -> TriggerResponse {
+) -> Answer {
     match accept(context, task_id, headers, body).await {
         Ok(answer) | Err(answer) => answer,
     }
 }
 
-type Answer = Result<TriggerResponse, TriggerResponse>;
+/// A recorded report, or the refusal that ends the request early.
+type Accepted = Result<Answer, Answer>;
 
 async fn accept(
     context: CallbackContext<'_>,
     task_id: &str,
     headers: &HeaderMap,
     body: &[u8],
-) -> Answer {
+) -> Accepted {
     let refuse = |status: u16, error: &str| refusal(status, error, task_id);
     authenticated_task(context, task_id, headers, body).await?;
     let report =
@@ -118,7 +119,7 @@ async fn authenticated_task(
     task_id: &str,
     headers: &HeaderMap,
     body: &[u8],
-) -> Result<DispatchTask, TriggerResponse> {
+) -> Result<DispatchTask, Answer> {
     let refuse = |status: u16, error: &str| refusal(status, error, task_id);
     if task_id.is_empty() || task_id.len() > MAX_TASK_ID {
         return Err(refusal(404, "no such task", ""));
@@ -144,7 +145,7 @@ async fn authenticated_task(
 }
 
 /// 202 for `running`, 200 for a terminal status (with the workflow run it advanced).
-fn recorded_answer(task: &DispatchTask, workflow_run: Option<String>) -> TriggerResponse {
+fn recorded_answer(task: &DispatchTask, workflow_run: Option<String>) -> Answer {
     let mut body = json!({
         "task_id": task.task_id,
         "dispatch_id": task.dispatch_id,
@@ -154,7 +155,7 @@ fn recorded_answer(task: &DispatchTask, workflow_run: Option<String>) -> Trigger
         body["workflow_run"] = json!(run_id);
     }
     let status = if task.status.is_terminal() { 200 } else { 202 };
-    TriggerResponse { status, body }
+    Answer { status, body }
 }
 
 /// The key of `Authorization: Bearer <key>` (the scheme in any case), if any.
@@ -220,7 +221,7 @@ fn parse_report(body: &[u8], limits: &Limits) -> Result<TaskReport, (u16, String
 async fn advance_workflow(
     context: CallbackContext<'_>,
     task: &DispatchTask,
-) -> Result<Option<String>, TriggerResponse> {
+) -> Result<Option<String>, Answer> {
     let Some(status) = stage_status(task.status) else {
         return Ok(None);
     };
@@ -264,14 +265,14 @@ fn stage_status(status: TaskStatus) -> Option<StageStatus> {
     }
 }
 
-fn refusal(status: u16, error: &str, task_id: &str) -> TriggerResponse {
-    TriggerResponse {
+fn refusal(status: u16, error: &str, task_id: &str) -> Answer {
+    Answer {
         status,
         body: json!({"error": error, "task_id": task_id}),
     }
 }
 
-fn store_refusal(error: &StoreError, task_id: &str) -> TriggerResponse {
+fn store_refusal(error: &StoreError, task_id: &str) -> Answer {
     tracing::warn!(%task_id, %error, "a callback could not be recorded");
     match error {
         StoreError::NotFound(_) => refusal(404, "no such task", task_id),

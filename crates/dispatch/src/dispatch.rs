@@ -1,15 +1,8 @@
-//! Dispatch: the idempotency key, the conditional record, and the queue message.
+//! Dispatch: the conditional record and the queue message.
 //!
 //! # Idempotency key
-//! `{trigger_id}:signed:{timestamp}:{signature hex}` for a timestamped
-//! signature (replay protection: a replay is a duplicate whatever its other
-//! headers), else `{trigger_id}:delivery:{X-GitHub-Delivery}`, else
-//! `{trigger_id}:key:{Idempotency-Key}`, else
-//! `{trigger_id}:body:{sha256 hex of trigger_id, a NUL byte, the verified body}`.
-//! The trigger id is part of every key: one GitHub delivery that matches two
-//! bindings dispatches each once, and two senders cannot collide by reusing a key.
-//! An `Idempotency-Key` or `X-GitHub-Delivery` over `Limits::idempotency_key`
-//! bytes (256), or not visible ASCII, is a 400, whichever key is used.
+//! Built on the request side (`astrolift_trigger::idempotency`); a GitHub
+//! delivery's is [`delivery_key`], the one both sides share.
 //!
 //! # Queue message
 //! The body of each queue message is one [`DispatchMessage`] v1 (see
@@ -23,66 +16,10 @@ use astrolift_store::state::{
     Agent, Dispatch, DispatchOutcome, DispatchStatus, ReportTarget, UnixSeconds,
 };
 use astrolift_store::{BoxFuture, StateStore, StoreError};
-use http::HeaderMap;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-use crate::error::TriggerError;
 use crate::message::{DispatchContent, EnvSpecRef, MessageParts, Source, build_message};
 pub use crate::message::{DispatchMessage, MANUAL_TRIGGER};
-
-/// The idempotency key of a verified request (see the module docs):
-/// `replay_key` is [`crate::verify::Verified::replay_key`], `limit` is
-/// `Limits::idempotency_key`.
-pub fn idempotency_key(
-    headers: &HeaderMap,
-    trigger_id: &str,
-    body: &[u8],
-    replay_key: Option<&str>,
-    limit: usize,
-) -> Result<String, TriggerError> {
-    let delivery = key_header(headers, "X-GitHub-Delivery", limit)?;
-    let key = key_header(headers, "Idempotency-Key", limit)?;
-    if let Some(replay) = replay_key {
-        return Ok(format!("{trigger_id}:signed:{replay}"));
-    }
-    if let Some(delivery) = delivery {
-        return Ok(delivery_key(trigger_id, delivery));
-    }
-    if let Some(key) = key {
-        return Ok(format!("{trigger_id}:key:{key}"));
-    }
-    let mut hasher = Sha256::new();
-    hasher.update(trigger_id.as_bytes());
-    hasher.update([0u8]);
-    hasher.update(body);
-    Ok(format!(
-        "{trigger_id}:body:{}",
-        hex::encode(hasher.finalize())
-    ))
-}
-
-/// A key header, trimmed; `None` when absent or blank. Over `limit` bytes or
-/// not visible ASCII is a 400 (the message names neither header nor value).
-fn key_header<'h>(
-    headers: &'h HeaderMap,
-    name: &str,
-    limit: usize,
-) -> Result<Option<&'h str>, TriggerError> {
-    let Some(value) = headers.get(name) else {
-        return Ok(None);
-    };
-    if value.len() > limit {
-        return Err(TriggerError::BadIdempotencyKey(format!(
-            "is {} bytes, over the {limit}-byte limit",
-            value.len()
-        )));
-    }
-    let text = value
-        .to_str()
-        .map_err(|_| TriggerError::BadIdempotencyKey("is not visible ASCII".to_owned()))?;
-    Ok(Some(text.trim()).filter(|t| !t.is_empty()))
-}
 
 /// The idempotency key of a GitHub delivery for one binding: a delivery that
 /// matches two bindings dispatches each once.
@@ -184,11 +121,11 @@ pub struct DispatchRequest<'a> {
     /// The full idempotency key; `None`: this dispatch is never a duplicate
     /// (the key becomes `{source}:{repository}:{manifest}:id:{dispatch_id}`).
     pub idempotency_key: Option<String>,
-    /// Already reduced by [`crate::env::non_empty_payload`].
+    /// Already reduced by [`crate::prompts::non_empty_payload`].
     pub payload: Option<&'a Value>,
     pub origin: &'a Origin,
     pub env_spec: Option<EnvSpecRef>,
-    /// The env spec's packaged config manifest ([`crate::config_content`]), if it names one.
+    /// The env spec's packaged config manifest ([`crate::content::env_spec_parts`]), if it names one.
     pub config: Option<&'a Value>,
     pub content: &'a DispatchContent,
     /// `ASTROLIFT_CALLBACK_BASE_URL`, when a callback route is configured.
