@@ -119,7 +119,8 @@ pub fn digest(bindings: &[TriggerBinding]) -> String {
 
 /// The digest agent records stored before ids were random: over the
 /// bindings with their ids, in trigger-id order. A record that holds it is
-/// current when the stored ids are reused, so upgrading changes no agent.
+/// current when the stored ids are reused, so upgrading changes no agent. A
+/// compatibility shim: when it can go is in docs/operations.md, "Compatibility shims".
 pub fn legacy_digest(bindings: &[TriggerBinding]) -> String {
     let mut sorted: Vec<&TriggerBinding> = bindings.iter().collect();
     sorted.sort_by(|a, b| a.trigger_id.cmp(&b.trigger_id));

@@ -681,7 +681,8 @@ impl DynamoStateStore {
     /// migrated (later processes read the marker once and skip the scan). Each copy is written
     /// in a transaction conditional on its binding still existing with the same snapshot, so a
     /// binding deleted or replaced meanwhile is not resurrected. Idempotent: concurrent
-    /// backfills write the same items.
+    /// backfills write the same items. A compatibility shim: when it can go is in
+    /// docs/operations.md, "Compatibility shims".
     async fn ensure_repository_trigger_copies(&self) -> StoreResult<()> {
         use std::sync::atomic::Ordering;
         if self.trigger_copies_ready.load(Ordering::Acquire) {
@@ -737,7 +738,8 @@ impl DynamoStateStore {
     /// written conditional on the binding being unchanged and on no copy existing, so a
     /// binding replaced or deleted meanwhile is not resurrected. Deleting the marker item
     /// runs the backfill again (idempotent), e.g. after an older version wrote bindings
-    /// during a rolling update.
+    /// during a rolling update. A compatibility shim: when it can go is in
+    /// docs/operations.md, "Compatibility shims".
     async fn ensure_event_trigger_copies(&self) -> StoreResult<()> {
         if self.event_copies_known() {
             return Ok(());
@@ -926,7 +928,8 @@ impl DynamoStateStore {
     /// when a repository held one is already at this key, but may carry the `manifest_path`
     /// it was registered with, which was never read (every manifest was applied). It is read
     /// as covering every manifest, which keeps that behaviour, and rewritten without the
-    /// path (conditional on the item being unchanged, so a concurrent write wins).
+    /// path (conditional on the item being unchanged, so a concurrent write wins). A
+    /// compatibility shim: when it can go is in docs/operations.md, "Compatibility shims".
     async fn get_whole_registration(
         &self,
         repository: &str,

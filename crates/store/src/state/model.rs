@@ -331,7 +331,9 @@ pub struct EnvSpec {
     pub name: String,
     /// The project it belongs to. `None` only on specs written before env
     /// specs had projects: those belong to no project and no agent can use
-    /// them until an operator upserts them again with `--project-id`.
+    /// them until an operator upserts them again with `--project-id`. The `None` of this
+    /// field and the next two is a compatibility shim: when it can go is in
+    /// docs/operations.md, "Compatibility shims".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project_id: Option<String>,
     /// The agent type the runtime starts, e.g. `claude`. `None` only on specs written
@@ -500,7 +502,9 @@ pub struct Dispatch {
     /// generic trigger, a manual dispatch, or a GitHub event from an owner,
     /// member or collaborator that is not a fork pull request; `false` for a
     /// GitHub event let through by `allow_untrusted`, and for records
-    /// written before the field existed.
+    /// written before the field existed. The default of this field, `task_id`
+    /// and `message` is a compatibility shim: when it can go is in
+    /// docs/operations.md, "Compatibility shims".
     #[serde(default)]
     pub trusted: bool,
     /// The task's GUID (`ASTROLIFT_TASK_ID`); empty on records written

@@ -201,6 +201,7 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
 }
 
 /// Brings a file written by an older version to the current schema, in one transaction.
+/// A compatibility shim: when it can go is in docs/operations.md, "Compatibility shims".
 fn migrate(connection: &Connection) -> StoreResult<()> {
     let has_repository: bool = connection
         .query_row(
@@ -261,7 +262,8 @@ fn unindex_binding_events(connection: &Connection, trigger_id: &str) -> StoreRes
 }
 
 /// Moves the registrations of a file written before registrations were per manifest (see
-/// [`MIGRATE_SINGLE_REGISTRATIONS`]); a no-op once the old table is gone.
+/// [`MIGRATE_SINGLE_REGISTRATIONS`]); a no-op once the old table is gone. A compatibility
+/// shim: when it can go is in docs/operations.md, "Compatibility shims".
 fn migrate_registrations(connection: &Connection) -> StoreResult<()> {
     let has_old_table: bool = connection
         .query_row(

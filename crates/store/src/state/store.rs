@@ -206,7 +206,8 @@ pub trait StateStore: Send + Sync + fmt::Debug {
     /// Stores a dispatch unless one with its idempotency key exists, and with it, in the same
     /// conditional write, its task ([`DispatchTask::queued`], found by task id and by
     /// dispatch id through [`StateStore::tasks`]); a dispatch without a task id (the shape of
-    /// records written before tasks existed) gets none.
+    /// records written before tasks existed) gets none (a compatibility shim: when it can go
+    /// is in docs/operations.md, "Compatibility shims").
     fn record_dispatch<'a>(
         &'a self,
         dispatch: &'a Dispatch,

@@ -125,7 +125,8 @@ impl SkillSourceStore for DynamoStateStore {
 }
 
 impl DynamoStateStore {
-    /// The one-time backfill of the per-repository copies (see the module docs).
+    /// The one-time backfill of the per-repository copies (see the module docs). A
+    /// compatibility shim: when it can go is in docs/operations.md, "Compatibility shims".
     async fn ensure_skill_source_copies(&self) -> StoreResult<()> {
         if self.skill_source_copies_ready.load(Ordering::Acquire) {
             return Ok(());
