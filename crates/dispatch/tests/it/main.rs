@@ -3,5 +3,6 @@
 //! trigger service (records, the outbox behind the service, callbacks,
 //! rendering a recorded dispatch, workflow runs) are astrolift-trigger's.
 
+mod answer;
 mod content;
 mod env;
