@@ -15,6 +15,7 @@ use astrolift_forge::webhook::{
 use astrolift_manifest::Limits;
 use astrolift_store::BoxFuture;
 use astrolift_store::state::{DeliveryOutcome, Installation, StateStore, UnixSeconds};
+pub use astrolift_trigger::GithubDelivery;
 use serde_json::{Value, json};
 use tracing::{Instrument as _, field};
 
@@ -25,7 +26,7 @@ use crate::telemetry::{self, Metric};
 /// GitHub-sourced trigger bindings, as the webhook sees them: evaluate and
 /// dispatch every binding of `repository` that matches the event.
 pub trait EventFanOut: Send + Sync + fmt::Debug {
-    fn fan_out<'a>(&'a self, delivery: FanOutDelivery<'a>) -> BoxFuture<'a, FanOutSummary>;
+    fn fan_out<'a>(&'a self, delivery: GithubDelivery<'a>) -> BoxFuture<'a, FanOutSummary>;
 }
 
 /// What one delivery's fan-out did.
@@ -40,16 +41,6 @@ pub struct FanOutSummary {
     /// are not recorded twice) runs them; before, it was answered 200 and
     /// those dispatches were lost.
     pub unavailable: usize,
-}
-
-/// One verified delivery, for [`EventFanOut`].
-#[derive(Debug, Clone, Copy)]
-pub struct FanOutDelivery<'a> {
-    pub repository: &'a str,
-    pub event_name: &'a str,
-    pub action: Option<&'a str>,
-    pub delivery_id: &'a str,
-    pub body: &'a [u8],
 }
 
 /// How long a delivery id is remembered (GitHub redelivers on request, for
@@ -106,7 +97,7 @@ impl Ingress {
         let span = tracing::Span::current();
         span.record("delivery_id", accepted.delivery_id.as_str());
         span.record("event", accepted.event_name.as_str());
-        if let Some(repository) = repository_of(&accepted) {
+        if let Some(repository) = &accepted.envelope.repository {
             span.record("repository", repository.as_str());
         }
         match &accepted.event {
@@ -145,15 +136,16 @@ impl Ingress {
     }
 
     async fn fan_out(&self, accepted: &Accepted) -> FanOutSummary {
-        let (Some(triggers), Some(repository)) = (&self.triggers, repository_of(accepted)) else {
+        let envelope = &accepted.envelope;
+        let (Some(triggers), Some(repository)) = (&self.triggers, &envelope.repository) else {
             return FanOutSummary::default();
         };
-        let action = action_of(accepted);
-        let delivery = FanOutDelivery {
-            repository: &repository,
+        let delivery = GithubDelivery {
+            repository,
             event_name: &accepted.event_name,
-            action: action.as_deref(),
+            action: envelope.action.as_deref(),
             delivery_id: &accepted.delivery_id,
+            envelope,
             body: &accepted.body,
         };
         let summary = triggers.fan_out(delivery).await;
@@ -278,38 +270,6 @@ fn no_job_reason(reason: &NoJob) -> &'static str {
         NoJob::CoveredByPush => "check_suite.requested is covered by the push event",
         NoJob::NoInstallation => "the event names no installation",
     }
-}
-
-/// `repository.full_name`, for typed and ignored events alike.
-fn repository_of(accepted: &Accepted) -> Option<String> {
-    if let Some(repository) = accepted.event.repository() {
-        return Some(repository.full_name.clone());
-    }
-    #[derive(serde::Deserialize)]
-    struct Repo {
-        full_name: String,
-    }
-    #[derive(serde::Deserialize)]
-    struct WithRepo {
-        repository: Option<Repo>,
-    }
-    serde_json::from_slice::<WithRepo>(&accepted.body)
-        .ok()
-        .and_then(|w| w.repository)
-        .map(|r| r.full_name)
-}
-
-fn action_of(accepted: &Accepted) -> Option<String> {
-    if let Event::Ignored { action, .. } = &accepted.event {
-        return action.clone();
-    }
-    #[derive(serde::Deserialize)]
-    struct WithAction {
-        action: Option<String>,
-    }
-    serde_json::from_slice::<WithAction>(&accepted.body)
-        .ok()
-        .and_then(|w| w.action)
 }
 
 pub(crate) fn now() -> UnixSeconds {

@@ -86,7 +86,7 @@ pub mod suggestions;
 pub mod telemetry;
 pub mod triggers;
 
-pub use ingress::{Answer, EventFanOut, FanOutDelivery, FanOutSummary, Ingress};
+pub use ingress::{Answer, EventFanOut, FanOutSummary, GithubDelivery, Ingress};
 pub use job::{
     AcceptDriftRequest, JobTrigger, QueuedJob, ReportJob, SkillChange, SyncJob, job_for_event,
 };

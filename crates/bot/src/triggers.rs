@@ -17,7 +17,7 @@ use astrolift_trigger::{SecretError, SecretResolver, TriggerService};
 use http::HeaderMap;
 
 use crate::config::{ConfigError, Environment};
-use crate::ingress::{EventFanOut, FanOutDelivery, FanOutSummary};
+use crate::ingress::{EventFanOut, FanOutSummary, GithubDelivery};
 use crate::report::{GitHubReporter, SqsReportRelay};
 use crate::telemetry::{self, Metric};
 
@@ -234,17 +234,9 @@ impl EventFanOut for TriggerService {
     /// Every matching GitHub-sourced binding is evaluated and dispatched under
     /// the delivery id; counted are new dispatches (202) and bindings that
     /// could not run now (503).
-    fn fan_out<'a>(&'a self, delivery: FanOutDelivery<'a>) -> BoxFuture<'a, FanOutSummary> {
+    fn fan_out<'a>(&'a self, delivery: GithubDelivery<'a>) -> BoxFuture<'a, FanOutSummary> {
         Box::pin(async move {
-            let results = self
-                .fan_out_github(
-                    delivery.repository,
-                    delivery.event_name,
-                    delivery.action,
-                    delivery.delivery_id,
-                    delivery.body,
-                )
-                .await;
+            let results = self.fan_out_github(&delivery).await;
             for result in &results {
                 tracing::info!(
                     trigger_id = %result.trigger_id,

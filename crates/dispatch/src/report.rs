@@ -2,7 +2,7 @@
 //! pull request it came from (a trigger's `report = "comment" | "check"`,
 //! docs/reference.md §10).
 //!
-//! At dispatch, [`report_target`] reads from the verified event where the
+//! At dispatch, [`report_target`] takes from the verified event's envelope where the
 //! report goes (installation, issue or pull request number, the pull
 //! request's head) and the dispatch record keeps it. When the first terminal
 //! callback of its task is recorded, [`report_back`] hands it to the
@@ -17,7 +17,6 @@ use astrolift_manifest::triggers::ReportKind;
 use astrolift_store::BoxFuture;
 use astrolift_store::StoreError;
 use astrolift_store::state::{Dispatch, DispatchTask, ReportTarget, StateStore, TaskStatus};
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::dispatch::message_of;
@@ -79,51 +78,29 @@ impl TerminalResult {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Event {
-    installation: Option<Id>,
-    issue: Option<Numbered>,
-    pull_request: Option<Pull>,
+/// What a GitHub event names of where its report would go (read from its
+/// envelope by the trigger service: `astrolift_forge::webhook::Envelope`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReportSubject<'a> {
+    /// The App installation that delivered the event.
+    pub installation_id: Option<u64>,
+    /// The pull request's number when the event has one, else the issue's.
+    pub number: Option<u64>,
+    /// The pull request's head commit.
+    pub head_sha: Option<&'a str>,
 }
 
-#[derive(Debug, Deserialize)]
-struct Id {
-    id: u64,
-}
-
-#[derive(Debug, Deserialize)]
-struct Numbered {
-    number: u64,
-}
-
-#[derive(Debug, Deserialize)]
-struct Pull {
-    number: u64,
-    head: Option<Head>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Head {
-    sha: String,
-}
-
-/// Where a `kind` report of the verified GitHub event `body` of `repository`
-/// goes; `None` when the event names no installation, or no issue or pull
-/// request (a `check` also needs the pull request's head).
-pub fn report_target(kind: ReportKind, repository: &str, body: &[u8]) -> Option<ReportTarget> {
-    let event: Event = serde_json::from_slice(body).ok()?;
-    let installation_id = event.installation?.id;
-    let pull = event.pull_request;
-    let head_sha = pull
-        .as_ref()
-        .and_then(|p| p.head.as_ref())
-        .map(|h| h.sha.clone());
-    let number = match (&pull, event.issue) {
-        (Some(pull), _) => pull.number,
-        (None, Some(issue)) => issue.number,
-        (None, None) => return None,
-    };
-    if kind == ReportKind::Check && head_sha.is_none() {
+/// Where a `kind` report of a verified GitHub event of `repository` goes;
+/// `None` when the event names no installation, or no issue or pull request
+/// (a `check` also needs the pull request's head).
+pub fn report_target(
+    kind: ReportKind,
+    repository: &str,
+    subject: ReportSubject<'_>,
+) -> Option<ReportTarget> {
+    let installation_id = subject.installation_id?;
+    let number = subject.number?;
+    if kind == ReportKind::Check && subject.head_sha.is_none() {
         return None;
     }
     Some(ReportTarget {
@@ -131,7 +108,7 @@ pub fn report_target(kind: ReportKind, repository: &str, body: &[u8]) -> Option<
         repository: repository.to_owned(),
         installation_id,
         number,
-        head_sha,
+        head_sha: subject.head_sha.map(str::to_owned),
     })
 }
 
@@ -234,33 +211,44 @@ pub async fn dispatch_of(state: &dyn StateStore, idempotency_key: &str) -> Optio
 mod tests {
     use super::*;
 
-    fn target(kind: ReportKind, body: Value) -> Option<ReportTarget> {
-        report_target(kind, "octo/agents", body.to_string().as_bytes())
+    fn subject(
+        installation_id: Option<u64>,
+        number: Option<u64>,
+        head_sha: Option<&str>,
+    ) -> ReportSubject<'_> {
+        ReportSubject {
+            installation_id,
+            number,
+            head_sha,
+        }
     }
 
     #[test]
     fn an_issue_event_reports_to_its_issue_a_pull_request_to_its_head() {
-        let issue = serde_json::json!({"installation": {"id": 31}, "issue": {"number": 7}});
-        let comment = target(ReportKind::Comment, issue.clone()).expect("a target");
+        let issue = subject(Some(31), Some(7), None);
+        let comment = report_target(ReportKind::Comment, "octo/agents", issue).expect("a target");
         assert_eq!((comment.number, comment.installation_id), (7, 31));
         assert_eq!(comment.head_sha, None);
-        assert_eq!(target(ReportKind::Check, issue), None, "no head to check");
-        let pull = serde_json::json!({
-            "installation": {"id": 31},
-            "pull_request": {"number": 9, "head": {"sha": "abc"}},
-        });
-        let check = target(ReportKind::Check, pull).expect("a target");
+        assert_eq!(
+            report_target(ReportKind::Check, "octo/agents", issue),
+            None,
+            "no head to check"
+        );
+        let pull = subject(Some(31), Some(9), Some("abc"));
+        let check = report_target(ReportKind::Check, "octo/agents", pull).expect("a target");
         assert_eq!((check.kind.as_str(), check.number), ("check", 9));
         assert_eq!(check.head_sha.as_deref(), Some("abc"));
     }
 
     #[test]
     fn an_event_without_installation_or_subject_reports_nowhere() {
-        let no_installation = serde_json::json!({"issue": {"number": 7}});
-        assert_eq!(target(ReportKind::Comment, no_installation), None);
-        let no_subject = serde_json::json!({"installation": {"id": 31}});
-        assert_eq!(target(ReportKind::Comment, no_subject), None);
-        assert_eq!(report_target(ReportKind::Comment, "o/r", b"not json"), None);
+        let no_installation = subject(None, Some(7), None);
+        assert_eq!(
+            report_target(ReportKind::Comment, "o/r", no_installation),
+            None
+        );
+        let no_subject = subject(Some(31), None, None);
+        assert_eq!(report_target(ReportKind::Comment, "o/r", no_subject), None);
     }
 
     #[test]

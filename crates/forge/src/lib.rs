@@ -1,8 +1,8 @@
 //! GitHub: everything the bot says to or hears from GitHub.
 //!
 //! Owns webhook verification (`X-Hub-Signature-256`, HMAC-SHA256 over the raw
-//! body, constant-time, current and previous secret), the typed events we
-//! handle ([`webhook`]); and the REST side ([`github`]) on `octocrab`: App
+//! body, constant-time, current and previous secret), a delivery read once
+//! into its envelope and the payload model of its kind ([`webhook`]); and the REST side ([`github`]) on `octocrab`: App
 //! JWTs, installation tokens cached until 5 minutes before expiry, the retry
 //! policy as a tower layer (`retry-after`, `x-ratelimit-reset`, 5xx with
 //! backoff, never other 4xx), streaming tarball downloads through the
@@ -13,6 +13,8 @@
 //! Invariants:
 //! - Nothing is parsed before the body's size is checked and its signature
 //!   verified: an unsigned body is never deserialised.
+//! - A delivery's body is read once into its envelope (what ingress, trust
+//!   and reporting read) and at most once more into its kind's payload model.
 //! - Event payloads are read leniently: unknown fields are ignored and every
 //!   field we do not strictly need is optional, so a new GitHub field never
 //!   turns into a failed delivery. Unknown events and actions are

@@ -18,7 +18,8 @@
 //! - [`secrets`]: `secret://` resolution for a project,
 //!   `ASTROLIFT_SECRETS=env|aws` (`aws`: `${ASTROLIFT_SECRET_PREFIX}<project>/<name>`).
 //! - [`trust`]: the trust policy of GitHub-sourced bindings (fork pull
-//!   requests, `author_association`).
+//!   requests, `author_association`), judged on the delivery's envelope
+//!   (`astrolift_forge::webhook::Envelope`, read once by `forge`).
 //! - [`idempotency`]: the idempotency key of a verified request.
 //! - Everything after the record is `astrolift-dispatch`'s (crates/dispatch):
 //!   the dispatch record and queue, the message and its content, prompts, the
@@ -80,4 +81,4 @@ pub mod verify;
 pub use error::{Stage, TriggerError};
 pub use evaluate::{CompiledBinding, Outcome, evaluate, evaluate_verified};
 pub use secrets::{AwsSecretResolver, EnvSecretResolver, SecretError, SecretResolver};
-pub use service::{FanOutResult, TriggerService};
+pub use service::{FanOutResult, GithubDelivery, TriggerService};

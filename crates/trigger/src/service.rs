@@ -56,7 +56,8 @@ use astrolift_dispatch::dispatch::{
     DispatchError, DispatchQueue, DispatchRequest, delivery_key, record_and_queue,
 };
 use astrolift_dispatch::message::Source;
-use astrolift_dispatch::report::{ResultReporter, report_target};
+use astrolift_dispatch::report::{ReportSubject, ResultReporter, report_target};
+use astrolift_forge::webhook::Envelope;
 use astrolift_manifest::Limits;
 use astrolift_manifest::triggers::Verify;
 use astrolift_store::state::{
@@ -70,7 +71,7 @@ use crate::error::TriggerError;
 use crate::evaluate::{CompiledBinding, Outcome, evaluate_verified};
 use crate::idempotency::idempotency_key;
 use crate::secrets::SecretResolver;
-use crate::trust::{Trust, assess};
+use crate::trust::{Trust, judge};
 use crate::verify::{now_seconds, verify_request};
 
 /// One GitHub-sourced binding's answer to an event.
@@ -231,19 +232,12 @@ impl TriggerService {
     /// dispatched under the delivery id. One entry per matching binding of an
     /// active agent; one entry with an empty `trigger_id` when the bindings
     /// could not be listed.
-    pub async fn fan_out_github(
-        &self,
-        repository: &str,
-        event_name: &str,
-        action: Option<&str>,
-        delivery_id: &str,
-        body: &[u8],
-    ) -> Vec<FanOutResult> {
+    pub async fn fan_out_github(&self, delivery: &GithubDelivery<'_>) -> Vec<FanOutResult> {
         // A keyed read of this repository's bindings of this event: no binding of another
         // repository or another event is read.
         let bindings = match self
             .state
-            .list_event_trigger_bindings(repository, event_name)
+            .list_event_trigger_bindings(delivery.repository, delivery.event_name)
             .await
         {
             Ok(bindings) => bindings,
@@ -259,13 +253,7 @@ impl TriggerService {
         let mut trust = None;
         for binding in bindings.into_iter().filter(|b| b.source == "github") {
             let trigger_id = binding.trigger_id.clone();
-            let event = GithubEvent {
-                name: event_name,
-                action,
-                delivery_id,
-                body,
-            };
-            if let Some(response) = self.fan_out_one(binding, &event, &mut trust).await {
+            if let Some(response) = self.fan_out_one(binding, delivery, &mut trust).await {
                 results.push(FanOutResult {
                     trigger_id,
                     response,
@@ -281,7 +269,7 @@ impl TriggerService {
     async fn fan_out_one(
         &self,
         binding: TriggerBinding,
-        event: &GithubEvent<'_>,
+        event: &GithubDelivery<'_>,
         trust: &mut Option<Trust>,
     ) -> Option<Answer> {
         let trigger_id = binding.trigger_id.clone();
@@ -291,7 +279,7 @@ impl TriggerService {
             Ok(compiled) => compiled,
             Err(error) => return Some(trigger_error_response(&trigger_id, &error)),
         };
-        if !compiled.matches_event(event.name, event.action) {
+        if !compiled.matches_event(event.event_name, event.action) {
             return None;
         }
         let ready = match self.ready(binding).await {
@@ -299,7 +287,7 @@ impl TriggerService {
             Ok(None) => return None,
             Err(response) => return Some(response),
         };
-        let trust = trust.get_or_insert_with(|| assess(event.body));
+        let trust = trust.get_or_insert_with(|| judge(event.envelope));
         if !trust.trusted && !ready.compiled.spec.allow_untrusted {
             tracing::info!(
                 trigger_id,
@@ -315,11 +303,9 @@ impl TriggerService {
                 }),
             });
         }
-        let report = ready
-            .compiled
-            .spec
-            .report
-            .and_then(|kind| report_target(kind, &ready.binding.repository, event.body));
+        let report = ready.compiled.spec.report.and_then(|kind| {
+            report_target(kind, &ready.binding.repository, event.report_subject())
+        });
         let origin = Origin {
             sender: trust.sender.clone(),
             trusted: trust.trusted,
@@ -500,12 +486,30 @@ impl TriggerService {
 /// The 409 body's error when a binding's env spec is not its project's.
 pub const ENV_SPEC_REFUSED: &str = "the trigger's env spec is not available to its agent's project";
 
-/// A GitHub event being fanned out.
-struct GithubEvent<'a> {
-    name: &'a str,
-    action: Option<&'a str>,
-    delivery_id: &'a str,
-    body: &'a [u8],
+/// A verified GitHub delivery being fanned out to the GitHub-sourced bindings
+/// of `repository` that list `event_name` (and `action`).
+#[derive(Debug, Clone, Copy)]
+pub struct GithubDelivery<'a> {
+    pub repository: &'a str,
+    pub event_name: &'a str,
+    pub action: Option<&'a str>,
+    pub delivery_id: &'a str,
+    /// Read once when the delivery was accepted: the trust policy and the
+    /// report's target come from it.
+    pub envelope: &'a Envelope,
+    /// The verified body, the input of each binding's programs.
+    pub body: &'a [u8],
+}
+
+impl GithubDelivery<'_> {
+    fn report_subject(&self) -> ReportSubject<'_> {
+        let subject = self.envelope.subject.as_ref();
+        ReportSubject {
+            installation_id: self.envelope.installation_id,
+            number: subject.map(|s| s.number),
+            head_sha: subject.and_then(|s| s.head_sha.as_deref()),
+        }
+    }
 }
 
 /// An error answer: `public` in the body, `logged` (the full error, which

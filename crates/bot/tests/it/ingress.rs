@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use astrolift_bot::queue::QueueError;
 use astrolift_bot::{
-    EventFanOut, FanOutDelivery, FanOutSummary, Ingress, JobQueue, JobTrigger, RecordingJobQueue,
+    EventFanOut, FanOutSummary, GithubDelivery, Ingress, JobQueue, JobTrigger, RecordingJobQueue,
 };
 use astrolift_forge::webhook::WebhookSecrets;
 use astrolift_manifest::Limits;
@@ -24,7 +24,7 @@ struct CountingFanOut {
 }
 
 impl EventFanOut for CountingFanOut {
-    fn fan_out<'a>(&'a self, delivery: FanOutDelivery<'a>) -> BoxFuture<'a, FanOutSummary> {
+    fn fan_out<'a>(&'a self, delivery: GithubDelivery<'a>) -> BoxFuture<'a, FanOutSummary> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let unavailable = usize::from(self.busy.load(Ordering::SeqCst));
         Box::pin(async move {

@@ -1,4 +1,6 @@
-//! The GitHub events we act on, read leniently.
+//! The GitHub events we act on, read leniently: one payload model per event
+//! kind. What every event shares (repository, action, sender, installation)
+//! is the [`Envelope`], read once before the payload model.
 //!
 //! Hand-written serde structs rather than octocrab's webhook models: we need a
 //! handful of fields, and every field we do not strictly need is optional, so
@@ -6,6 +8,8 @@
 //! lacks a field) is still accepted. Unknown fields are ignored by serde.
 
 use serde::{Deserialize, Serialize};
+
+use super::envelope::Envelope;
 
 /// The repository an event is about.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -242,21 +246,26 @@ const PULL_REQUEST_ACTIONS: &[&str] = &["opened", "synchronize", "reopened", "re
 const CHECK_SUITE_ACTIONS: &[&str] = &["requested", "rerequested"];
 const CHECK_RUN_ACTIONS: &[&str] = &["rerequested", "requested_action"];
 
-/// The `action` of any payload, without parsing the rest.
-#[derive(Deserialize)]
-struct ActionOnly {
-    #[serde(default)]
-    action: Option<String>,
+/// Parses the body of an `X-GitHub-Event: <event_name>` delivery into its
+/// typed event (see [`parse_delivery`], which also returns the envelope).
+pub fn parse_event(event_name: &str, body: &[u8]) -> Result<Event, serde_json::Error> {
+    parse_delivery(event_name, body).map(|(_, event)| event)
 }
 
-/// Parses the body of an `X-GitHub-Event: <event_name>` delivery.
+/// Reads a delivery's [`Envelope`], then, for the events and actions we
+/// handle, its payload model: the envelope is read once and gives the action
+/// the payload model is chosen by.
 ///
 /// Unknown events, and known events with actions we do not handle, are
 /// `Event::Ignored`. A handled event whose payload lacks a field we need is an
-/// error (the webhook answers 400).
-pub fn parse_event(event_name: &str, body: &[u8]) -> Result<Event, serde_json::Error> {
-    let action = serde_json::from_slice::<ActionOnly>(body)?.action;
-    let handled = |actions: &[&str]| action.as_deref().is_some_and(|a| actions.contains(&a));
+/// error (the webhook answers 400), as is a body that is not a JSON object.
+pub fn parse_delivery(
+    event_name: &str,
+    body: &[u8],
+) -> Result<(Envelope, Event), serde_json::Error> {
+    let envelope = Envelope::read(body)?;
+    let action = envelope.action.as_deref();
+    let handled = |actions: &[&str]| action.is_some_and(|a| actions.contains(&a));
     let event = match event_name {
         "push" => Event::Push(serde_json::from_slice(body)?),
         "pull_request" if handled(PULL_REQUEST_ACTIONS) => {
@@ -273,10 +282,10 @@ pub fn parse_event(event_name: &str, body: &[u8]) -> Result<Event, serde_json::E
         "ping" => Event::Ping(serde_json::from_slice(body)?),
         _ => Event::Ignored {
             event: event_name.to_owned(),
-            action,
+            action: envelope.action.clone(),
         },
     };
-    Ok(event)
+    Ok((envelope, event))
 }
 
 impl Event {

@@ -7,7 +7,8 @@ use base64::Engine as _;
 use bytes::Bytes;
 use http::HeaderMap;
 
-use super::events::{Event, parse_event};
+use super::envelope::Envelope;
+use super::events::{Event, parse_delivery};
 use super::signature::{SignatureError, WebhookSecrets, verify_signature};
 
 /// An incoming webhook request, as Lambda or `serve` sees it.
@@ -29,6 +30,10 @@ pub struct Accepted {
     pub delivery_id: String,
     /// `X-GitHub-Event`.
     pub event_name: String,
+    /// What every reader needs (repository, action, sender, trust facts,
+    /// report subject), read once.
+    pub envelope: Envelope,
+    /// The typed payload of the kinds we act on.
     pub event: Event,
     /// The decoded, verified body (GitHub-sourced triggers map it).
     pub body: Bytes,
@@ -78,11 +83,12 @@ pub fn accept(
         .filter(|v| is_token(v))
         .ok_or(IngressError::MissingHeader("X-GitHub-Delivery"))?
         .to_owned();
-    let event =
-        parse_event(&event_name, &body).map_err(|e| IngressError::BadPayload(e.to_string()))?;
+    let (envelope, event) =
+        parse_delivery(&event_name, &body).map_err(|e| IngressError::BadPayload(e.to_string()))?;
     Ok(Accepted {
         delivery_id,
         event_name,
+        envelope,
         event,
         body,
     })

@@ -1,13 +1,15 @@
 //! Webhook ingress: size limit, body decoding, signature, event parsing.
 
+mod envelope;
 mod events;
 mod ingress;
 mod signature;
 
+pub use envelope::{Envelope, Subject};
 pub use events::{
     CheckRunEvent, CheckSuiteEvent, Event, HeadCommit, InstallationEvent, InstallationRef,
     InstallationRepositoriesEvent, PingEvent, PullRequestEvent, PushEvent, RepositoryRef,
-    RequestedAction, Sender, parse_event,
+    RequestedAction, Sender, parse_delivery, parse_event,
 };
 pub use ingress::{Accepted, IngressError, WebhookRequest, accept};
 pub use signature::{SignatureError, WebhookSecrets, sign, verify_signature};

@@ -11,11 +11,11 @@ const SECRET: &str = "corpus-webhook-secret";
 const LIMIT: u64 = 25 * 1024 * 1024;
 
 /// One recorded delivery: the event name is its folder's name.
-struct Payload {
-    event_name: String,
+pub struct Payload {
+    pub event_name: String,
     /// `push/tag.deleted.json`.
-    name: String,
-    body: Vec<u8>,
+    pub name: String,
+    pub body: Vec<u8>,
 }
 
 fn corpus_dir() -> PathBuf {
@@ -38,7 +38,7 @@ fn file_name(path: &Path) -> String {
         .to_owned()
 }
 
-fn corpus() -> Vec<Payload> {
+pub fn corpus() -> Vec<Payload> {
     let mut payloads = Vec::new();
     for event_dir in sorted_entries(&corpus_dir()) {
         if !event_dir.is_dir() {

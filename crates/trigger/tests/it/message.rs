@@ -479,9 +479,15 @@ async fn trigger_dispatches_queue_the_recorded_message() {
     let answer = service.handle("trg_msg_generic", &signed(body), body).await;
     assert_eq!(answer.status, 202, "{}", answer.body);
     let event = crate::support::fixture("github/octokit_issues_opened.json");
-    let results = service
-        .fan_out_github(REPO, "issues", Some("opened"), "delivery-1", &event)
-        .await;
+    let results = crate::support::fan_out(
+        &service,
+        REPO,
+        "issues",
+        Some("opened"),
+        "delivery-1",
+        &event,
+    )
+    .await;
     assert_eq!(results.len(), 1, "{results:?}");
     assert_eq!(
         results[0].response.status, 202,

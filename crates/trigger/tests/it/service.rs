@@ -306,33 +306,42 @@ async fn refuses(fx: &Fixture) {
 /// binding; other actions, events and repositories dispatch nothing.
 async fn fans_out(fx: &Fixture) {
     let opened = fixture("github/octokit_issues_opened.json");
-    let results = fx
-        .service
-        .fan_out_github(REPO, "issues", Some("opened"), "delivery-1", &opened)
-        .await;
+    let results = crate::support::fan_out(
+        &fx.service,
+        REPO,
+        "issues",
+        Some("opened"),
+        "delivery-1",
+        &opened,
+    )
+    .await;
     assert_eq!(results.len(), 1, "{results:?}");
     assert_eq!(results[0].trigger_id, GITHUB);
     assert_eq!(results[0].response.status, 202, "{results:?}");
     let first_id = results[0].response.body["dispatch_id"].clone();
 
     let comment = fixture("github/octokit_issue_comment_created.json");
-    let results = fx
-        .service
-        .fan_out_github(
-            REPO,
-            "issue_comment",
-            Some("created"),
-            "delivery-2",
-            &comment,
-        )
-        .await;
+    let results = crate::support::fan_out(
+        &fx.service,
+        REPO,
+        "issue_comment",
+        Some("created"),
+        "delivery-2",
+        &comment,
+    )
+    .await;
     assert_eq!(results.len(), 1, "{results:?}");
     assert_eq!(results[0].response.status, 202, "{results:?}");
 
-    let redelivered = fx
-        .service
-        .fan_out_github(REPO, "issues", Some("opened"), "delivery-1", &opened)
-        .await;
+    let redelivered = crate::support::fan_out(
+        &fx.service,
+        REPO,
+        "issues",
+        Some("opened"),
+        "delivery-1",
+        &opened,
+    )
+    .await;
     assert_eq!(redelivered[0].response.status, 200);
     assert_eq!(redelivered[0].response.body["dispatch_id"], first_id);
 
@@ -343,10 +352,8 @@ async fn fans_out(fx: &Fixture) {
         (REPO, "push", None),
         ("someone/else", "issues", Some("opened")),
     ] {
-        let none = fx
-            .service
-            .fan_out_github(repo, event, action, "delivery-3", &opened)
-            .await;
+        let none =
+            crate::support::fan_out(&fx.service, repo, event, action, "delivery-3", &opened).await;
         assert!(none.is_empty(), "{repo} {event} {action:?}: {none:?}");
     }
 
@@ -411,10 +418,15 @@ async fn deliveries_read_only_their_repository_and_event() {
         let opened = opened.clone();
         async move {
             let before = fx.state.stats();
-            let results = fx
-                .service
-                .fan_out_github(repository, event, action, "delivery-count", &opened)
-                .await;
+            let results = crate::support::fan_out(
+                &fx.service,
+                repository,
+                event,
+                action,
+                "delivery-count",
+                &opened,
+            )
+            .await;
             let after = fx.state.stats();
             (results.len(), after.records_read - before.records_read)
         }
@@ -551,13 +563,13 @@ async fn service_fan_out(
     state: Arc<dyn StateStore>,
     fx: &Fixture,
 ) -> Vec<astrolift_trigger::FanOutResult> {
-    service(state, fx.queue.clone())
-        .fan_out_github(
-            REPO,
-            "issues",
-            Some("opened"),
-            "d",
-            &fixture("github/octokit_issues_opened.json"),
-        )
-        .await
+    crate::support::fan_out(
+        &service(state, fx.queue.clone()),
+        REPO,
+        "issues",
+        Some("opened"),
+        "d",
+        &fixture("github/octokit_issues_opened.json"),
+    )
+    .await
 }

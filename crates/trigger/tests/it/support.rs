@@ -131,3 +131,25 @@ pub fn fixture(path: &str) -> Vec<u8> {
         .join(path);
     std::fs::read(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
 }
+
+/// `service.fan_out_github` for a delivery of `body` to `repository`, as the
+/// webhook's ingress hands it over: its envelope read once from the body.
+pub async fn fan_out(
+    service: &astrolift_trigger::TriggerService,
+    repository: &str,
+    event_name: &str,
+    action: Option<&str>,
+    delivery_id: &str,
+    body: &[u8],
+) -> Vec<astrolift_trigger::FanOutResult> {
+    let envelope = astrolift_forge::webhook::Envelope::read(body).unwrap_or_default();
+    let delivery = astrolift_trigger::GithubDelivery {
+        repository,
+        event_name,
+        action,
+        delivery_id,
+        envelope: &envelope,
+        body,
+    };
+    service.fan_out_github(&delivery).await
+}

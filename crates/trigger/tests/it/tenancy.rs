@@ -216,10 +216,15 @@ async fn untrusted_events_dispatch_only_where_allowed() {
     for (n, (event, body, trusted)) in cases.iter().enumerate() {
         let action = body["action"].as_str();
         let delivery = format!("delivery-{n}");
-        let results = fx
-            .service
-            .fan_out_github(GITHUB_REPO, event, action, &delivery, &bytes(body))
-            .await;
+        let results = crate::support::fan_out(
+            &fx.service,
+            GITHUB_REPO,
+            event,
+            action,
+            &delivery,
+            &bytes(body),
+        )
+        .await;
         assert_eq!(results.len(), 2, "{n}: {results:?}");
         for result in &results {
             let strict = result.trigger_id == "trg_strict";
