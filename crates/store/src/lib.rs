@@ -11,7 +11,12 @@
 //!   renders and callbacks move it; registered workspace manifests and drift acceptances:
 //!   [`state::workspaces`]; on SQLite, the local dispatch outbox: [`state::outbox`]). Implementations: [`state::SqliteStateStore`] (`sqlite:PATH`, the
 //!   embedded default) and [`state::DynamoStateStore`] (`dynamodb:TABLE`), whose single
-//!   table's shape is defined once, in [`state::table_definition`].
+//!   table's shape is defined once, in [`state::table_definition`]. It is one trait per
+//!   concern, each with its contract suite on both backends: `StateStore` is the union of
+//!   [`state::RegistrationStore`], [`state::InstallationStore`], [`state::AgentStore`],
+//!   [`state::DeliveryStore`], [`state::EnvSpecStore`], [`state::TriggerBindingStore`] and
+//!   [`state::DispatchStore`], and reaches the others (tasks, workflows, workspaces,
+//!   config packages, skill sources, the outbox) through accessors.
 //! - The fault-injecting wrappers of [`testing`] (feature `testing`), for crash tests.
 //!
 //! # Invariants

@@ -4,6 +4,10 @@
 //! [`FaultPlan`], which fails with [`StoreError::Unavailable`] *without reaching the inner
 //! store*: the state is exactly as if the process had died just before that call.
 
+use crate::state::{
+    AgentStore, DeliveryStore, DispatchStore, EnvSpecStore, InstallationStore, RegistrationStore,
+    TriggerBindingStore,
+};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -210,261 +214,10 @@ macro_rules! forward {
 }
 
 impl StateStore for FaultyStateStore {
-    fn get_registration<'a>(
-        &'a self,
-        repository: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Option<RepoRegistration>>> {
-        forward!(
-            self,
-            "get_registration",
-            false,
-            self.inner.get_registration(repository)
-        )
-    }
-    fn put_registration<'a>(
-        &'a self,
-        registration: &'a RepoRegistration,
-    ) -> BoxFuture<'a, StoreResult<()>> {
-        forward!(
-            self,
-            "put_registration",
-            true,
-            self.inner.put_registration(registration)
-        )
-    }
-    fn record_last_sync<'a>(
-        &'a self,
-        repository: &'a str,
-        manifest_path: Option<&'a str>,
-        last_sync: &'a LastSync,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        forward!(
-            self,
-            "record_last_sync",
-            true,
-            self.inner
-                .record_last_sync(repository, manifest_path, last_sync)
-        )
-    }
-    fn list_registrations(&self) -> BoxFuture<'_, StoreResult<Vec<RepoRegistration>>> {
-        forward!(
-            self,
-            "list_registrations",
-            false,
-            self.inner.list_registrations()
-        )
-    }
-    fn list_repository_registrations<'a>(
-        &'a self,
-        repository: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Vec<RepoRegistration>>> {
-        forward!(
-            self,
-            "list_repository_registrations",
-            false,
-            self.inner.list_repository_registrations(repository)
-        )
-    }
-    fn delete_registration<'a>(
-        &'a self,
-        repository: &'a str,
-        manifest_path: Option<&'a str>,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        forward!(
-            self,
-            "delete_registration",
-            true,
-            self.inner.delete_registration(repository, manifest_path)
-        )
-    }
-    fn get_synced_commit<'a>(
-        &'a self,
-        repository: &'a str,
-        ref_name: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Option<SyncedCommit>>> {
-        forward!(
-            self,
-            "get_synced_commit",
-            false,
-            self.inner.get_synced_commit(repository, ref_name)
-        )
-    }
-    fn get_installation(
-        &self,
-        installation_id: u64,
-    ) -> BoxFuture<'_, StoreResult<Option<Installation>>> {
-        forward!(
-            self,
-            "get_installation",
-            false,
-            self.inner.get_installation(installation_id)
-        )
-    }
-    fn put_installation<'a>(
-        &'a self,
-        installation: &'a Installation,
-    ) -> BoxFuture<'a, StoreResult<()>> {
-        forward!(
-            self,
-            "put_installation",
-            true,
-            self.inner.put_installation(installation)
-        )
-    }
-    fn delete_installation(&self, installation_id: u64) -> BoxFuture<'_, StoreResult<()>> {
-        forward!(
-            self,
-            "delete_installation",
-            true,
-            self.inner.delete_installation(installation_id)
-        )
-    }
-    fn get_agent<'a>(&'a self, key: &'a AgentKey) -> BoxFuture<'a, StoreResult<Option<Agent>>> {
-        forward!(self, "get_agent", false, self.inner.get_agent(key))
-    }
-    fn list_agents<'a>(&'a self, repository: &'a str) -> BoxFuture<'a, StoreResult<Vec<Agent>>> {
-        forward!(
-            self,
-            "list_agents",
-            false,
-            self.inner.list_agents(repository)
-        )
-    }
-    fn find_agents<'a>(
-        &'a self,
-        project_id: &'a str,
-        name: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Vec<Agent>>> {
-        forward!(
-            self,
-            "find_agents",
-            false,
-            self.inner.find_agents(project_id, name)
-        )
-    }
-    fn apply(&self, changes: ChangeSet) -> BoxFuture<'_, StoreResult<ApplyReport>> {
-        forward!(self, "apply", true, self.inner.apply(changes))
-    }
-    fn list_audit_events<'a>(
-        &'a self,
-        key: &'a AgentKey,
-    ) -> BoxFuture<'a, StoreResult<Vec<AuditEvent>>> {
-        forward!(
-            self,
-            "list_audit_events",
-            false,
-            self.inner.list_audit_events(key)
-        )
-    }
-    fn record_delivery<'a>(
-        &'a self,
-        delivery_id: &'a str,
-        now: UnixSeconds,
-        ttl: Duration,
-    ) -> BoxFuture<'a, StoreResult<DeliveryOutcome>> {
-        forward!(
-            self,
-            "record_delivery",
-            true,
-            self.inner.record_delivery(delivery_id, now, ttl)
-        )
-    }
-    fn forget_delivery<'a>(&'a self, delivery_id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
-        forward!(
-            self,
-            "forget_delivery",
-            true,
-            self.inner.forget_delivery(delivery_id)
-        )
-    }
-    fn put_env_spec<'a>(&'a self, spec: &'a EnvSpec) -> BoxFuture<'a, StoreResult<()>> {
-        forward!(self, "put_env_spec", true, self.inner.put_env_spec(spec))
-    }
-    fn get_env_spec<'a>(&'a self, name: &'a str) -> BoxFuture<'a, StoreResult<Option<EnvSpec>>> {
-        forward!(self, "get_env_spec", false, self.inner.get_env_spec(name))
-    }
-    fn list_env_specs(&self) -> BoxFuture<'_, StoreResult<Vec<EnvSpec>>> {
-        forward!(self, "list_env_specs", false, self.inner.list_env_specs())
-    }
-    fn get_trigger_binding<'a>(
-        &'a self,
-        trigger_id: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Option<TriggerBinding>>> {
-        forward!(
-            self,
-            "get_trigger_binding",
-            false,
-            self.inner.get_trigger_binding(trigger_id)
-        )
-    }
-    fn list_trigger_bindings(&self) -> BoxFuture<'_, StoreResult<Vec<TriggerBinding>>> {
-        forward!(self, "list_trigger_bindings", false, async {
-            let bindings = self.inner.list_trigger_bindings().await?;
-            Ok(if self.hide_trigger_bindings {
-                Vec::new()
-            } else {
-                bindings
-            })
-        })
-    }
-    fn list_repository_trigger_bindings<'a>(
-        &'a self,
-        repository: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Vec<TriggerBinding>>> {
-        forward!(self, "list_repository_trigger_bindings", false, async {
-            let bindings = self
-                .inner
-                .list_repository_trigger_bindings(repository)
-                .await?;
-            Ok(if self.hide_trigger_bindings {
-                Vec::new()
-            } else {
-                bindings
-            })
-        })
-    }
-    fn list_event_trigger_bindings<'a>(
-        &'a self,
-        repository: &'a str,
-        event: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Vec<TriggerBinding>>> {
-        forward!(self, "list_event_trigger_bindings", false, async {
-            let bindings = self
-                .inner
-                .list_event_trigger_bindings(repository, event)
-                .await?;
-            Ok(if self.hide_trigger_bindings {
-                Vec::new()
-            } else {
-                bindings
-            })
-        })
-    }
-    fn record_dispatch<'a>(
-        &'a self,
-        dispatch: &'a Dispatch,
-    ) -> BoxFuture<'a, StoreResult<DispatchOutcome>> {
-        forward!(
-            self,
-            "record_dispatch",
-            true,
-            self.inner.record_dispatch(dispatch)
-        )
-    }
-    fn get_dispatch<'a>(
-        &'a self,
-        idempotency_key: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Option<Dispatch>>> {
-        forward!(
-            self,
-            "get_dispatch",
-            false,
-            self.inner.get_dispatch(idempotency_key)
-        )
-    }
     fn stats(&self) -> StateStats {
         self.inner.stats()
     }
+
     fn location(&self) -> String {
         self.inner.location()
     }
@@ -489,6 +242,298 @@ impl StateStore for FaultyStateStore {
 
     fn skills(&self) -> &dyn crate::state::SkillSourceStore {
         self.inner.skills()
+    }
+}
+
+impl RegistrationStore for FaultyStateStore {
+    fn get_registration<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<RepoRegistration>>> {
+        forward!(
+            self,
+            "get_registration",
+            false,
+            self.inner.get_registration(repository)
+        )
+    }
+
+    fn put_registration<'a>(
+        &'a self,
+        registration: &'a RepoRegistration,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        forward!(
+            self,
+            "put_registration",
+            true,
+            self.inner.put_registration(registration)
+        )
+    }
+
+    fn record_last_sync<'a>(
+        &'a self,
+        repository: &'a str,
+        manifest_path: Option<&'a str>,
+        last_sync: &'a LastSync,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        forward!(
+            self,
+            "record_last_sync",
+            true,
+            self.inner
+                .record_last_sync(repository, manifest_path, last_sync)
+        )
+    }
+
+    fn list_registrations(&self) -> BoxFuture<'_, StoreResult<Vec<RepoRegistration>>> {
+        forward!(
+            self,
+            "list_registrations",
+            false,
+            self.inner.list_registrations()
+        )
+    }
+
+    fn list_repository_registrations<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<RepoRegistration>>> {
+        forward!(
+            self,
+            "list_repository_registrations",
+            false,
+            self.inner.list_repository_registrations(repository)
+        )
+    }
+
+    fn delete_registration<'a>(
+        &'a self,
+        repository: &'a str,
+        manifest_path: Option<&'a str>,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        forward!(
+            self,
+            "delete_registration",
+            true,
+            self.inner.delete_registration(repository, manifest_path)
+        )
+    }
+
+    fn get_synced_commit<'a>(
+        &'a self,
+        repository: &'a str,
+        ref_name: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<SyncedCommit>>> {
+        forward!(
+            self,
+            "get_synced_commit",
+            false,
+            self.inner.get_synced_commit(repository, ref_name)
+        )
+    }
+}
+
+impl InstallationStore for FaultyStateStore {
+    fn get_installation(
+        &self,
+        installation_id: u64,
+    ) -> BoxFuture<'_, StoreResult<Option<Installation>>> {
+        forward!(
+            self,
+            "get_installation",
+            false,
+            self.inner.get_installation(installation_id)
+        )
+    }
+
+    fn put_installation<'a>(
+        &'a self,
+        installation: &'a Installation,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        forward!(
+            self,
+            "put_installation",
+            true,
+            self.inner.put_installation(installation)
+        )
+    }
+
+    fn delete_installation(&self, installation_id: u64) -> BoxFuture<'_, StoreResult<()>> {
+        forward!(
+            self,
+            "delete_installation",
+            true,
+            self.inner.delete_installation(installation_id)
+        )
+    }
+}
+
+impl AgentStore for FaultyStateStore {
+    fn get_agent<'a>(&'a self, key: &'a AgentKey) -> BoxFuture<'a, StoreResult<Option<Agent>>> {
+        forward!(self, "get_agent", false, self.inner.get_agent(key))
+    }
+
+    fn list_agents<'a>(&'a self, repository: &'a str) -> BoxFuture<'a, StoreResult<Vec<Agent>>> {
+        forward!(
+            self,
+            "list_agents",
+            false,
+            self.inner.list_agents(repository)
+        )
+    }
+
+    fn find_agents<'a>(
+        &'a self,
+        project_id: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<Agent>>> {
+        forward!(
+            self,
+            "find_agents",
+            false,
+            self.inner.find_agents(project_id, name)
+        )
+    }
+
+    fn apply(&self, changes: ChangeSet) -> BoxFuture<'_, StoreResult<ApplyReport>> {
+        forward!(self, "apply", true, self.inner.apply(changes))
+    }
+
+    fn list_audit_events<'a>(
+        &'a self,
+        key: &'a AgentKey,
+    ) -> BoxFuture<'a, StoreResult<Vec<AuditEvent>>> {
+        forward!(
+            self,
+            "list_audit_events",
+            false,
+            self.inner.list_audit_events(key)
+        )
+    }
+}
+
+impl DeliveryStore for FaultyStateStore {
+    fn record_delivery<'a>(
+        &'a self,
+        delivery_id: &'a str,
+        now: UnixSeconds,
+        ttl: Duration,
+    ) -> BoxFuture<'a, StoreResult<DeliveryOutcome>> {
+        forward!(
+            self,
+            "record_delivery",
+            true,
+            self.inner.record_delivery(delivery_id, now, ttl)
+        )
+    }
+
+    fn forget_delivery<'a>(&'a self, delivery_id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        forward!(
+            self,
+            "forget_delivery",
+            true,
+            self.inner.forget_delivery(delivery_id)
+        )
+    }
+}
+
+impl EnvSpecStore for FaultyStateStore {
+    fn put_env_spec<'a>(&'a self, spec: &'a EnvSpec) -> BoxFuture<'a, StoreResult<()>> {
+        forward!(self, "put_env_spec", true, self.inner.put_env_spec(spec))
+    }
+
+    fn get_env_spec<'a>(&'a self, name: &'a str) -> BoxFuture<'a, StoreResult<Option<EnvSpec>>> {
+        forward!(self, "get_env_spec", false, self.inner.get_env_spec(name))
+    }
+
+    fn list_env_specs(&self) -> BoxFuture<'_, StoreResult<Vec<EnvSpec>>> {
+        forward!(self, "list_env_specs", false, self.inner.list_env_specs())
+    }
+}
+
+impl TriggerBindingStore for FaultyStateStore {
+    fn get_trigger_binding<'a>(
+        &'a self,
+        trigger_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<TriggerBinding>>> {
+        forward!(
+            self,
+            "get_trigger_binding",
+            false,
+            self.inner.get_trigger_binding(trigger_id)
+        )
+    }
+
+    fn list_trigger_bindings(&self) -> BoxFuture<'_, StoreResult<Vec<TriggerBinding>>> {
+        forward!(self, "list_trigger_bindings", false, async {
+            let bindings = self.inner.list_trigger_bindings().await?;
+            Ok(if self.hide_trigger_bindings {
+                Vec::new()
+            } else {
+                bindings
+            })
+        })
+    }
+
+    fn list_repository_trigger_bindings<'a>(
+        &'a self,
+        repository: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<TriggerBinding>>> {
+        forward!(self, "list_repository_trigger_bindings", false, async {
+            let bindings = self
+                .inner
+                .list_repository_trigger_bindings(repository)
+                .await?;
+            Ok(if self.hide_trigger_bindings {
+                Vec::new()
+            } else {
+                bindings
+            })
+        })
+    }
+
+    fn list_event_trigger_bindings<'a>(
+        &'a self,
+        repository: &'a str,
+        event: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Vec<TriggerBinding>>> {
+        forward!(self, "list_event_trigger_bindings", false, async {
+            let bindings = self
+                .inner
+                .list_event_trigger_bindings(repository, event)
+                .await?;
+            Ok(if self.hide_trigger_bindings {
+                Vec::new()
+            } else {
+                bindings
+            })
+        })
+    }
+}
+
+impl DispatchStore for FaultyStateStore {
+    fn record_dispatch<'a>(
+        &'a self,
+        dispatch: &'a Dispatch,
+    ) -> BoxFuture<'a, StoreResult<DispatchOutcome>> {
+        forward!(
+            self,
+            "record_dispatch",
+            true,
+            self.inner.record_dispatch(dispatch)
+        )
+    }
+
+    fn get_dispatch<'a>(
+        &'a self,
+        idempotency_key: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<Dispatch>>> {
+        forward!(
+            self,
+            "get_dispatch",
+            false,
+            self.inner.get_dispatch(idempotency_key)
+        )
     }
 }
 

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use astrolift_store::state::{SqliteStateStore, StateStore};
+use astrolift_store::state::{DispatchStore, SqliteStateStore, StateStore};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 

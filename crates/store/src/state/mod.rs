@@ -1,12 +1,19 @@
 //! Registration state: repositories, agents, audit history, deliveries, triggers, dispatches
 //! and their tasks, and where remote skills come from.
 
+pub mod agents;
+pub mod bindings;
 mod change;
 pub mod configs;
+pub mod deliveries;
+pub mod dispatches;
 mod dynamo;
+pub mod env_specs;
+pub mod installations;
 mod model;
 mod open;
 pub mod outbox;
+pub mod registrations;
 pub mod skills;
 mod sqlite;
 mod store;
@@ -15,15 +22,22 @@ pub mod tasks;
 pub mod workflows;
 pub mod workspaces;
 
+pub use agents::AgentStore;
+pub use bindings::TriggerBindingStore;
 pub use change::{
     AgentChange, ApplyReport, ChangeSet, SyncedCommitUpdate, TRANSACTION_MAX_BYTES,
     TRANSACTION_MAX_ITEMS,
 };
 pub use configs::{ConfigPackage, ConfigPackageStore};
+pub use deliveries::DeliveryStore;
+pub use dispatches::DispatchStore;
 pub use dynamo::DynamoStateStore;
+pub use env_specs::EnvSpecStore;
+pub use installations::InstallationStore;
 pub use model::*;
 pub use open::{open_state_store, state_store_from_url};
 pub use outbox::{DispatchOutbox, Queued, QueuedDispatch};
+pub use registrations::RegistrationStore;
 pub use skills::{Catalogue, SkillRepo, SkillSourceStore};
 pub use sqlite::SqliteStateStore;
 pub use store::{StateStats, StateStore};

@@ -27,7 +27,7 @@ pub struct RepoRegistration {
     pub updated_at: UnixSeconds,
     /// What the last sync of the registered ref through the App learnt about it, for
     /// re-syncing it when a skill source it names moves (docs/reference.md §5.1, "Dependents
-    /// follow"). Written only by syncs ([`super::StateStore::record_last_sync`]); absent from
+    /// follow"). Written only by syncs ([`super::RegistrationStore::record_last_sync`]); absent from
     /// registrations no sync has applied since, and cleared when the registration is
     /// written again (`register-repo`) until its next sync.
     #[serde(default, skip_serializing_if = "Option::is_none")]

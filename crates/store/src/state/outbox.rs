@@ -33,7 +33,7 @@ pub struct QueuedDispatch {
 
 /// The outbox (see the module docs).
 pub trait DispatchOutbox: Send + Sync {
-    /// Records `dispatch` as [`super::StateStore::record_dispatch`] does and, when it is
+    /// Records `dispatch` as [`super::DispatchStore::record_dispatch`] does and, when it is
     /// new, queues it, in one transaction; [`Queued::Full`] when `max` dispatches wait
     /// and its key was not recorded before (a duplicate is answered even then).
     fn record_queued<'a>(

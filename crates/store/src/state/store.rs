@@ -2,12 +2,18 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
-use super::change::{AgentChange, ApplyReport, ChangeSet};
+use super::agents::AgentStore;
+use super::bindings::TriggerBindingStore;
+use super::change::{AgentChange, ChangeSet};
 use super::configs::ConfigPackageStore;
+use super::deliveries::DeliveryStore;
+use super::dispatches::DispatchStore;
+use super::env_specs::EnvSpecStore;
+use super::installations::InstallationStore;
 use super::model::*;
 use super::outbox::DispatchOutbox;
+use super::registrations::RegistrationStore;
 use super::skills::SkillSourceStore;
 use super::tasks::TaskStore;
 use super::workflows::WorkflowStore;
@@ -69,157 +75,21 @@ impl StateCounters {
 /// - `record_delivery` and `record_dispatch` are conditional inserts;
 /// - reads of the item just written see it, except `find_agents`, which on DynamoDB reads an
 ///   eventually consistent index.
-pub trait StateStore: Send + Sync + fmt::Debug {
-    /// The registration of a repository that covers every manifest (`manifest_path` is
-    /// `None`), if there is one. A repository registered per manifest has none: use
-    /// [`StateStore::list_repository_registrations`].
-    fn get_registration<'a>(
-        &'a self,
-        repository: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Option<RepoRegistration>>>;
-    /// Creates or replaces the registration with the same (repository, manifest path).
-    /// Refuses, writing nothing, one that overlaps another registration of the repository
-    /// ([`StoreError::Overlap`]); the check and the write are atomic against concurrent
-    /// writers (a lost race is a `Conflict`).
-    fn put_registration<'a>(
-        &'a self,
-        registration: &'a RepoRegistration,
-    ) -> BoxFuture<'a, StoreResult<()>>;
-    /// Every registration, ordered by repository, then manifest path (the registration of
-    /// every manifest first).
-    fn list_registrations(&self) -> BoxFuture<'_, StoreResult<Vec<RepoRegistration>>>;
-    /// The registrations of one repository, ordered by manifest path (the registration of
-    /// every manifest first): a keyed read.
-    fn list_repository_registrations<'a>(
-        &'a self,
-        repository: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Vec<RepoRegistration>>>;
-    /// Deletes the registration (repository, manifest path); `Ok(false)` when there was none.
-    /// Its agents stay registered as they are: a sync no longer applies their manifests.
-    fn delete_registration<'a>(
-        &'a self,
-        repository: &'a str,
-        manifest_path: Option<&'a str>,
-    ) -> BoxFuture<'a, StoreResult<bool>>;
-    /// Sets the [`RepoRegistration::last_sync`] of the registration (repository, manifest
-    /// path), leaving the rest of it as stored. Never creates one: `Ok(false)` when there is
-    /// none, or (DynamoDB) when it was written or deleted concurrently (the next sync records
-    /// it again). One row, or one conditional transaction: a sync never brings back a
-    /// registration an operator removed meanwhile.
-    fn record_last_sync<'a>(
-        &'a self,
-        repository: &'a str,
-        manifest_path: Option<&'a str>,
-        last_sync: &'a LastSync,
-    ) -> BoxFuture<'a, StoreResult<bool>>;
-    /// The last applied commit of a repository's ref.
-    fn get_synced_commit<'a>(
-        &'a self,
-        repository: &'a str,
-        ref_name: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Option<SyncedCommit>>>;
-
-    /// An installation.
-    fn get_installation(
-        &self,
-        installation_id: u64,
-    ) -> BoxFuture<'_, StoreResult<Option<Installation>>>;
-    /// Creates or replaces an installation.
-    fn put_installation<'a>(
-        &'a self,
-        installation: &'a Installation,
-    ) -> BoxFuture<'a, StoreResult<()>>;
-    /// Deletes an installation (GitHub's `installation.deleted`); absent is fine.
-    fn delete_installation(&self, installation_id: u64) -> BoxFuture<'_, StoreResult<()>>;
-
-    /// One agent.
-    fn get_agent<'a>(&'a self, key: &'a AgentKey) -> BoxFuture<'a, StoreResult<Option<Agent>>>;
-    /// The agents of a repository (every status), ordered by manifest path.
-    fn list_agents<'a>(&'a self, repository: &'a str) -> BoxFuture<'a, StoreResult<Vec<Agent>>>;
-    /// The agents named `name` in a project (through the project/name index).
-    fn find_agents<'a>(
-        &'a self,
-        project_id: &'a str,
-        name: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Vec<Agent>>>;
-    /// Writes a change set with conditional writes; see [`ChangeSet`].
-    fn apply(&self, changes: ChangeSet) -> BoxFuture<'_, StoreResult<ApplyReport>>;
-    /// The audit events of an agent, oldest first.
-    fn list_audit_events<'a>(
-        &'a self,
-        key: &'a AgentKey,
-    ) -> BoxFuture<'a, StoreResult<Vec<AuditEvent>>>;
-
-    /// Records a webhook delivery id for `ttl`; a live duplicate is reported, not rewritten.
-    fn record_delivery<'a>(
-        &'a self,
-        delivery_id: &'a str,
-        now: UnixSeconds,
-        ttl: Duration,
-    ) -> BoxFuture<'a, StoreResult<DeliveryOutcome>>;
-    /// Forgets a recorded delivery, so that its redelivery is processed: the
-    /// webhook calls it when it recorded a delivery but could not queue its job.
-    fn forget_delivery<'a>(&'a self, delivery_id: &'a str) -> BoxFuture<'a, StoreResult<()>>;
-
-    /// Creates or replaces an env spec.
-    fn put_env_spec<'a>(&'a self, spec: &'a EnvSpec) -> BoxFuture<'a, StoreResult<()>>;
-    /// An env spec by name.
-    fn get_env_spec<'a>(&'a self, name: &'a str) -> BoxFuture<'a, StoreResult<Option<EnvSpec>>>;
-    /// Every env spec, ordered by name.
-    fn list_env_specs(&self) -> BoxFuture<'_, StoreResult<Vec<EnvSpec>>>;
-
-    /// A trigger binding by id.
-    fn get_trigger_binding<'a>(
-        &'a self,
-        trigger_id: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Option<TriggerBinding>>>;
-    /// Every trigger binding, ordered by id. A scan of every repository's bindings: for
-    /// operators' listings only, never per delivery.
-    fn list_trigger_bindings(&self) -> BoxFuture<'_, StoreResult<Vec<TriggerBinding>>>;
-    /// The trigger bindings of one repository, ordered by id: a keyed read of that
-    /// repository's bindings only (no binding of another repository is read). Bindings
-    /// written before the repository key existed are found too (each backend migrates them).
-    fn list_repository_trigger_bindings<'a>(
-        &'a self,
-        repository: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Vec<TriggerBinding>>>;
-    /// The `github`-sourced bindings of `repository` that list the GitHub event `event`
-    /// (`issues`, whatever the action), ordered by id: what a delivery of that event reads.
-    /// A keyed read of that repository's bindings of that event: no binding of another
-    /// repository or another event is read (each backend keys bindings by repository and
-    /// event, see [`TriggerBinding::event_names`], and migrates bindings written before).
-    ///
-    /// The default filters [`StateStore::list_repository_trigger_bindings`]; the SQLite and
-    /// DynamoDB stores override it with a keyed read.
-    fn list_event_trigger_bindings<'a>(
-        &'a self,
-        repository: &'a str,
-        event: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Vec<TriggerBinding>>> {
-        Box::pin(async move {
-            let mut bindings = self.list_repository_trigger_bindings(repository).await?;
-            bindings.retain(|binding| binding.lists_event(event));
-            Ok(bindings)
-        })
-    }
-
-    /// Stores a dispatch unless one with its idempotency key exists, and with it, in the same
-    /// conditional write, its task ([`DispatchTask::queued`], found by task id and by
-    /// dispatch id through [`StateStore::tasks`]); a dispatch without a task id (the shape of
-    /// records written before tasks existed) gets none (a compatibility shim: when it can go
-    /// is in docs/operations.md, "Compatibility shims").
-    fn record_dispatch<'a>(
-        &'a self,
-        dispatch: &'a Dispatch,
-    ) -> BoxFuture<'a, StoreResult<DispatchOutcome>>;
-    /// A dispatch by idempotency key.
-    fn get_dispatch<'a>(
-        &'a self,
-        idempotency_key: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Option<Dispatch>>>;
-
+pub trait StateStore:
+    RegistrationStore
+    + InstallationStore
+    + AgentStore
+    + DeliveryStore
+    + EnvSpecStore
+    + TriggerBindingStore
+    + DispatchStore
+    + Send
+    + Sync
+    + fmt::Debug
+{
     /// Counters since the store was opened.
     fn stats(&self) -> StateStats;
+
     /// The store's location as a URL (`sqlite:PATH`, `dynamodb:TABLE`).
     fn location(&self) -> String;
 

@@ -76,7 +76,7 @@ pub struct DispatchTask {
     /// The task's GUID (`ASTROLIFT_TASK_ID`, the callback route's `{task_id}`).
     pub task_id: String,
     pub dispatch_id: String,
-    /// The dispatch record's key ([`super::StateStore::get_dispatch`]).
+    /// The dispatch record's key ([`super::DispatchStore::get_dispatch`]).
     pub idempotency_key: String,
     pub status: TaskStatus,
     /// sha256 (hex) of the `ASTROLIFT_CLUSTER_KEY` of the latest render; `None` before the

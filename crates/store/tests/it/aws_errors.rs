@@ -1,7 +1,8 @@
 //! AWS failures become typed errors without secrets.
 
 use astrolift_store::state::DynamoStateStore;
-use astrolift_store::{BlobKey, BlobOptions, BlobStore, S3BlobStore, StateStore, StoreError};
+use astrolift_store::state::RegistrationStore;
+use astrolift_store::{BlobKey, BlobOptions, BlobStore, S3BlobStore, StoreError};
 
 const SECRET: &str = "do-not-print-this-secret";
 

@@ -31,12 +31,43 @@ macro_rules! concurrent_contract_tests {
     };
 }
 
+/// Runs each named contract test against SQLite and DynamoDB (the state store contracts).
+macro_rules! state_contract_tests {
+    ($($test:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    super::$test(crate::state_contract::sqlite_subject().await).await;
+                }
+            )*
+        }
+        mod dynamodb {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    if let Some(subject) = crate::state_contract::dynamo_subject(stringify!($test)).await {
+                        super::$test(subject).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+mod agent_contract;
 mod aws_errors;
+mod binding_contract;
 mod blob_contract;
 mod config_contract;
+mod delivery_contract;
+mod dispatch_contract;
+mod env_spec_contract;
 mod fs_blob;
+mod installation_contract;
 mod locations;
 mod outbox_contract;
+mod registration_contract;
 mod skill_contract;
 mod state_backends;
 mod state_contract;

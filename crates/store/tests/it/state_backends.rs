@@ -1,6 +1,7 @@
 //! Backend specifics: the DynamoDB table shape, TTL, URLs.
 
 use astrolift_store::StateStore;
+use astrolift_store::state::{AgentStore, RegistrationStore, TriggerBindingStore};
 use astrolift_store::state::{
     RepoRegistration, SqliteStateStore, TableShape, TriggerBinding, table_definition,
 };
@@ -53,7 +54,7 @@ async fn dynamodb_deliveries_carry_the_ttl_attribute() {
         return;
     };
     let ttl = std::time::Duration::from_secs(600);
-    astrolift_store::StateStore::record_delivery(&store, "d-ttl", 1_000, ttl)
+    astrolift_store::state::DeliveryStore::record_delivery(&store, "d-ttl", 1_000, ttl)
         .await
         .unwrap();
     let item = store
@@ -71,7 +72,6 @@ async fn dynamodb_deliveries_carry_the_ttl_attribute() {
 
 #[tokio::test]
 async fn dynamodb_splits_big_change_sets_into_transactions() {
-    use astrolift_store::StateStore;
     use astrolift_store::state::ChangeSet;
     let Some(store) =
         crate::state_contract::dynamo_store("dynamodb_splits_big_change_sets_into_transactions")

@@ -208,7 +208,7 @@ async fn assert_stored_and_queued_intact(payload: &Value) {
         1,
     )
     .await;
-    let stored = astrolift_store::StateStore::get_dispatch(&state, "t-1:key:k")
+    let stored = astrolift_store::state::DispatchStore::get_dispatch(&state, "t-1:key:k")
         .await
         .expect("reads")
         .expect("exists");

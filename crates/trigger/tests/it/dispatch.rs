@@ -121,7 +121,7 @@ async fn a_duplicate_delivery_gives_one_dispatch() {
     let again = record_binding(&state, &binding, "snap-1", Some(&payload), &key, 200).await;
     assert!(!again.created);
     assert_eq!(again.id, first.id);
-    let stored = astrolift_store::StateStore::get_dispatch(&state, &key)
+    let stored = astrolift_store::state::DispatchStore::get_dispatch(&state, &key)
         .await
         .expect("reads")
         .expect("exists");
