@@ -39,6 +39,11 @@
 //! - [`telemetry`]: JSON logs and CloudWatch EMF metrics.
 //! - [`triggers`]: the trigger service from the environment, and GitHub-sourced
 //!   fan-out ([`ingress::EventFanOut`] for `astrolift_trigger::TriggerService`).
+//! - [`routes`]: the one route table, an axum `Router` built from parts
+//!   (webhook, triggers and callbacks, health check, the 404 fallback) that
+//!   `serve` and the webhook and trigger functions run; its handlers answer
+//!   through `Answer::into_response` only, and how a body is read is the
+//!   caller's ([`routes::ReadBody`]).
 //!
 //! Invariants:
 //! - **Ingress never syncs.** It only verifies, records, fans out and
@@ -62,9 +67,12 @@
 //! - **Nothing is pushed.** Fixes reach a branch only as review suggestions
 //!   that a person commits; a failure to post them never fails the run.
 //!
-//! Deliberately absent: HTTP servers and Lambda event types (`serve` in the
-//! CLI and `functions/*` map requests to [`ingress::Ingress::receive`] and
-//! [`runner::SyncRunner::run`]); business rules of validation, packaging and
+//! Deliberately absent: HTTP servers and Lambda event types. [`routes`] only
+//! routes requests that something else received: `serve` in the CLI runs its
+//! `Router` in hyper's connection loop, the webhook and trigger functions
+//! through `lambda_http::run`, and the sync function hands SQS events to
+//! [`runner::SyncRunner::run`]; nothing here listens on a socket or reads a
+//! Lambda event. Also absent: business rules of validation, packaging and
 //! planning (the `sync` pipeline's).
 #![forbid(unsafe_code)]
 
@@ -79,6 +87,7 @@ pub mod job;
 mod job_error;
 pub mod queue;
 pub mod report;
+pub mod routes;
 pub mod runner;
 pub mod skills;
 pub mod suggest;

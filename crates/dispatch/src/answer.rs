@@ -33,10 +33,11 @@ impl Answer {
         (self.status == 503).then_some(RETRY_AFTER_SECONDS)
     }
 
-    /// The one mapping of an answer to HTTP, for every front end (`serve`'s
-    /// axum body and the functions' `lambda_http` body alike): the status (an
-    /// unknown one is a 500), a JSON body with its content type, no body for
-    /// 204, and [`Self::retry_after`] as `Retry-After`.
+    /// The one mapping of an answer to HTTP, for every front end (the
+    /// handlers of the one router, `astrolift_bot::routes`, that `serve` and
+    /// the functions run): the status (an unknown one is a 500), a JSON body
+    /// with its content type, no body for 204, and [`Self::retry_after`] as
+    /// `Retry-After`.
     pub fn into_response<B: From<String> + Default>(self) -> http::Response<B> {
         let status = http::StatusCode::from_u16(self.status)
             .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);

@@ -1,10 +1,10 @@
 //! The trigger Lambda's entry point: clients built once per container, then
-//! every request through `astrolift_fn_trigger::handle`.
+//! every request through `astrolift_fn_trigger::router`.
 #![forbid(unsafe_code)]
 
 use std::sync::Arc;
 
-use lambda_http::{Error, Request, service_fn};
+use lambda_http::Error;
 
 fn main() -> Result<(), Error> {
     // First of all: as a jq worker process this serves and exits; otherwise
@@ -17,9 +17,5 @@ fn main() -> Result<(), Error> {
 async fn run() -> Result<(), Error> {
     astrolift_fn_trigger::init_logging();
     let service = Arc::new(astrolift_fn_trigger::service_from_env().await?);
-    lambda_http::run(service_fn(move |request: Request| {
-        let service = service.clone();
-        async move { Ok::<_, Error>(astrolift_fn_trigger::handle(&service, request).await) }
-    }))
-    .await
+    lambda_http::run(astrolift_fn_trigger::router(service)).await
 }

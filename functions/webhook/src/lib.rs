@@ -1,10 +1,14 @@
 //! The `webhook` Lambda function: a thin shell over [`astrolift_bot::Ingress`].
 //!
 //! A GitHub delivery arrives through the function URL (or an HTTP API v2
-//! route) → [`WebhookFunction::handle`] hands its headers and raw body to
-//! [`Ingress::receive`] (verify → record installations → dedupe → SQS FIFO
-//! sync job) → the [`Answer`] goes back as a JSON response: 202 queued,
-//! 200 ping/ignored/duplicate, 400/401/413 refused, 503 try again.
+//! route) → `lambda_http::run` hands it to [`WebhookFunction::router`], the
+//! webhook part of the App's one route table (`astrolift_bot::routes`), which
+//! gives its headers and raw body to [`Ingress::receive`] (verify → record
+//! installations → dedupe → SQS FIFO sync job) → the answer goes back as a
+//! JSON response through `Answer::into_response`: 202 queued, 200
+//! ping/ignored/duplicate, 400/401/413 refused, 503 try again; any method
+//! but POST, 405. The router holds only the webhook route: nothing here
+//! routes triggers or callbacks.
 //!
 //! Everything is built once per container, at cold start
 //! ([`WebhookFunction::from_env`]), outside the handler: the state store, the
@@ -13,19 +17,20 @@
 //! The raw body: `lambda_http` already decodes a body that the function URL
 //! delivered with `isBase64Encoded: true`, and leaves a text body as the exact
 //! string GitHub sent; either way [`lambda_http::Body`] holds the bytes
-//! GitHub signed, so ingress is told `is_base64_encoded: false`.
+//! GitHub signed, so ingress is told `is_base64_encoded: false`. The router
+//! takes them over whole (`astrolift_bot::routes::WholeBody`): ingress
+//! enforces the body limit.
 #![forbid(unsafe_code)]
 
 use std::sync::Arc;
 
+use astrolift_bot::Ingress;
 use astrolift_bot::config::{ConfigError, Environment};
-use astrolift_bot::{Answer, Ingress};
-use astrolift_forge::webhook::WebhookRequest;
+use astrolift_bot::routes;
 use astrolift_manifest::Limits;
-use lambda_http::http::header::ALLOW;
-use lambda_http::http::{HeaderValue, Method};
+use axum::Router;
 use lambda_http::{Body, Request, Response};
-use serde_json::json;
+use tower::ServiceExt as _;
 
 /// The `Function` dimension of this function's metrics.
 pub const FUNCTION: &str = "webhook";
@@ -86,35 +91,21 @@ impl WebhookFunction {
         &self.ingress
     }
 
-    /// One invocation: every request gets an answer; nothing panics.
-    pub async fn handle(&self, request: Request) -> Response<Body> {
-        if request.method() != Method::POST {
-            let mut response: Response<Body> =
-                Answer::new(405, json!({ "error": "GitHub webhooks are POSTed" })).into_response();
-            response
-                .headers_mut()
-                .insert(ALLOW, HeaderValue::from_static("POST"));
-            return response;
-        }
-        let (parts, body) = request.into_parts();
-        let webhook = WebhookRequest {
-            headers: &parts.headers,
-            body: body_bytes(body),
-            // `lambda_http` has already decoded a base64 body (module docs).
-            is_base64_encoded: false,
-        };
-        self.ingress.receive(webhook).await.into_response()
+    /// The function's routes (`astrolift_bot::routes::webhook_on_every_path`):
+    /// a POST on any path of the function URL goes to [`Ingress::receive`],
+    /// any other method is a 405. What `lambda_http::run` serves.
+    pub fn router(&self) -> Router {
+        routes::webhook_on_every_path(Arc::clone(&self.ingress))
     }
-}
 
-/// The request body as shared bytes, taking over its buffer (no copy).
-fn body_bytes(body: Body) -> bytes::Bytes {
-    match body {
-        Body::Empty => bytes::Bytes::new(),
-        Body::Text(text) => bytes::Bytes::from(text),
-        Body::Binary(binary) => bytes::Bytes::from(binary),
-        // `Body` is non-exhaustive in spirit: copy anything else.
-        #[allow(unreachable_patterns)]
-        other => bytes::Bytes::copy_from_slice(other.as_ref()),
+    /// One invocation as `lambda_http::run` serves it (tests, benchmarks):
+    /// [`Self::router`], then `lambda_http`'s own conversion of the response
+    /// into a Lambda body. Every request gets an answer; nothing panics.
+    pub async fn handle(&self, request: Request) -> Response<Body> {
+        let response = match self.router().oneshot(request).await {
+            Ok(response) => response,
+            Err(infallible) => match infallible {},
+        };
+        lambda_http::IntoResponse::into_response(response).await
     }
 }

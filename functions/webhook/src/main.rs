@@ -1,12 +1,10 @@
 //! The `webhook` Lambda binary: build the function once, then serve invocations.
 #![forbid(unsafe_code)]
 
-use std::convert::Infallible;
-
 use astrolift_bot::config::Environment;
 use astrolift_bot::telemetry;
 use astrolift_fn_webhook::WebhookFunction;
-use lambda_http::{Error, Request, service_fn};
+use lambda_http::Error;
 
 // One thread: an invocation is one request at a time, and a second runtime
 // thread would only add to the cold start. Blocking work (SQLite) still runs
@@ -28,9 +26,7 @@ async fn run() -> Result<(), Error> {
             return Err(error.into());
         }
     };
-    lambda_http::run(service_fn(move |request: Request| {
-        let function = function.clone();
-        async move { Ok::<_, Infallible>(function.handle(request).await) }
-    }))
-    .await
+    // The router is the service: `lambda_http` turns each event into its
+    // request and its response into the Lambda response.
+    lambda_http::run(function.router()).await
 }

@@ -10,6 +10,7 @@ mod queue;
 mod registrations;
 mod reports;
 mod rerequests;
+mod routes;
 mod runner;
 mod skills;
 mod suggestions;

@@ -2,8 +2,12 @@
 //! the Lambda functions, with an in-process queue that keeps each
 //! repository's jobs in order, on the configured stores.
 //!
-//! Routes: `POST /github/webhook`, `POST /triggers/{id}`, `POST /callbacks/{task_id}`,
-//! `GET /healthz`.
+//! Routes: `astrolift_bot::routes`, all of them (`POST /github/webhook`,
+//! `POST /triggers/{id}`, `POST /callbacks/{task_id}`, `GET /healthz`, 404
+//! for any other path), run here in hyper's HTTP/1 connection loop; what
+//! `serve` adds is capacity: the connection bounds, the header-read timeout
+//! and a body reader ([`BudgetedBody`]) that charges bodies to the body
+//! budget and bounds their read time.
 //! The queue lives in memory: jobs queued but not yet run when the process
 //! stops are lost, and their deliveries must be redelivered (README).
 
@@ -15,18 +19,16 @@ use std::time::Duration;
 use anyhow::Context as _;
 use astrolift_bot::config::Environment;
 use astrolift_bot::queue::JobHandler;
-use astrolift_bot::triggers::{self, service_from_env};
+use astrolift_bot::routes::{self, BodyOf, ReadBody};
+use astrolift_bot::triggers::service_from_env;
 use astrolift_bot::{Answer, Ingress, JobQueue, LateJobQueue, LocalJobQueue, SyncRunner};
-use astrolift_forge::webhook::WebhookRequest;
 use astrolift_manifest::Limits;
 use astrolift_sync::Stores;
 use astrolift_trigger::TriggerService;
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use axum::routing::{get, post};
 use serde_json::json;
 
 use super::serve_limits::{AddressSlots, BodyBudget, BodyCharge};
@@ -73,8 +75,8 @@ pub struct CapacityArgs {
     pub syncs: usize,
 }
 
-/// What the routes share.
-#[derive(Debug, Clone)]
+/// The parts the routes are built from.
+#[derive(Debug)]
 struct App {
     ingress: Arc<Ingress>,
     triggers: Arc<TriggerService>,
@@ -268,64 +270,44 @@ fn job_handler(runner: Arc<SyncRunner>, syncs: Arc<tokio::sync::Semaphore>) -> J
     })
 }
 
+/// The App's one route table (`astrolift_bot::routes`), every part of it,
+/// with bodies read against the body budget.
 fn router(app: App) -> Router {
-    Router::new()
-        .route("/github/webhook", post(github_webhook))
-        .route("/triggers/{trigger_id}", post(trigger))
-        .route("/callbacks/{task_id}", post(callback))
-        .route("/healthz", get(healthz))
-        .with_state(app)
-}
-
-async fn github_webhook(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
-    // The charge is held until the delivery is answered: its bytes live until then.
-    let (body, _charge) =
-        match read_body(body, &headers, app.limits.webhook_body, &app.bodies).await {
-            Ok(read) => read,
-            Err(refused) => return refused,
-        };
-    let request = WebhookRequest {
-        headers: &headers,
-        body,
-        is_base64_encoded: false,
+    let reader = BudgetedBody {
+        limits: app.limits,
+        bodies: app.bodies,
     };
-    respond(app.ingress.receive(request).await)
+    routes::webhook(app.ingress, reader.clone())
+        .merge(routes::triggers(app.triggers, "serve", reader))
+        .merge(routes::healthz())
+        .merge(routes::no_such_route())
 }
 
-async fn trigger(
-    State(app): State<App>,
-    Path(trigger_id): Path<String>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let (body, _charge) =
-        match read_body(body, &headers, app.limits.trigger_body, &app.bodies).await {
-            Ok(read) => read,
-            Err(refused) => return refused,
+/// `serve`'s body reader: each route's limit from `Limits`, read by
+/// [`read_body`] against the body budget and the body-read time.
+#[derive(Debug, Clone)]
+struct BudgetedBody {
+    limits: Limits,
+    bodies: Arc<BodyBudget>,
+}
+
+impl ReadBody for BudgetedBody {
+    /// The charge is held until the request is answered: its bytes live until then.
+    type Held = BodyCharge;
+
+    async fn read(
+        &self,
+        body: Body,
+        headers: &HeaderMap,
+        of: BodyOf,
+    ) -> Result<(Bytes, BodyCharge), Response> {
+        let limit = match of {
+            BodyOf::Webhook => self.limits.webhook_body,
+            BodyOf::Trigger => self.limits.trigger_body,
+            BodyOf::Callback => astrolift_dispatch::callback::callback_body_limit(&self.limits),
         };
-    let answer = triggers::handle(&app.triggers, "serve", &trigger_id, &headers, &body).await;
-    answer.into_response()
-}
-
-/// `POST /callbacks/{task_id}`: the body bounded by the callback limit before it is
-/// read, then the trigger service's handler (`astrolift_dispatch::callback`).
-async fn callback(
-    State(app): State<App>,
-    Path(task_id): Path<String>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let limit = astrolift_dispatch::callback::callback_body_limit(&app.limits);
-    let (body, _charge) = match read_body(body, &headers, limit, &app.bodies).await {
-        Ok(read) => read,
-        Err(refused) => return refused,
-    };
-    let answer = app.triggers.callback(&task_id, &headers, &body).await;
-    answer.into_response()
-}
-
-async fn healthz() -> Response {
-    respond(Answer::new(200, json!({ "status": "ok" })))
+        read_body(body, headers, limit, &self.bodies).await
+    }
 }
 
 /// Reads at most `limit` bytes within the body-read time, charged to the

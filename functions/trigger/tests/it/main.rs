@@ -122,8 +122,13 @@ async fn apply_monorepo(blobs: Arc<dyn BlobStore>, state: Arc<dyn StateStore>) {
     assert!(report.applied, "{report:?}");
 }
 
-fn service(state: Arc<dyn StateStore>, queue: Arc<dyn DispatchQueue>) -> TriggerService {
-    TriggerService::new(state, Arc::new(TestSecrets), queue, Limits::DEFAULT)
+fn service(state: Arc<dyn StateStore>, queue: Arc<dyn DispatchQueue>) -> Arc<TriggerService> {
+    Arc::new(TriggerService::new(
+        state,
+        Arc::new(TestSecrets),
+        queue,
+        Limits::DEFAULT,
+    ))
 }
 
 /// The id the apply minted for the example's `jira-high-priority` trigger.
@@ -139,7 +144,7 @@ async fn jira_trigger_id(state: &dyn StateStore) -> String {
 /// Runs every event through the handler, aimed at `trigger_id`; returns the
 /// dispatch ids of the events that expect 202 — answered 200 (the same
 /// delivery) when `replay`.
-async fn run_events(service: &TriggerService, trigger_id: &str, replay: bool) -> Vec<String> {
+async fn run_events(service: &Arc<TriggerService>, trigger_id: &str, replay: bool) -> Vec<String> {
     let mut dispatched = Vec::new();
     let all = events();
     assert!(all.len() >= 3, "{all:?}");

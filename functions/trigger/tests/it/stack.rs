@@ -153,7 +153,7 @@ fn post(trigger_id: &str, headers: &[(&str, String)], body: &[u8]) -> Request {
         .expect("a request")
 }
 
-async fn status(service: &TriggerService, request: Request) -> (u16, String) {
+async fn status(service: &Arc<TriggerService>, request: Request) -> (u16, String) {
     let response = astrolift_fn_trigger::handle(service, request).await;
     let body = match response.body() {
         Body::Text(text) => text.clone(),
@@ -175,9 +175,11 @@ async fn the_stacks_trigger_function_verifies_github_and_classifies_secret_error
     let (github_id, missing_id) = (unique_name("trg_github"), unique_name("trg_missing"));
     register(state.as_ref(), &github_id, &missing_id).await;
     put_snapshot().await;
-    let service = astrolift_fn_trigger::service_from_env()
-        .await
-        .expect("the cold start succeeds on the trigger function's own configuration");
+    let service = Arc::new(
+        astrolift_fn_trigger::service_from_env()
+            .await
+            .expect("the cold start succeeds on the trigger function's own configuration"),
+    );
 
     let body = br#"{"action":"opened","issue":{"number":1}}"#;
     let signed = [
@@ -206,12 +208,12 @@ async fn the_stacks_trigger_function_verifies_github_and_classifies_secret_error
         aws_sdk_secretsmanager::Client::new(&config),
         Duration::from_secs(60),
     );
-    let offline = TriggerService::new(
+    let offline = Arc::new(TriggerService::new(
         state,
         Arc::new(unreachable),
         Arc::new(MemoryDispatchQueue::new()),
         astrolift_manifest::Limits::DEFAULT,
-    );
+    ));
     let (code, answer) = status(&offline, post(&missing_id, &token, body)).await;
     assert_eq!(code, 503, "an unreachable secret store: {answer}");
 }
@@ -263,9 +265,11 @@ async fn the_stacks_trigger_function_relays_a_terminal_report_to_the_sync_functi
         .await
         .expect("the stack's table");
     let task_id = reporting_dispatch(&state, "smoke-cluster-key").await;
-    let service = astrolift_fn_trigger::service_from_env()
-        .await
-        .expect("the cold start succeeds on the trigger function's own configuration");
+    let service = Arc::new(
+        astrolift_fn_trigger::service_from_env()
+            .await
+            .expect("the cold start succeeds on the trigger function's own configuration"),
+    );
     let callback = lambda_http::http::Request::builder()
         .method("POST")
         .uri(format!("https://trigger.example/callbacks/{task_id}"))
