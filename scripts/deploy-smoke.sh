@@ -32,7 +32,7 @@ source "$env_file"
 echo "== deploy smoke: store contract tests against the stack's table and bucket"
 # The tests share the stack's table, so they run one at a time, each on an emptied table.
 ASTROLIFT_TEST_TABLE="$SMOKE_TABLE" ASTROLIFT_TEST_BUCKET="$SMOKE_BUCKET" RUST_TEST_THREADS=1 \
-  cargo test -p astrolift-store --test it --locked -- dynamo s3 template_shape
+  scripts/test-binary.sh astrolift-store dynamo s3 template_shape
 
 # ---- hook: one webhook end to end (issue 8 §3) ------------------------------------------
 # scripts/smoke-webhook.sh, when it exists, runs with the stack's names exported:

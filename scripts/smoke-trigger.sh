@@ -31,5 +31,5 @@ PY
   # shellcheck disable=SC1090
   source "$environment_file"
   SMOKE_WEBHOOK_SECRET_VALUE="$secret_value" \
-    cargo test -p astrolift-fn-trigger --test it --locked -- stack::
+    scripts/test-binary.sh astrolift-fn-trigger stack::
 )

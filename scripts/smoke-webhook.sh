@@ -24,4 +24,4 @@ env -u GITHUB_WEBHOOK_SECRET -u GITHUB_WEBHOOK_SECRET_PREVIOUS \
   ASTROLIFT_DISPATCH_QUEUE_URL="$SMOKE_DISPATCH_QUEUE_URL" \
   GITHUB_WEBHOOK_SECRET_ID="$SMOKE_WEBHOOK_SECRET_ID" \
   SMOKE_SYNC_QUEUE_URL="$SMOKE_SYNC_QUEUE_URL" \
-  cargo test -p astrolift-fn-webhook --test it --locked -- stack
+  scripts/test-binary.sh astrolift-fn-webhook stack

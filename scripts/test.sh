@@ -49,11 +49,17 @@ export ASTROLIFT_REQUIRE_AWS=1
 cargo build --profile release-test --locked -p astrolift-cli --bin astrolift -p astrolift-fn-trigger --bin trigger
 export ASTROLIFT_RELEASE_BIN_DIR="$CARGO_TARGET_DIR/release-test" ASTROLIFT_REQUIRE_RELEASE_BINS=1
 
-cargo test --workspace --all-targets --locked \
-  --exclude astrolift-fn-webhook --exclude astrolift-fn-trigger "$@"
-# The functions' `stack` tests need the deploy smoke test's stack (they fail rather than
-# skip under ASTROLIFT_REQUIRE_AWS): scripts/smoke-webhook.sh and smoke-trigger.sh run them.
-cargo test -p astrolift-fn-webhook -p astrolift-fn-trigger --all-targets --locked -- --skip stack::
+# One feature resolution for every cargo command of the suite: the whole workspace,
+# every target, so that the doc tests and the smoke scripts (scripts/test-binary.sh) find
+# everything built rather than building shared dependencies again with another feature
+# set. The functions' `stack` tests need the deploy smoke test's stack (they fail rather
+# than skip under ASTROLIFT_REQUIRE_AWS): scripts/smoke-webhook.sh and smoke-trigger.sh
+# run them. Arguments are cargo's (`-p`, `--test`); without them, every test but those.
+if [ "$#" -gt 0 ]; then
+  cargo test --workspace --all-targets --locked "$@"
+else
+  cargo test --workspace --all-targets --locked -- --skip stack::
+fi
 # The SAM template deployed into moto's CloudFormation, with the store tests on its resources.
 scripts/deploy-smoke.sh
 cargo test --workspace --doc --locked
