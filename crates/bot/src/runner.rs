@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use astrolift_forge::github::{CheckRunOutput, Conclusion, GitHubApp, Installation, RepoPath};
 use astrolift_manifest::{Limits, SourceTree, ValidateOptions};
 use astrolift_package::{TarballOptions, TarballTree};
-use astrolift_store::state::RepoRegistration;
+use astrolift_store::state::{DeliveryState, RepoRegistration};
 use astrolift_sync::commands::register_command;
 
 use crate::check_run::{CheckOnlyReason, RenderContext, render};
@@ -93,7 +93,17 @@ impl SyncRunner {
             commit = %job.head_sha,
         );
         let started = Instant::now();
+        self.mark_delivery(job, DeliveryState::Running)
+            .instrument(span.clone())
+            .await;
         let result = self.run_in_span(job).instrument(span.clone()).await;
+        let finished = match &result {
+            Ok(_) => DeliveryState::Succeeded,
+            Err(_) => DeliveryState::Failed,
+        };
+        self.mark_delivery(job, finished)
+            .instrument(span.clone())
+            .await;
         let _entered = span.enter();
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         match &result {
@@ -118,6 +128,22 @@ impl SyncRunner {
             }
         }
         result
+    }
+
+    /// Records where the job of the delivery that made `job` is, so that a redelivery of a
+    /// failed one is queued again (`astrolift_store::state::deliveries`). Best effort: a
+    /// store that cannot record it is logged, and the delivery keeps its earlier state (a
+    /// `queued` or `running` one becomes new again when its lease runs out). A job that no
+    /// recorded delivery made (a dependent's re-sync) records nothing.
+    async fn mark_delivery(&self, job: &SyncJob, state: DeliveryState) {
+        let marked = self
+            .stores
+            .state
+            .mark_delivery(&job.delivery_id, state, crate::ingress::now())
+            .await;
+        if let Err(error) = marked {
+            tracing::warn!(%error, state = state.as_str(), "cannot record the delivery's state");
+        }
     }
 
     async fn run_in_span(&self, job: &SyncJob) -> Result<JobOutcome, JobError> {

@@ -435,6 +435,20 @@ impl DeliveryStore for FaultyStateStore {
             self.inner.forget_delivery(delivery_id)
         )
     }
+
+    fn mark_delivery<'a>(
+        &'a self,
+        delivery_id: &'a str,
+        state: crate::state::DeliveryState,
+        now: UnixSeconds,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        forward!(
+            self,
+            "mark_delivery",
+            true,
+            self.inner.mark_delivery(delivery_id, state, now)
+        )
+    }
 }
 
 impl EnvSpecStore for FaultyStateStore {

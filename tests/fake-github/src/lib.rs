@@ -345,6 +345,11 @@ impl FakeGitHub {
         self.state.lock().faults.push(fault);
     }
 
+    /// GitHub recovers: the faults not yet applied are dropped.
+    pub fn clear_faults(&self) {
+        self.state.lock().faults.clear();
+    }
+
     /// Redirects tarball downloads to `http://localhost:PORT` (the same
     /// server under another host name), as github.com sends them to
     /// codeload.github.com: the client must not send its token there.

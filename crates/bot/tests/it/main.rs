@@ -7,6 +7,7 @@ mod drift;
 mod faults;
 mod ingress;
 mod queue;
+mod redelivery;
 mod registrations;
 mod reports;
 mod rerequests;

@@ -9,7 +9,8 @@
 //! and a body reader ([`BudgetedBody`]) that charges bodies to the body
 //! budget and bounds their read time.
 //! The queue lives in memory: jobs queued but not yet run when the process
-//! stops are lost, and their deliveries must be redelivered (README).
+//! stops are lost, and their deliveries must be redelivered (README): a delivery queued
+//! 15 minutes ago or more is queued again (`astrolift_store::state::deliveries`).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;

@@ -317,10 +317,36 @@ pub struct AuditEvent {
 /// Whether a webhook delivery id was seen before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeliveryOutcome {
-    /// First time: process it.
+    /// First time, or a redelivery of one whose job failed or was lost: process it.
     New,
-    /// Already recorded and not expired: acknowledge and skip.
+    /// Already recorded, queued or running within its lease, or succeeded, and not
+    /// expired: acknowledge and skip.
     Duplicate,
+}
+
+/// Where the job of a recorded delivery is (`DeliveryStore::mark_delivery`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryState {
+    /// Recorded and its job queued.
+    Queued,
+    /// Its job is running.
+    Running,
+    /// Its job ran to the end.
+    Succeeded,
+    /// Its job failed: a redelivery queues it again.
+    Failed,
+}
+
+impl DeliveryState {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryState::Queued => "queued",
+            DeliveryState::Running => "running",
+            DeliveryState::Succeeded => "succeeded",
+            DeliveryState::Failed => "failed",
+        }
+    }
 }
 
 /// A named environment spec (`astrolift env-spec upsert`). It belongs to

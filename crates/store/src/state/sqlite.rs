@@ -51,7 +51,9 @@ CREATE INDEX IF NOT EXISTS agents_by_project_name ON agents (project_id, name);
 CREATE TABLE IF NOT EXISTS audit_events (
     repository TEXT NOT NULL, manifest_path TEXT NOT NULL, version INTEGER NOT NULL, body TEXT NOT NULL,
     PRIMARY KEY (repository, manifest_path, version));
-CREATE TABLE IF NOT EXISTS deliveries (delivery_id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS deliveries (
+    delivery_id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL,
+    state TEXT NOT NULL DEFAULT 'queued', lease_until INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS deliveries_by_expiry ON deliveries (expires_at);
 CREATE TABLE IF NOT EXISTS env_specs (name TEXT PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS trigger_bindings (
@@ -68,6 +70,13 @@ CREATE TABLE IF NOT EXISTS dispatches (idempotency_key TEXT PRIMARY KEY, id TEXT
 const MIGRATE_TRIGGER_REPOSITORY: &str = "
 ALTER TABLE trigger_bindings ADD COLUMN repository TEXT NOT NULL DEFAULT '';
 UPDATE trigger_bindings SET repository = json_extract(body, '$.repository');
+";
+/// Deliveries record where their job is (`state`, `lease_until`). A file written before
+/// has rows without: they count as `succeeded`, a duplicate, as every recorded delivery
+/// was then.
+const MIGRATE_DELIVERY_STATE: &str = "
+ALTER TABLE deliveries ADD COLUMN state TEXT NOT NULL DEFAULT 'succeeded';
+ALTER TABLE deliveries ADD COLUMN lease_until INTEGER NOT NULL DEFAULT 0;
 ";
 const INDEXES: &str = "
 CREATE INDEX IF NOT EXISTS trigger_bindings_by_repository ON trigger_bindings (repository, trigger_id);
@@ -217,8 +226,19 @@ fn migrate(connection: &Connection) -> StoreResult<()> {
             |row| row.get(0),
         )
         .map_err(sql_error)?;
+    let has_delivery_state: bool = connection
+        .query_row(
+            "SELECT COUNT(*) > 0 FROM pragma_table_info('deliveries') WHERE name = 'state'",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(sql_error)?;
     let tx = rusqlite::Transaction::new_unchecked(connection, TransactionBehavior::Immediate)
         .map_err(sql_error)?;
+    if !has_delivery_state {
+        tx.execute_batch(MIGRATE_DELIVERY_STATE)
+            .map_err(sql_error)?;
+    }
     let version: i64 = tx
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .map_err(sql_error)?;

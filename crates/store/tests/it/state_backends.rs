@@ -543,3 +543,38 @@ async fn delete_raw(
             .unwrap();
     }
 }
+
+/// A state file written before deliveries recorded their state: its deliveries count as
+/// succeeded (a redelivery is a duplicate, as it was), and they move like new ones.
+#[tokio::test]
+async fn sqlite_deliveries_from_before_their_state_are_duplicates() {
+    use astrolift_store::state::{DeliveryOutcome, DeliveryState, DeliveryStore};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    drop(SqliteStateStore::open(&path).await.unwrap());
+    {
+        let old = rusqlite::Connection::open(&path).unwrap();
+        old.execute_batch(
+            "DROP TABLE deliveries;
+             CREATE TABLE deliveries (delivery_id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL);
+             INSERT INTO deliveries VALUES ('d-old', 10000);",
+        )
+        .unwrap();
+    }
+    let store = SqliteStateStore::open(&path).await.unwrap();
+    let ttl = std::time::Duration::from_secs(60);
+    assert_eq!(
+        store.record_delivery("d-old", 9000, ttl).await.unwrap(),
+        DeliveryOutcome::Duplicate
+    );
+    assert!(
+        store
+            .mark_delivery("d-old", DeliveryState::Failed, 9001)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.record_delivery("d-old", 9002, ttl).await.unwrap(),
+        DeliveryOutcome::New
+    );
+}

@@ -1,7 +1,7 @@
 //! The deliveries concern on DynamoDB ([`DeliveryStore`]).
 
 use super::*;
-use crate::state::deliveries::DeliveryStore;
+use crate::state::deliveries::{DeliveryStore, lease_until};
 
 impl DeliveryStore for DynamoStateStore {
     fn record_delivery<'a>(
@@ -16,12 +16,25 @@ impl DeliveryStore for DynamoStateStore {
             item.insert("delivery_id".into(), s(delivery_id));
             item.insert("received_at".into(), n(now));
             item.insert(TTL_ATTRIBUTE.into(), n(expires_at));
-            // TTL deletion lags (up to days), so an expired item still counts as absent.
+            item.insert(DELIVERY_STATE.into(), s(DeliveryState::Queued.as_str()));
+            item.insert(
+                LEASE_UNTIL.into(),
+                n(lease_until(DeliveryState::Queued, now)),
+            );
+            // TTL deletion lags (up to days), so an expired item still counts as absent; a
+            // failed one, or one past its lease, is recorded again (the module docs of
+            // `deliveries`). An item without a state (written before) is a duplicate.
             let stored = self
                 .put_if(
                     item,
-                    "attribute_not_exists(#pk) OR #e <= :now",
-                    &[(":now", n(now))],
+                    "attribute_not_exists(#pk) OR #e <= :now OR delivery_state = :failed \
+                     OR (delivery_state IN (:queued, :running) AND lease_until <= :now)",
+                    &[
+                        (":now", n(now)),
+                        (":failed", s(DeliveryState::Failed.as_str())),
+                        (":queued", s(DeliveryState::Queued.as_str())),
+                        (":running", s(DeliveryState::Running.as_str())),
+                    ],
                 )
                 .await?;
             Ok(if stored {
@@ -45,4 +58,47 @@ impl DeliveryStore for DynamoStateStore {
             Ok(())
         })
     }
+
+    fn mark_delivery<'a>(
+        &'a self,
+        delivery_id: &'a str,
+        state: DeliveryState,
+        now: UnixSeconds,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key(delivery_pk(delivery_id), "DELIVERY")))
+                .update_expression("SET delivery_state = :state, lease_until = :lease")
+                .condition_expression("attribute_exists(#pk) AND #e > :now")
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_names("#e", TTL_ATTRIBUTE)
+                .expression_attribute_values(":state", s(state.as_str()))
+                .expression_attribute_values(":lease", n(lease_until(state, now)))
+                .expression_attribute_values(":now", n(now))
+                .send()
+                .await;
+            match result {
+                Ok(_) => {
+                    self.counters.wrote(1);
+                    Ok(true)
+                }
+                Err(err)
+                    if err
+                        .as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+                {
+                    Ok(false)
+                }
+                Err(err) => Err(map_sdk_error("UpdateItem", err)),
+            }
+        })
+    }
 }
+
+/// The attribute of a delivery's [`DeliveryState`] (`state` is a DynamoDB reserved word).
+const DELIVERY_STATE: &str = "delivery_state";
+/// The attribute of the end of a queued or running delivery's lease.
+const LEASE_UNTIL: &str = "lease_until";
