@@ -592,20 +592,33 @@ impl DynamoStateStore {
         if condition.contains("#v") {
             request = request.expression_attribute_names("#v", "version");
         }
-        match request.send().await {
-            Ok(_) => {
-                self.counters.wrote(1);
-                Ok(true)
-            }
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(err) => Err(map_sdk_error("PutItem", err)),
+        let written = conditional_write("PutItem", request.send().await)?;
+        if written {
+            self.counters.wrote(1);
         }
+        Ok(written)
+    }
+}
+
+/// Whether a conditional write took effect: `Ok(false)` when its condition failed (no
+/// write), the mapped error for any other failure.
+pub(super) fn conditional_write<T, E, R>(
+    operation: &str,
+    result: Result<T, aws_sdk_dynamodb::error::SdkError<E, R>>,
+) -> StoreResult<bool>
+where
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug,
+{
+    match result {
+        Ok(_) => Ok(true),
+        Err(err)
+            if err.as_service_error().and_then(|e| e.code())
+                == Some("ConditionalCheckFailedException") =>
+        {
+            Ok(false)
+        }
+        Err(err) => Err(map_sdk_error(operation, err)),
     }
 }
 

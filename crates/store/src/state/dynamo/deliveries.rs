@@ -80,20 +80,11 @@ impl DeliveryStore for DynamoStateStore {
                 .expression_attribute_values(":now", n(now))
                 .send()
                 .await;
-            match result {
-                Ok(_) => {
-                    self.counters.wrote(1);
-                    Ok(true)
-                }
-                Err(err)
-                    if err
-                        .as_service_error()
-                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-                {
-                    Ok(false)
-                }
-                Err(err) => Err(map_sdk_error("UpdateItem", err)),
+            let written = conditional_write("UpdateItem", result)?;
+            if written {
+                self.counters.wrote(1);
             }
+            Ok(written)
         })
     }
 }
