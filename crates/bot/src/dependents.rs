@@ -18,19 +18,24 @@
 //! 4. each job (trigger `skill`) re-applies the commit last applied on the dependent's
 //!    registered ref, as the installation its registration records, in that ref's FIFO
 //!    lane (repository id and ref), so it is ordered with the ref's pushes; the runner
-//!    reads the registered commit again when it runs it ([`crate::runner`]).
+//!    reads the registered commit again when it runs it ([`crate::runner`]). A registration
+//!    that names no installation (`register-repo` without `--installation-id`) is re-synced
+//!    as the installation GitHub says covers the repository (`GET
+//!    /repos/{owner}/{repo}/installation`, as the App, kept ten minutes by the client); one
+//!    the App is not installed on is listed as not re-synced.
 //!
 //! A re-sync queues no re-syncs of its own (only pushes follow), so there are no loops.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use astrolift_store::StoreResult;
+use astrolift_forge::github::{GitHubApp, RepoPath};
 use astrolift_store::state::{LastSync, RepoRegistration, SkillSource, StateStore};
 use astrolift_sync::Report;
 use sha2::Digest as _;
 
 use crate::job::{JOB_VERSION, JobTrigger, SkillChange, SyncJob};
+use crate::job_error::JobError;
 
 /// At most this many dependents (repository and registered ref) are re-synced per push: a
 /// push is one webhook, and one tenant's skill repository must not make the App do
@@ -72,17 +77,20 @@ impl Followed {
     }
 }
 
-/// Why a dependent was not queued: its registration names no installation.
-pub const NO_INSTALLATION: &str = "its registration names no installation of the App";
+/// Why a dependent was not queued: its registration names no installation, and GitHub
+/// says the App is not installed on it.
+pub const NOT_INSTALLED: &str = "the App is not installed on it";
 /// Why a dependent was not queued: no commit is applied on its registered ref.
 pub const NOTHING_APPLIED: &str = "no commit is applied on its registered ref yet";
 
 /// The dependents of a push of `push` (trigger `push`) and the jobs that re-sync them.
-/// Reads only (the caller queues the jobs).
+/// Reads only (the caller queues the jobs); `github` is asked which installation covers a
+/// dependent whose registration names none.
 pub async fn follow(
     state: &dyn StateStore,
+    github: &GitHubApp,
     push: &SyncJob,
-) -> StoreResult<(Followed, Vec<SyncJob>)> {
+) -> Result<(Followed, Vec<SyncJob>), JobError> {
     let mut followed = Followed::default();
     let Some(branch) = push.branch.as_deref() else {
         return Ok((followed, Vec::new()));
@@ -130,7 +138,7 @@ pub async fn follow(
             projects,
             skipped: None,
         };
-        match dependent_job(state, push, branch, &dependent, &group).await? {
+        match dependent_job(state, github, push, branch, &dependent, &group).await? {
             Ok(job) => jobs.push(job),
             Err(reason) => dependent.skipped = Some(reason),
         }
@@ -142,13 +150,22 @@ pub async fn follow(
 /// The job that re-syncs `dependent` (its registrations `group`), or why there is none.
 async fn dependent_job(
     state: &dyn StateStore,
+    github: &GitHubApp,
     push: &SyncJob,
     branch: &str,
     dependent: &Dependent,
     group: &[&RepoRegistration],
-) -> StoreResult<Result<SyncJob, &'static str>> {
-    let Some(installation_id) = group.iter().find_map(|r| r.installation_id) else {
-        return Ok(Err(NO_INSTALLATION));
+) -> Result<Result<SyncJob, &'static str>, JobError> {
+    let recorded = group.iter().find_map(|r| r.installation_id);
+    let installation_id = match recorded {
+        Some(id) => id,
+        None => {
+            let repo = RepoPath::parse(&dependent.repository)?;
+            match github.repository_installation(&repo).await? {
+                Some(id) => id,
+                None => return Ok(Err(NOT_INSTALLED)),
+            }
+        }
     };
     // `follows` kept only registrations with a last sync.
     let Some(repository_id) = group

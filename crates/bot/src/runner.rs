@@ -245,7 +245,8 @@ impl SyncRunner {
         if job.trigger != JobTrigger::Push {
             return Ok(Followed::default());
         }
-        let (followed, jobs) = dependents::follow(self.stores.state.as_ref(), job).await?;
+        let (followed, jobs) =
+            dependents::follow(self.stores.state.as_ref(), &self.github, job).await?;
         if let Some(queue) = &self.jobs {
             for dependent in &jobs {
                 queue.enqueue(dependent).await?;

@@ -278,3 +278,54 @@ async fn at_most_max_dependents_are_re_synced_per_push() {
         text.lines().last().unwrap_or_default()
     );
 }
+
+/// A dependent registered without an installation (the seed's `register-repo` has no
+/// installation flag) is re-synced as the installation GitHub says covers it, asked once
+/// per ten minutes; one the App is not installed on is listed as not re-synced, and why.
+#[tokio::test]
+async fn a_registration_without_an_installation_is_re_synced_as_the_one_github_names() {
+    let (stores, _dir) = embedded_stores().await;
+    let github = world(&stores).await;
+    for repository in ["octo/installed", "octo/elsewhere"] {
+        synced_dependent(&stores, repository, "proj-other", &["steadymd/runbooks"]).await;
+        let state = stores.state.as_ref();
+        let registered = state.get_registration(repository).await.expect("read");
+        let mut registration = registered.expect("registered");
+        registration.installation_id = None;
+        state.put_registration(&registration).await.expect("put");
+    }
+    github.install_repo(INSTALLATION, "octo", "installed");
+    let (runner, queue) = following(&github, &stores);
+
+    let outcome = runner
+        .run(&runbooks_push(RUNBOOKS_SHA))
+        .await
+        .expect("checked");
+    let jobs = queue.jobs();
+    assert_eq!(queued(&queue), vec!["octo/installed"]);
+    assert_eq!(jobs[0].installation_id, INSTALLATION);
+    let skipped: Vec<_> = outcome
+        .followed
+        .dependents
+        .iter()
+        .filter_map(|d| d.skipped.map(|why| (d.repository.as_str(), why)))
+        .collect();
+    assert_eq!(
+        skipped,
+        vec![("octo/elsewhere", astrolift_bot::dependents::NOT_INSTALLED)]
+    );
+
+    let again = SyncJob {
+        delivery_id: "d-runbooks-again".into(),
+        ..runbooks_push(RUNBOOKS_SHA)
+    };
+    runner.run(&again).await.expect("checked");
+    assert_eq!(queued(&queue), vec!["octo/installed", "octo/installed"]);
+    let asked = |repository: &str| {
+        github
+            .requests_to("GET", &format!("/repos/{repository}/installation"))
+            .len()
+    };
+    assert_eq!(asked("octo/installed"), 1, "the installation found is kept");
+    assert_eq!(asked("octo/elsewhere"), 2, "no installation is asked again");
+}

@@ -201,3 +201,59 @@ impl TokenCache {
         slots.entry(installation_id).or_default().clone()
     }
 }
+
+/// How long the installation found for a repository is kept: installations change rarely
+/// (an App uninstalled and installed again gets a new id), and a token request for a gone
+/// installation fails loudly, so the cost of a stale entry is bounded by this.
+pub const REPOSITORY_INSTALLATION_TTL: Duration = Duration::from_secs(10 * 60);
+
+/// The installation of the App found for each repository (`GET /repos/{o}/{r}/installation`),
+/// kept [`REPOSITORY_INSTALLATION_TTL`] by the injected clock. Only found installations are
+/// kept: a repository the App is not installed on is asked again, so an installation is
+/// noticed at once. Keyed by the repository's lower-cased full name (GitHub's names are
+/// case-insensitive).
+#[derive(Debug, Default)]
+pub struct RepositoryInstallations {
+    found: StdMutex<HashMap<String, (u64, SystemTime)>>,
+}
+
+impl RepositoryInstallations {
+    /// The installation kept for `repository`, if it is younger than the TTL at `now`.
+    pub fn get(&self, repository: &str, now: SystemTime) -> Option<u64> {
+        let found = self.found.lock().ok()?;
+        let (id, at) = found.get(&repository.to_ascii_lowercase())?;
+        let age = now.duration_since(*at).unwrap_or(Duration::ZERO);
+        (age < REPOSITORY_INSTALLATION_TTL).then_some(*id)
+    }
+
+    /// Keeps `id` as `repository`'s installation, found at `now`.
+    pub fn put(&self, repository: &str, id: u64, now: SystemTime) {
+        if let Ok(mut found) = self.found.lock() {
+            // Bounded: entries older than the TTL go whenever one is added.
+            found.retain(|_, (_, at)| {
+                now.duration_since(*at).unwrap_or(Duration::ZERO) < REPOSITORY_INSTALLATION_TTL
+            });
+            found.insert(repository.to_ascii_lowercase(), (id, now));
+        }
+    }
+}
+
+#[cfg(test)]
+mod repository_installation_tests {
+    use super::*;
+
+    #[test]
+    fn a_found_installation_is_kept_until_the_ttl_by_any_case_of_its_name() {
+        let kept = RepositoryInstallations::default();
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        kept.put("Octo/Agents", 31, at);
+        assert_eq!(kept.get("octo/agents", at), Some(31));
+        let just_before = at + REPOSITORY_INSTALLATION_TTL - Duration::from_secs(1);
+        assert_eq!(kept.get("octo/agents", just_before), Some(31));
+        assert_eq!(
+            kept.get("octo/agents", at + REPOSITORY_INSTALLATION_TTL),
+            None
+        );
+        assert_eq!(kept.get("octo/other", at), None);
+    }
+}

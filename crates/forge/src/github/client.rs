@@ -12,7 +12,7 @@
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use http::{HeaderValue, Method, StatusCode, Uri, header};
 use hyper_rustls::HttpsConnector;
@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::app::{AppCredentials, Clock, CredentialsError, InstallationToken, SystemClock};
-use super::app::{TokenCache, epoch_seconds};
+use super::app::{RepositoryInstallations, TokenCache, epoch_seconds};
 use super::layers::{AttemptTimedOut, BoxError, RateLimitExceeded, RetryLayer};
 use super::retry::RetryPolicy;
 
@@ -228,6 +228,7 @@ struct Inner {
     /// ([`Installation::with_token`]).
     credentials: Option<AppCredentials>,
     tokens: TokenCache,
+    repository_installations: RepositoryInstallations,
 }
 
 impl fmt::Debug for Inner {
@@ -255,6 +256,7 @@ impl GitHubApp {
             config,
             credentials,
             tokens: TokenCache::default(),
+            repository_installations: RepositoryInstallations::default(),
         };
         Ok(Self {
             inner: Arc::new(inner),
@@ -326,6 +328,14 @@ impl GitHubApp {
         let token = fresh.token.clone();
         *cached = Some(fresh);
         Ok(token)
+    }
+
+    /// The installations found for repositories, and the configured clock's now.
+    pub(super) fn repository_installations(&self) -> (&RepositoryInstallations, SystemTime) {
+        (
+            &self.inner.repository_installations,
+            self.inner.config.clock.now(),
+        )
     }
 
     /// The App JWT, signed now (by the configured clock).

@@ -26,8 +26,26 @@ struct Commit {
 
 impl GitHubApp {
     /// The id of the installation of this App that covers `repo`; `None` when the App is
-    /// not installed on it (GitHub's 404).
+    /// not installed on it (GitHub's 404). A found one is kept for
+    /// [`REPOSITORY_INSTALLATION_TTL`](super::app::REPOSITORY_INSTALLATION_TTL): one request
+    /// per repository per ten minutes, whoever asks (a skill fetch, a dependent's re-sync).
     pub async fn repository_installation(
+        &self,
+        repo: &RepoPath,
+    ) -> Result<Option<u64>, GitHubError> {
+        let full_name = format!("{}/{}", repo.owner, repo.name);
+        let (kept, now) = self.repository_installations();
+        if let Some(id) = kept.get(&full_name, now) {
+            return Ok(Some(id));
+        }
+        let found = self.ask_repository_installation(repo).await?;
+        if let Some(id) = found {
+            kept.put(&full_name, id, now);
+        }
+        Ok(found)
+    }
+
+    async fn ask_repository_installation(
         &self,
         repo: &RepoPath,
     ) -> Result<Option<u64>, GitHubError> {
