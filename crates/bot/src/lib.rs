@@ -48,9 +48,11 @@
 //! Invariants:
 //! - **Ingress never syncs.** It only verifies, records, fans out and
 //!   queues, so it answers in milliseconds.
-//! - **At most one sync per delivery.** The delivery id is recorded before
-//!   the job is queued; a job that cannot be queued forgets the id again, so
-//!   that a redelivery is processed rather than lost.
+//! - **A delivery is synced until one sync succeeds.** The delivery id is
+//!   recorded before the job is queued; a job that cannot be queued forgets
+//!   the id again, so that a redelivery is processed rather than lost. The
+//!   runner records where the job is; a redelivery is queued again only when
+//!   the job failed or was lost (queued or running for 15 minutes).
 //! - **No run left `in_progress`.** Once the runner has created a check
 //!   run, every path completes it: with the report, or as `failure` with a
 //!   plain explanation (retried while GitHub is down).
