@@ -49,7 +49,7 @@ export ASTROLIFT_REQUIRE_AWS=1
 cargo build --profile release-test --locked -p astrolift-cli --bin astrolift -p astrolift-fn-trigger --bin trigger
 export ASTROLIFT_RELEASE_BIN_DIR="$CARGO_TARGET_DIR/release-test" ASTROLIFT_REQUIRE_RELEASE_BINS=1
 
-# One feature resolution for every cargo command of the suite: the whole workspace,
+# One feature resolution for every `cargo test` of the suite: the whole workspace,
 # every target, so that the doc tests and the smoke scripts (scripts/test-binary.sh) find
 # everything built rather than building shared dependencies again with another feature
 # set. The functions' `stack` tests need the deploy smoke test's stack (they fail rather
