@@ -209,14 +209,16 @@ async fn trigger<R: ReadBody>(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    // The id as it stands in the path (not percent-decoded), checked before the method.
-    let Some(trigger_id) = trigger_id_of(uri.path()) else {
-        return not_found();
-    };
-    if method != Method::POST {
-        return method_not_allowed("use POST");
-    }
-    let (body, _held) = match routes.reader.read(body, &headers, BodyOf::Trigger).await {
+    let read = id_and_body(
+        &routes.reader,
+        &method,
+        uri.path(),
+        trigger_id_of,
+        &headers,
+        body,
+        BodyOf::Trigger,
+    );
+    let (trigger_id, body, _held) = match read.await {
         Ok(read) => read,
         Err(refused) => return refused,
     };
@@ -238,13 +240,16 @@ async fn callback<R: ReadBody>(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let Some(task_id) = task_id_of(uri.path()) else {
-        return not_found();
-    };
-    if method != Method::POST {
-        return method_not_allowed("use POST");
-    }
-    let (body, _held) = match routes.reader.read(body, &headers, BodyOf::Callback).await {
+    let read = id_and_body(
+        &routes.reader,
+        &method,
+        uri.path(),
+        task_id_of,
+        &headers,
+        body,
+        BodyOf::Callback,
+    );
+    let (task_id, body, _held) = match read.await {
         Ok(read) => read,
         Err(refused) => return refused,
     };
@@ -253,6 +258,28 @@ async fn callback<R: ReadBody>(
         .callback(task_id, &headers, &body)
         .await
         .into_response()
+}
+
+/// The id a trigger or callback route's path names (`id_of`), and its body: the id as it stands in
+/// the path (not percent-decoded), checked before the method (404, then 405), then the
+/// body as `reader` reads it for `of`.
+async fn id_and_body<'p, R: ReadBody>(
+    reader: &R,
+    method: &Method,
+    path: &'p str,
+    id_of: fn(&str) -> Option<&str>,
+    headers: &HeaderMap,
+    body: Body,
+    of: BodyOf,
+) -> Result<(&'p str, Bytes, R::Held), Response> {
+    let Some(id) = id_of(path) else {
+        return Err(not_found());
+    };
+    if method != Method::POST {
+        return Err(method_not_allowed("use POST"));
+    }
+    let (body, held) = reader.read(body, headers, of).await?;
+    Ok((id, body, held))
 }
 
 /// `GET /healthz`: 200 `{"status": "ok"}`.
