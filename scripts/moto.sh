@@ -7,13 +7,16 @@
 # PORT defaults to $MOTO_PORT, then 5055; `0` picks a free port. The PID and port are kept in
 # $MOTO_STATE_DIR (default: target/moto). Requires `moto_server` (pip install 'moto[server]>=5.2.5';
 # older 5.2.x answer CompleteMultipartUpload with a wrong XML root that the Rust SDK rejects,
-# getmoto/moto#10055); $MOTO_SERVER overrides the binary.
+# getmoto/moto#10055). It runs through scripts/moto_server.py, which serialises DynamoDB requests
+# (moto's transactions are not isolated under its threaded server); $MOTO_SERVER names another
+# command to run instead.
 set -euo pipefail
 
 state_dir="${MOTO_STATE_DIR:-$(cd "$(dirname "$0")/.." && pwd)/target/moto}"
 pid_file="$state_dir/moto.pid"
 log_file="$state_dir/moto.log"
-moto_server="${MOTO_SERVER:-moto_server}"
+here="$(cd "$(dirname "$0")" && pwd)"
+moto_server="${MOTO_SERVER:-python3 $here/moto_server.py}"
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
@@ -32,7 +35,8 @@ is_running() {
 }
 
 start() {
-  command -v "$moto_server" >/dev/null || { echo "$moto_server not found: pip install 'moto[server]'" >&2; exit 2; }
+  python3 -c 'import moto.server' 2>/dev/null || [[ -n "${MOTO_SERVER:-}" ]] \
+    || { echo "moto is not installed: pip install 'moto[server]'" >&2; exit 2; }
   mkdir -p "$state_dir"
   if is_running; then
     print_exports "$(cat "$state_dir/moto.port")"
@@ -40,7 +44,8 @@ start() {
   fi
   local port="${1:-${MOTO_PORT:-5055}}"
   [[ "$port" == 0 ]] && port="$(free_port)"
-  "$moto_server" -H 127.0.0.1 -p "$port" >"$log_file" 2>&1 &
+  # shellcheck disable=SC2086 # $moto_server is a command with its arguments
+  $moto_server -H 127.0.0.1 -p "$port" >"$log_file" 2>&1 &
   echo $! >"$pid_file"
   echo "$port" >"$state_dir/moto.port"
   for _ in $(seq 1 100); do
