@@ -5,9 +5,11 @@
 
 Steps: transform the SAM template with aws-sam-translator into plain CloudFormation,
 replace each function's CodeUri (a cargo-lambda build in real deployments) with a
-placeholder zip uploaded to moto's S3 (moto never runs the functions), create the stack
-against $AWS_ENDPOINT_URL, wait for CREATE_COMPLETE, check the resources it made, and
-write the stack's outputs and resource names as shell `export` lines to --env-file.
+placeholder zip uploaded to moto's S3 (moto never runs the functions), check the roles
+(no wildcard; the webhook and trigger roles write the state table only under the key
+prefixes docs/deploy.md lists, which moto cannot check: it does not enforce IAM), create
+the stack against $AWS_ENDPOINT_URL, wait for CREATE_COMPLETE, check the resources it made,
+and write the stack's outputs and resource names as shell `export` lines to --env-file.
 
 It also checks that the other YAML files users rely on parse: infra/github-app.yml,
 .pre-commit-hooks.yaml and action.yml.
@@ -18,6 +20,7 @@ import copy
 import io
 import json
 import os
+import re
 import sys
 import time
 import zipfile
@@ -43,6 +46,18 @@ RESERVED_CONCURRENCY = {
 # upload need Lambda's most. moto keeps the default 512 MB whatever the template says, so
 # this is checked on the translated template.
 SYNC_EPHEMERAL_STORAGE_MB = 10240
+# The roles whose DynamoDB writes are limited to key prefixes, by their row name in
+# docs/deploy.md's "Which keys each function may write".
+KEY_LIMITED_ROLES = {"webhook": "WebhookFunctionRole", "trigger": "TriggerFunctionRole"}
+DEPLOY_DOC = ROOT / "docs" / "deploy.md"
+KEYS_SECTION = "### Which keys each function may write"
+# The actions that change an item (a transaction's items are authorized as these).
+DYNAMODB_WRITES = {
+    "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem",
+}
+# Where the DynamoDB store builds its partition keys.
+STORE_KEY_SOURCES = [ROOT / "crates/store/src/state/dynamo.rs",
+                     *sorted((ROOT / "crates/store/src/state/dynamo").glob("*.rs"))]
 
 
 class NoManagedPolicies:
@@ -338,6 +353,7 @@ def check_functions(template):
         if template["Resources"][logical]["Type"] != "AWS::Lambda::Url":
             fail(f"{logical} is not a function URL")
     check_least_privilege(template)
+    check_state_write_keys(template)
 
 
 def check_least_privilege(template):
@@ -353,6 +369,70 @@ def check_least_privilege(template):
                     arn = statement["Resource"].get("Fn::Sub", "") if isinstance(statement["Resource"], dict) else ""
                     if not arn.endswith(":secret:${SecretPrefix}*"):
                         fail(f"{logical}: project secrets are not scoped to the prefix: {statement}")
+
+
+def documented_write_keys():
+    """Each key-limited role's `pk` patterns, from its rows of docs/deploy.md's table."""
+    text = DEPLOY_DOC.read_text()
+    if KEYS_SECTION not in text:
+        fail(f"docs/deploy.md has no section {KEYS_SECTION!r}")
+    # The section's first table: its first run of lines that start with `|`.
+    rows = []
+    for line in text.split(KEYS_SECTION, 1)[1].splitlines():
+        if line.startswith("|"):
+            rows.append(line)
+        elif rows:
+            break
+    keys = {role: set() for role in KEY_LIMITED_ROLES}
+    for line in rows:
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) < 2 or cells[0] not in keys:
+            continue
+        keys[cells[0]].update(re.findall(r"`([^`]+)`", cells[1]))
+    for role, patterns in keys.items():
+        if not patterns:
+            fail(f"docs/deploy.md, {KEYS_SECTION[4:]!r}: no row lists the {role} role's key patterns")
+    return keys
+
+
+def check_state_write_keys(template):
+    """The webhook and trigger roles write the state table only under the documented `pk`s.
+
+    Every statement of those roles that allows a DynamoDB write must be conditioned on
+    `ForAllValues:StringLike` `dynamodb:LeadingKeys`; the patterns of each role must equal its
+    rows in docs/deploy.md; each pattern must name a partition key the store builds (a string
+    literal in crates/store/src/state/dynamo*), so that a typo cannot pass.
+    """
+    documented = documented_write_keys()
+    store_source = "".join(path.read_text() for path in STORE_KEY_SOURCES)
+    for role, logical in KEY_LIMITED_ROLES.items():
+        granted = set()
+        writes = 0
+        for policy in template["Resources"][logical]["Properties"].get("Policies", []):
+            for statement in policy["PolicyDocument"]["Statement"]:
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                if statement.get("Effect") != "Allow" or not DYNAMODB_WRITES & set(actions):
+                    continue
+                writes += 1
+                condition = statement.get("Condition", {})
+                patterns = condition.get("ForAllValues:StringLike", {}).get("dynamodb:LeadingKeys")
+                if set(condition) != {"ForAllValues:StringLike"} or not patterns:
+                    fail(f"{logical} statement {statement.get('Sid')} writes the state table on any key: "
+                         f"no ForAllValues:StringLike dynamodb:LeadingKeys condition: {statement}")
+                patterns = patterns if isinstance(patterns, list) else [patterns]
+                granted.update(patterns)
+        if not writes:
+            fail(f"{logical} has no DynamoDB write statement")
+        if granted != documented[role]:
+            fail(f"{logical} may write keys {sorted(granted)}, docs/deploy.md lists {sorted(documented[role])} "
+                 f"for the {role} role: a new key prefix goes in both")
+        for pattern in sorted(granted):
+            literal = '"' + pattern[:-1] if pattern.endswith("*") else f'"{pattern}"'
+            if "*" in literal or "?" in literal or literal not in store_source:
+                fail(f"{logical}: key pattern {pattern!r} is no partition key the store builds "
+                     f"(no {literal} in crates/store/src/state/dynamo*)")
+    print("deploy-smoke: note: state writes limited to key prefixes: "
+          + "; ".join(f"{role} {', '.join(sorted(documented[role]))}" for role in KEY_LIMITED_ROLES))
 
 
 def load_yaml(relative):
