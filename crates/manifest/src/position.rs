@@ -8,26 +8,57 @@ use crate::diagnostic::{Code, Diagnostic, Edit, Span};
 ///
 /// Columns count Unicode scalar values (not bytes, not UTF-16 units), so a
 /// diagnostic on a line with non-ASCII text points where an editor shows it.
+///
+/// The index keeps a checkpoint every [`CHECKPOINT_BYTES`] of text (its line, its
+/// column and its line's start) rather than every line start: its size does not grow
+/// with the number of lines (a 32 MiB JSON export of line breaks would otherwise cost
+/// 256 MiB), and a position costs a binary search plus a scan of at most one stretch,
+/// however long its line (a column counted from the line start made thousands of
+/// diagnostics on one long line quadratic).
 #[derive(Debug, Clone)]
 pub struct LineIndex<'t> {
     text: &'t str,
-    line_starts: Vec<usize>,
+    checkpoints: Vec<Checkpoint>,
+}
+
+/// Bytes of text between two checkpoints (a checkpoint sits on the next char boundary).
+pub const CHECKPOINT_BYTES: usize = 1024;
+
+/// Where a byte offset of the text is: 0-based line, 0-based column (characters),
+/// and the byte offset its line starts at.
+#[derive(Debug, Clone, Copy)]
+struct Checkpoint {
+    offset: usize,
+    line: usize,
+    column: usize,
+    line_start: usize,
 }
 
 impl<'t> LineIndex<'t> {
     pub fn new(text: &'t str) -> Self {
-        let mut line_starts = vec![0];
-        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        Self { text, line_starts }
+        let mut here = Checkpoint {
+            offset: 0,
+            line: 0,
+            column: 0,
+            line_start: 0,
+        };
+        let mut checkpoints = vec![here];
+        while here.offset < text.len() {
+            let mut next = (here.offset + CHECKPOINT_BYTES).min(text.len());
+            while !text.is_char_boundary(next) {
+                next += 1;
+            }
+            here = advance(text, here, next);
+            checkpoints.push(here);
+        }
+        Self { text, checkpoints }
     }
 
     /// 1-based (line, column) of a byte offset; offsets past the end clamp to it.
     pub fn position(&self, offset: usize) -> (u32, u32) {
         let offset = self.floor_char_boundary(offset.min(self.text.len()));
-        let line = self.line_starts.partition_point(|&start| start <= offset) - 1;
-        let start = self.line_starts[line];
-        let column = self.text[start..offset].chars().count() + 1;
-        (to_u32(line + 1), to_u32(column))
+        let at = advance(self.text, self.checkpoint_before(offset), offset);
+        (to_u32(at.line + 1), to_u32(at.column + 1))
     }
 
     /// The span covering a byte range; `end_column` is exclusive.
@@ -52,17 +83,31 @@ impl<'t> LineIndex<'t> {
     /// line break).
     pub fn offset(&self, line: u32, column: u32) -> Option<usize> {
         let line = usize::try_from(line).ok()?.checked_sub(1)?;
-        let start = *self.line_starts.get(line)?;
-        let end = self
-            .line_starts
-            .get(line + 1)
-            .map_or(self.text.len(), |next| next - 1);
+        let start = self.start_of_line(line)?;
+        let end = self.text[start..]
+            .find('\n')
+            .map_or(self.text.len(), |i| start + i);
         let steps = usize::try_from(column).ok()?.checked_sub(1)?;
         let body = &self.text[start..end];
         if steps == body.chars().count() {
             return Some(end);
         }
         body.char_indices().nth(steps).map(|(i, _)| start + i)
+    }
+
+    /// The byte offset 0-based `line` starts at; `None` past the last line.
+    fn start_of_line(&self, line: usize) -> Option<usize> {
+        if line == 0 {
+            return Some(0);
+        }
+        // The last checkpoint on an earlier line: the line starts after it, within
+        // one stretch (or it does not exist).
+        let after = self.checkpoints.partition_point(|c| c.line < line);
+        let from = self.checkpoints[after.checked_sub(1)?];
+        let newline = self.text[from.offset..]
+            .match_indices('\n')
+            .nth(line - from.line - 1)?;
+        Some(from.offset + newline.0 + 1)
     }
 
     /// An edit replacing the bytes `range` of this text in `path`.
@@ -77,7 +122,7 @@ impl<'t> LineIndex<'t> {
     pub fn own_lines(&self, range: Range<usize>) -> Option<Range<usize>> {
         let text = self.text;
         let end = range.end.min(text.len());
-        let first = self.line_starts[self.line_index(range.start)];
+        let first = self.line_start(range.start);
         let last_end = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
         let before = text.get(first..range.start)?;
         let after = text.get(end..last_end)?.trim();
@@ -87,7 +132,8 @@ impl<'t> LineIndex<'t> {
 
     /// The start of the line holding byte `offset`.
     pub fn line_start(&self, offset: usize) -> usize {
-        self.line_starts[self.line_index(offset)]
+        let offset = self.floor_char_boundary(offset.min(self.text.len()));
+        advance(self.text, self.checkpoint_before(offset), offset).line_start
     }
 
     /// The line break this text uses: `\r\n` when its first line ends so.
@@ -98,9 +144,10 @@ impl<'t> LineIndex<'t> {
         }
     }
 
-    fn line_index(&self, offset: usize) -> usize {
-        let offset = offset.min(self.text.len());
-        self.line_starts.partition_point(|&start| start <= offset) - 1
+    /// The last checkpoint at or before `offset`.
+    fn checkpoint_before(&self, offset: usize) -> Checkpoint {
+        let after = self.checkpoints.partition_point(|c| c.offset <= offset);
+        self.checkpoints[after.saturating_sub(1)]
     }
 
     fn floor_char_boundary(&self, mut offset: usize) -> usize {
@@ -108,6 +155,24 @@ impl<'t> LineIndex<'t> {
             offset -= 1;
         }
         offset
+    }
+}
+
+/// Where `to` is (a char boundary at or after `from.offset`), scanning from `from`.
+fn advance(text: &str, from: Checkpoint, to: usize) -> Checkpoint {
+    let stretch = &text[from.offset..to];
+    match stretch.rfind('\n') {
+        None => Checkpoint {
+            offset: to,
+            column: from.column + stretch.chars().count(),
+            ..from
+        },
+        Some(last) => Checkpoint {
+            offset: to,
+            line: from.line + stretch.bytes().filter(|&b| b == b'\n').count(),
+            column: stretch[last + 1..].chars().count(),
+            line_start: from.offset + last + 1,
+        },
     }
 }
 
@@ -164,6 +229,43 @@ mod tests {
         let index = LineIndex::new(text);
         assert_eq!(index.own_lines(16..26), Some(14..33));
         assert_eq!(index.own_lines(39..43), None);
+    }
+
+    /// The index as it was before checkpoints: every line start.
+    fn naive_position(text: &str, offset: usize) -> (u32, u32) {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let before = &text[..offset];
+        let line = before.matches('\n').count();
+        let start = before.rfind('\n').map_or(0, |i| i + 1);
+        (
+            to_u32(line + 1),
+            to_u32(text[start..offset].chars().count() + 1),
+        )
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn checkpoints_agree_with_every_line_start(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof!["\n", "a", "é", "\r\n", "x{0,1500}", "€{0,700}"], 0..40),
+            probes in proptest::collection::vec(0usize..60_000, 1..40),
+        ) {
+            let text: String = pieces.concat();
+            let index = LineIndex::new(&text);
+            for probe in probes {
+                let offset = probe % (text.len() + 2);
+                let (line, column) = index.position(offset);
+                proptest::prop_assert_eq!((line, column), naive_position(&text, offset));
+                if text.is_char_boundary(offset.min(text.len())) {
+                    proptest::prop_assert_eq!(index.offset(line, column), Some(offset.min(text.len())));
+                    let start = text[..offset.min(text.len())].rfind('\n').map_or(0, |i| i + 1);
+                    proptest::prop_assert_eq!(index.line_start(offset), start);
+                }
+            }
+        }
     }
 
     #[test]
