@@ -14,7 +14,8 @@
 //!
 //! Then the manifest's `[environment]` (from the snapshot) is merged last,
 //! minus the reserved names ([`RESERVED_ENV`]); each one dropped gives an
-//! [`EnvWarning`]. The texts of the brief, skills and tools are inputs: this
+//! [`EnvWarning`]. Secret references pass the same filter ([`without_reserved`]), so
+//! no manifest-controlled source ever sets a reserved name. The texts of the brief, skills and tools are inputs: this
 //! function reads no file and no network; its only effect is the CSPRNG.
 
 use std::collections::BTreeMap;
@@ -180,19 +181,36 @@ fn merge_manifest_environment(
     environment: &BTreeMap<String, String>,
 ) -> Vec<EnvWarning> {
     let mut warnings = Vec::new();
-    for (name, value) in environment {
+    vars.extend(without_reserved(
+        "[environment]",
+        environment,
+        &mut warnings,
+    ));
+    warnings
+}
+
+/// The entries of a manifest-controlled `section` (`[environment]`, `[secrets]`) whose
+/// names are not reserved ([`RESERVED_ENV`]); each one dropped adds an [`EnvWarning`].
+/// The manifest parser already refuses them; this holds for records written before it did.
+pub fn without_reserved(
+    section: &str,
+    entries: &BTreeMap<String, String>,
+    warnings: &mut Vec<EnvWarning>,
+) -> BTreeMap<String, String> {
+    let mut kept = BTreeMap::new();
+    for (name, value) in entries {
         if RESERVED_ENV.contains(&name.as_str()) {
             warnings.push(EnvWarning {
                 name: name.clone(),
                 message: format!(
-                    "[environment] sets `{name}`, a runtime variable the dispatcher owns; it is ignored"
+                    "{section} sets `{name}`, a runtime variable the dispatcher owns; it is ignored"
                 ),
             });
         } else {
-            vars.insert(name.clone(), value.clone());
+            kept.insert(name.clone(), value.clone());
         }
     }
-    warnings
+    kept
 }
 
 /// 32 bytes from the OS CSPRNG, hex.

@@ -15,7 +15,7 @@ use astrolift_store::state::{EnvSpec, UnixSeconds};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::env::SnapshotView;
+use crate::env::{SnapshotView, without_reserved};
 use crate::prompts::{PromptTexts, Prompts, compose_prompts, non_empty_payload, tool_slugs};
 
 /// The value of the message's `schema` field.
@@ -223,12 +223,10 @@ pub fn build_message(parts: &MessageParts<'_>) -> DispatchMessage {
     let package = parts.content.package.clone().unwrap_or_else(|| {
         PackageRef::inline(snapshot.payload.digest.clone(), snapshot.payload.size)
     });
-    let environment = snapshot
-        .environment
-        .iter()
-        .filter(|(name, _)| !astrolift_manifest::native::RESERVED_ENV.contains(&name.as_str()))
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect();
+    // The warnings surface where the environment is rendered (`render_dispatch`).
+    let mut dropped = Vec::new();
+    let environment = without_reserved("[environment]", &snapshot.environment, &mut dropped);
+    let secrets = without_reserved("[secrets]", &snapshot.secrets, &mut dropped);
     DispatchMessage {
         schema: DISPATCH_SCHEMA_V1.to_owned(),
         dispatch_id: parts.dispatch_id.to_owned(),
@@ -253,7 +251,7 @@ pub fn build_message(parts: &MessageParts<'_>) -> DispatchMessage {
         skill_refs: snapshot.skills.clone(),
         tools: tool_slugs(&parts.content.prompts),
         environment,
-        secrets: snapshot.secrets.clone(),
+        secrets,
         config: parts.config.cloned(),
         callback: callback_url(parts.callback_base, parts.task_id).map(|url| CallbackRef { url }),
         trusted: parts.trusted,

@@ -31,7 +31,7 @@ use crate::content::{BlobContent, ContentError};
 use crate::dispatch::{DispatchError, DispatchMessage, message_of};
 use crate::env::{
     DispatchContext, RenderError, RenderedEnv, RuntimeOptions, SnapshotUpload, VncOptions,
-    render_runtime_env,
+    render_runtime_env, without_reserved,
 };
 use crate::message::DispatchContent;
 
@@ -63,9 +63,10 @@ pub struct RenderedDispatch {
     pub dispatch_id: String,
     pub task_id: String,
     /// The variables (the cluster key among them) and the warnings for dropped
-    /// `[environment]` entries.
+    /// `[environment]` and `[secrets]` entries.
     pub env: RenderedEnv,
-    /// Secret name to `secret://` reference, for the controller to resolve; never a value.
+    /// Secret name to `secret://` reference, for the controller to resolve; never a value,
+    /// never a reserved name.
     pub secrets: BTreeMap<String, String>,
 }
 
@@ -125,7 +126,8 @@ pub async fn render_dispatch(
         task_id: task.task_id.clone(),
         payload: message.payload.clone(),
     };
-    let env = render_runtime_env(&read.snapshot, &context, &runtime)?;
+    let mut env = render_runtime_env(&read.snapshot, &context, &runtime)?;
+    let secrets = without_reserved("[secrets]", &message.secrets, &mut env.warnings);
     let key_sha256 = env.vars.get("ASTROLIFT_CLUSTER_KEY").map(|k| key_hash(k));
     match record_render(state.tasks(), &task.task_id, key_sha256.as_deref(), now).await {
         Ok(_) => {}
@@ -136,7 +138,7 @@ pub async fn render_dispatch(
         dispatch_id: dispatch.id,
         task_id: task.task_id,
         env,
-        secrets: message.secrets,
+        secrets,
     })
 }
 

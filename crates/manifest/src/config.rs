@@ -118,7 +118,7 @@ pub const INVALID_SKILL_SLUG: Code = Code::new(
 pub const RESERVED_ENV_VAR: Code = Code::new(
     "config/reserved-env",
     Severity::Warning,
-    "`[environment]` sets a variable the dispatcher owns; it is ignored.",
+    "`[environment]` or `[secrets]` sets a variable the dispatcher owns; it is ignored.",
 );
 pub const PLAINTEXT_SECRET: Code = Code::new(
     "config/plaintext-secret",
@@ -828,15 +828,7 @@ fn environment<'i>(file: &mut TomlFile<'i>, env: &DeTable<'i>) -> Map<String, Va
             }
             continue;
         }
-        if RESERVED_ENV.contains(&name) {
-            let entry = key.span().start..item.span().end;
-            let fix = file.remove_lines_fix(entry, format!("remove `{name}` from [environment]"));
-            file.report(
-                &RESERVED_ENV_VAR,
-                key.span(),
-                format!("`{name}` is set by the dispatcher; this value is ignored"),
-            )
-            .fix = fix;
+        if refused_as_reserved(file, "[environment]", "value", key, item) {
             continue;
         }
         match item.get_ref() {
@@ -855,12 +847,39 @@ fn environment<'i>(file: &mut TomlFile<'i>, env: &DeTable<'i>) -> Map<String, Va
     out
 }
 
+/// Whether `key` of `section` names a reserved runtime variable: then it is reported
+/// (a warning with a fix removing its lines) and the caller drops the entry.
+fn refused_as_reserved(
+    file: &mut TomlFile<'_>,
+    section: &str,
+    what: &str,
+    key: &toml::Spanned<std::borrow::Cow<'_, str>>,
+    item: &toml::Spanned<DeValue<'_>>,
+) -> bool {
+    let name = key.get_ref().as_ref();
+    if !RESERVED_ENV.contains(&name) {
+        return false;
+    }
+    let entry = key.span().start..item.span().end;
+    let fix = file.remove_lines_fix(entry, format!("remove `{name}` from {section}"));
+    file.report(
+        &RESERVED_ENV_VAR,
+        key.span(),
+        format!("`{name}` is set by the dispatcher; this {what} is ignored"),
+    )
+    .fix = fix;
+    true
+}
+
 /// `[secrets] NAME = { secret_name = "secret://…" }`. A plaintext value is an
 /// error whose message never includes the value.
 fn secrets_table<'i>(file: &mut TomlFile<'i>, secrets: &DeTable<'i>) -> Map<String, Value> {
     let mut out = Map::new();
     for (key, item) in secrets.iter() {
         let name = key.get_ref().as_ref();
+        if refused_as_reserved(file, "[secrets]", "secret", key, item) {
+            continue;
+        }
         let reference = match item.get_ref() {
             DeValue::Table(table) => {
                 file.check_keys(table, SECRET_KEYS, &format!("secret `{name}`"));

@@ -98,7 +98,7 @@ pub const MULTIPLE_PRIMARY_CONTAINERS: Code = Code::new(
 pub const RESERVED_ENV_VAR: Code = Code::new(
     "manifest/reserved-env",
     Severity::Warning,
-    "`[environment]` sets a runtime variable the dispatcher owns; it is ignored.",
+    "`[environment]` or `[secrets]` sets a runtime variable the dispatcher owns; it is ignored.",
 );
 pub const INVALID_ENV_NAME: Code = Code::new(
     "manifest/invalid-env-name",
@@ -680,21 +680,8 @@ impl<'i> ManifestReader<'_, 'i, '_> {
                 continue;
             }
             let value = self.file.str(env, name).map(|(v, _)| v.to_owned());
-            if RESERVED_ENV.contains(&name) {
-                let description = format!("remove `{name}` from [environment]");
-                let fix = env.get(name).and_then(|item| {
-                    let entry = key.span().start..item.span().end;
-                    self.file.remove_lines_fix(entry, description)
-                });
-                let diagnostic = self.file.report(
-                    &RESERVED_ENV_VAR,
-                    key.span(),
-                    format!("`{name}` is a reserved runtime variable; this value is ignored"),
-                );
-                diagnostic.help = Some(
-                    "the dispatcher sets it for every run; remove it from [environment]".to_owned(),
-                );
-                diagnostic.fix = fix;
+            let entry_end = env.get(name).map(|item| item.span().end);
+            if self.refused_as_reserved("[environment]", "value", name, key.span(), entry_end) {
                 continue;
             }
             if let Some(value) = value {
@@ -704,13 +691,47 @@ impl<'i> ManifestReader<'_, 'i, '_> {
         environment
     }
 
+    /// Whether `name`, a key of `section`, is a reserved runtime variable: then it is
+    /// reported (a warning, with a fix removing the entry's lines when it stands on its
+    /// own) and the caller drops the entry.
+    fn refused_as_reserved(
+        &mut self,
+        section: &str,
+        what: &str,
+        name: &str,
+        key: Range<usize>,
+        entry_end: Option<usize>,
+    ) -> bool {
+        if !RESERVED_ENV.contains(&name) {
+            return false;
+        }
+        let fix = entry_end.and_then(|end| {
+            let description = format!("remove `{name}` from {section}");
+            self.file.remove_lines_fix(key.start..end, description)
+        });
+        let diagnostic = self.file.report(
+            &RESERVED_ENV_VAR,
+            key,
+            format!("`{name}` is a reserved runtime variable; this {what} is ignored"),
+        );
+        diagnostic.help = Some(format!(
+            "the dispatcher sets it for every run; remove it from {section}"
+        ));
+        diagnostic.fix = fix;
+        true
+    }
+
     fn secrets(&mut self, table: &DeTable<'i>) -> BTreeMap<String, String> {
         let mut secrets = BTreeMap::new();
         let Some((section, _)) = self.file.table(table, "secrets") else {
             return secrets;
         };
-        for (key, _) in section.iter() {
+        for (key, item) in section.iter() {
             let name = key.get_ref().as_ref();
+            let entry_end = Some(item.span().end);
+            if self.refused_as_reserved("[secrets]", "secret", name, key.span(), entry_end) {
+                continue;
+            }
             let valid_name = self.check_env_name(name, key.span(), "[secrets]");
             // `str` reports a non-string by type only, never by value.
             let Some((value, range)) = self.file.str(section, name) else {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use astrolift_dispatch::env::{
     BriefView, DispatchContext, PayloadView, RuntimeOptions, SnapshotUpload, SnapshotView,
-    VncOptions, render_runtime_env,
+    VncOptions, render_runtime_env, without_reserved,
 };
 use astrolift_dispatch::prompts::{PromptTexts, SkillText, ToolContract};
 use astrolift_manifest::native::RESERVED_ENV;
@@ -254,6 +254,25 @@ fn manifest_environment_is_merged_minus_reserved_names_with_warnings() {
     assert_ne!(rendered.vars["AGENT_PROMPT"], "evil");
     let dropped: Vec<_> = rendered.warnings.iter().map(|w| w.name.as_str()).collect();
     assert_eq!(dropped, ["AGENT_PROMPT", "ASTROLIFT_TASK_ID"]);
+}
+
+/// Secret references pass the same filter: every reserved name is dropped with a warning,
+/// the others are kept (a snapshot written before the manifest refused them included).
+#[test]
+fn secret_references_never_carry_a_reserved_name() {
+    let mut secrets: BTreeMap<String, String> = RESERVED_ENV
+        .iter()
+        .map(|name| ((*name).to_owned(), format!("secret://agents/{name}")))
+        .collect();
+    secrets.insert("API_TOKEN".to_owned(), "secret://agents/token".to_owned());
+    let mut warnings = Vec::new();
+    let kept = without_reserved("[secrets]", &secrets, &mut warnings);
+    assert_eq!(kept.keys().collect::<Vec<_>>(), ["API_TOKEN"]);
+    assert_eq!(warnings.len(), RESERVED_ENV.len());
+    assert!(
+        warnings[0].message.starts_with("[secrets] sets"),
+        "{warnings:?}"
+    );
 }
 
 #[test]
