@@ -20,7 +20,7 @@
 //!   diagnostic names the cycle, `a → b → a`);
 //! - `payload` compiles as jq (the restricted definitions of [`crate::jq`]).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
@@ -474,9 +474,11 @@ fn stage_skills<'i>(file: &mut TomlFile<'i>, entry: &DeTable<'i>) -> Vec<String>
 }
 
 fn stage_needs<'i>(file: &mut TomlFile<'i>, entry: &DeTable<'i>) -> Vec<(String, Range<usize>)> {
+    // A set beside the list: a tenant-sized `needs` is de-duplicated in linear time.
+    let mut seen = HashSet::new();
     let mut needs: Vec<(String, Range<usize>)> = Vec::new();
     for (need, range) in file.str_array(entry, "needs").unwrap_or_default() {
-        if !needs.iter().any(|(n, _)| *n == need) {
+        if seen.insert(need.clone()) {
             needs.push((need, range));
         }
     }
@@ -493,6 +495,8 @@ fn check_needs(file: &mut TomlFile<'_>, stages: &[ReadStage]) {
         .rev() // the first of two stages with one name wins
         .collect();
     let mut edges: Vec<Vec<(usize, Range<usize>)>> = vec![Vec::new(); stages.len()];
+    // Built once: every unknown need shares the one help text.
+    let known = known_stages(&index);
     for (from, stage) in stages.iter().enumerate() {
         for (need, range) in &stage.needs {
             match index.get(need.as_str()) {
@@ -502,10 +506,7 @@ fn check_needs(file: &mut TomlFile<'_>, stages: &[ReadStage]) {
                         "stage `{}` needs `{need}`, which is not a stage of this workflow",
                         stage.stage.name
                     );
-                    let mut known: Vec<&str> = index.keys().copied().collect();
-                    known.sort_unstable();
-                    file.report(&UNKNOWN_NEED, range.clone(), message).help =
-                        Some(format!("stages of this workflow: {}", known.join(", ")));
+                    file.report(&UNKNOWN_NEED, range.clone(), message).help = Some(known.clone());
                 }
             }
         }
@@ -521,6 +522,26 @@ fn check_needs(file: &mut TomlFile<'_>, stages: &[ReadStage]) {
     }
 }
 
+/// The help of an unknown need: the workflow's stage names, sorted, at most
+/// [`KNOWN_STAGES_SHOWN`] of them.
+fn known_stages(index: &HashMap<&str, usize>) -> String {
+    let mut known: Vec<&str> = index.keys().copied().collect();
+    known.sort_unstable();
+    let shown = known.len().min(KNOWN_STAGES_SHOWN);
+    let mut help = format!("stages of this workflow: {}", known[..shown].join(", "));
+    if known.len() > shown {
+        help.push_str(&format!(" and {} more", known.len() - shown));
+    }
+    help
+}
+
+/// How many stage names the help of an unknown need lists.
+const KNOWN_STAGES_SHOWN: usize = 20;
+
+/// How many cycles a workflow reports: each names its stages, so reporting every back
+/// edge of a large graph would print quadratic text.
+const CYCLES_REPORTED: usize = 10;
+
 /// Each back edge of a depth-first search over `edges` (stage → the stages
 /// it needs), as the cycle it closes (first stage repeated at the end) and
 /// the span of the need that closes it. Iterative, so a long chain of needs
@@ -533,6 +554,8 @@ fn cycles(edges: &[Vec<(usize, Range<usize>)>]) -> Vec<(Vec<usize>, Range<usize>
         Done,
     }
     let mut marks = vec![Mark::New; edges.len()];
+    // Where each node on the path sits in it: a back edge finds its cycle's start in O(1).
+    let mut depth = vec![0usize; edges.len()];
     let mut found = Vec::new();
     for start in 0..edges.len() {
         if marks[start] != Mark::New {
@@ -541,6 +564,7 @@ fn cycles(edges: &[Vec<(usize, Range<usize>)>]) -> Vec<(Vec<usize>, Range<usize>
         // The current path: (node, index of its next edge).
         let mut path: Vec<(usize, usize)> = vec![(start, 0)];
         marks[start] = Mark::OnPath;
+        depth[start] = 0;
         while let Some(top) = path.last_mut() {
             let node = top.0;
             let edge = edges[node].get(top.1);
@@ -553,14 +577,16 @@ fn cycles(edges: &[Vec<(usize, Range<usize>)>]) -> Vec<(Vec<usize>, Range<usize>
             match marks[*to] {
                 Mark::New => {
                     marks[*to] = Mark::OnPath;
+                    depth[*to] = path.len();
                     path.push((*to, 0));
                 }
-                Mark::OnPath => {
-                    let from = path.iter().position(|(n, _)| n == to).unwrap_or(0);
-                    let mut cycle: Vec<usize> = path[from..].iter().map(|(n, _)| *n).collect();
+                Mark::OnPath if found.len() < CYCLES_REPORTED => {
+                    let mut cycle: Vec<usize> =
+                        path[depth[*to]..].iter().map(|(n, _)| *n).collect();
                     cycle.push(*to);
                     found.push((cycle, range.clone()));
                 }
+                Mark::OnPath => {}
                 Mark::Done => {}
             }
         }
