@@ -16,6 +16,10 @@ pub enum ImportError {
         max_nodes: usize,
         max_edges: usize,
     },
+    #[error(
+        "{path}: its values would take over {limit} bytes of memory once parsed (an export this large is refused)"
+    )]
+    TooComplex { path: String, limit: u64 },
     #[error("{path}: not UTF-8 text")]
     NotUtf8 { path: String },
     #[error("{path}:{line}:{column}: not JSON: {message}")]

@@ -11,11 +11,11 @@
 //! - Agent A runs before agent B when B is reachable from A through
 //!   non-agent nodes: those are the workflow's edges.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 
 use astrolift_manifest::Diagnostic;
 
-use crate::model::{AgentSet, ImportedAgent, Instruction, Tool, slugify, unique_slug};
+use crate::model::{AgentSet, ImportedAgent, Instruction, SlugAllocator, Tool, slugify};
 
 /// What a node is, for assembly. Gaps for models, memory and the like are
 /// emitted by the format module; here such nodes only pass edges through.
@@ -82,11 +82,10 @@ pub fn assemble(draft: Draft, name: String) -> AgentSet {
         set.agents.push(single_agent(&draft, name));
         return set;
     }
-    let mut taken = Vec::new();
+    let mut slugs = SlugAllocator::default();
     for &i in &agent_nodes {
         let node = &draft.nodes[i];
-        let slug = unique_slug(&slugify(&node.title, "agent"), &taken);
-        taken.push(slug.clone());
+        let slug = slugs.allocate(&slugify(&node.title, "agent"));
         set.agents.push(ImportedAgent {
             slug,
             title: node.title.clone(),
@@ -96,7 +95,12 @@ pub fn assemble(draft: Draft, name: String) -> AgentSet {
             ..ImportedAgent::default()
         });
     }
-    let agent_of = |node: usize| agent_nodes.iter().position(|&a| a == node);
+    // Node index to agent index, by table: looked up once per reached agent.
+    let mut agent_index = vec![None; draft.nodes.len()];
+    for (a, &node) in agent_nodes.iter().enumerate() {
+        agent_index[node] = Some(a);
+    }
+    let agent_of = |node: usize| agent_index.get(node).copied().flatten();
     let mut outgoing: Vec<Vec<&Edge>> = vec![Vec::new(); draft.nodes.len()];
     for edge in &draft.edges {
         if let Some(list) = outgoing.get_mut(edge.from) {
@@ -160,11 +164,12 @@ pub fn assemble(draft: Draft, name: String) -> AgentSet {
             }
         }
     }
+    let mut edges_seen = HashSet::new();
     for (from_index, &from) in agent_nodes.iter().enumerate() {
         for (to, _) in reached_agents(&draft, &outgoing, from) {
             if let Some(to_index) = agent_of(to)
                 && to_index != from_index
-                && !set.edges.contains(&(from_index, to_index))
+                && edges_seen.insert((from_index, to_index))
             {
                 set.edges.push((from_index, to_index));
             }

@@ -1,5 +1,6 @@
-//! A JSON export with positions: the parsed value plus the byte offset of
-//! every value down to [`MAX_DEPTH`], addressed by JSON pointer.
+//! A JSON export with positions: the parsed value (within [`MAX_VALUE_BYTES`] of
+//! memory) plus the byte offset of every container, object member and leading array
+//! element down to [`MAX_DEPTH`], addressed by JSON pointer.
 //!
 //! Written by hand because `serde_json` keeps no positions and the position
 //! crates we found are either unmaintained or parse into their own value type
@@ -9,11 +10,14 @@
 //! valid JSON and stays a few dozen lines; it still never indexes out of
 //! bounds on any input.
 
+use std::cell::Cell;
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 
 use astrolift_manifest::Span;
 use astrolift_manifest::position::LineIndex;
-use serde_json::Value;
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
 
 use crate::error::ImportError;
 
@@ -22,12 +26,26 @@ use crate::error::ImportError;
 /// depth 7), never deeper.
 pub const MAX_DEPTH: usize = 7;
 
+/// The memory the parsed value of one export may take, estimated as it is parsed
+/// ([`charge`]): a 31 MiB export of 8.4 million one-character strings would
+/// otherwise take over 500 MiB as a `serde_json::Value`. Documented in docs/import.md.
+pub const MAX_VALUE_BYTES: usize = 128 * 1024 * 1024;
+
+/// The scalar elements of an array that get a position of their own: the first
+/// this many (containers always do, down to [`MAX_DEPTH`]). Gaps point at nodes,
+/// fields and short lists; an element past these points at its array.
+pub const SCALAR_ELEMENTS_INDEXED: usize = 256;
+
 /// A parsed JSON source.
 #[derive(Debug)]
 pub struct JsonSource<'t> {
     pub path: String,
     pub value: Value,
-    offsets: HashMap<String, usize>,
+    /// Offsets by the hash of their JSON pointer (a random-keyed SipHash): a fixed
+    /// 12 bytes per position, whatever the pointer's length. A collision could only
+    /// misplace a gap's position, never change what is imported.
+    offsets: HashMap<u64, u32>,
+    hasher: std::collections::hash_map::RandomState,
     lines: LineIndex<'t>,
 }
 
@@ -38,18 +56,21 @@ impl<'t> JsonSource<'t> {
         let text = std::str::from_utf8(bytes).map_err(|_| ImportError::NotUtf8 {
             path: path.to_owned(),
         })?;
-        let value: Value = serde_json::from_str(text).map_err(|e| json_error(path, &e))?;
+        let value = parse_budgeted(path, text)?;
+        let hasher = std::collections::hash_map::RandomState::new();
         let mut scanner = Scanner {
             text,
             bytes: text.as_bytes(),
             at: 0,
             offsets: HashMap::new(),
+            hasher: &hasher,
         };
         scanner.value(&mut String::new(), 0);
         Ok(Self {
             path: path.to_owned(),
             value,
             offsets: scanner.offsets,
+            hasher,
             lines: LineIndex::new(text),
         })
     }
@@ -59,7 +80,8 @@ impl<'t> JsonSource<'t> {
     pub fn span(&self, pointer: &str) -> Span {
         let mut pointer = pointer;
         loop {
-            if let Some(&offset) = self.offsets.get(pointer) {
+            if let Some(&offset) = self.offsets.get(&self.hasher.hash_one(pointer)) {
+                let offset = offset as usize;
                 return self.lines.span(offset..offset + 1);
             }
             match pointer.rfind('/') {
@@ -67,6 +89,126 @@ impl<'t> JsonSource<'t> {
                 None => return Span::FILE,
             }
         }
+    }
+}
+
+/// `text` as a JSON value, refused past [`MAX_VALUE_BYTES`] of estimated memory.
+fn parse_budgeted(path: &str, text: &str) -> Result<Value, ImportError> {
+    let left = Cell::new(MAX_VALUE_BYTES);
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let parsed = Budgeted { left: &left }
+        .deserialize(&mut deserializer)
+        .and_then(|value| deserializer.end().map(|()| value));
+    match parsed {
+        Ok(value) => Ok(value),
+        Err(_) if left.get() == 0 => Err(ImportError::TooComplex {
+            path: path.to_owned(),
+            limit: MAX_VALUE_BYTES as u64,
+        }),
+        Err(error) => Err(json_error(path, &error)),
+    }
+}
+
+/// What one value costs in memory, besides what its children cost: its `Value`
+/// slot, and for a string or key its heap block (allocators round up and keep a header).
+fn charge(heap_bytes: usize) -> usize {
+    let block = if heap_bytes == 0 {
+        0
+    } else {
+        heap_bytes.next_multiple_of(16) + 16
+    };
+    std::mem::size_of::<Value>() + block
+}
+
+/// A `serde_json::Value` built against a memory budget (`left`, set to 0 once spent).
+struct Budgeted<'b> {
+    left: &'b Cell<usize>,
+}
+
+impl Budgeted<'_> {
+    fn spend<E: serde::de::Error>(&self, bytes: usize) -> Result<(), E> {
+        match self.left.get().checked_sub(bytes) {
+            Some(left) => {
+                self.left.set(left);
+                Ok(())
+            }
+            None => {
+                self.left.set(0);
+                Err(E::custom("over the memory budget of an import"))
+            }
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Budgeted<'_> {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Budgeted<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Value, E> {
+        self.spend(charge(0))?;
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Value, E> {
+        self.spend(charge(0))?;
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Value, E> {
+        self.spend(charge(0))?;
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Value, E> {
+        self.spend(charge(0))?;
+        Ok(Value::from(v))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Value, E> {
+        self.spend(charge(v.len()))?;
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Value, E> {
+        self.spend(charge(v.len()))?;
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Value, E> {
+        self.spend(charge(0))?;
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        self.spend(charge(0))?;
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(Budgeted { left: self.left })? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        self.spend(charge(0))?;
+        let mut members = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            // The key's heap block and the map's node slot (key, value, links).
+            self.spend(charge(key.len()) + std::mem::size_of::<String>())?;
+            let value = map.next_value_seed(Budgeted { left: self.left })?;
+            members.insert(key, value);
+        }
+        Ok(Value::Object(members))
     }
 }
 
@@ -114,7 +256,8 @@ struct Scanner<'b> {
     text: &'b str,
     bytes: &'b [u8],
     at: usize,
-    offsets: HashMap<String, usize>,
+    offsets: HashMap<u64, u32>,
+    hasher: &'b std::collections::hash_map::RandomState,
 }
 
 impl Scanner<'_> {
@@ -129,9 +272,19 @@ impl Scanner<'_> {
     }
 
     fn value(&mut self, pointer: &mut String, depth: usize) {
+        self.value_indexed(pointer, depth, true);
+    }
+
+    /// One value; its position is kept when `indexed` (and it is within [`MAX_DEPTH`]),
+    /// and always for a container.
+    fn value_indexed(&mut self, pointer: &mut String, depth: usize, indexed: bool) {
         self.skip_ws();
-        if depth <= MAX_DEPTH {
-            self.offsets.insert(pointer.clone(), self.at);
+        let container = matches!(self.peek(), Some(b'{' | b'['));
+        if depth <= MAX_DEPTH && (indexed || container) {
+            // Offsets fit u32: an import source is at most 32 MiB (docs/import.md).
+            let offset = u32::try_from(self.at).unwrap_or(u32::MAX);
+            self.offsets
+                .insert(self.hasher.hash_one(pointer.as_str()), offset);
         }
         match self.peek() {
             Some(b'{') => self.object(pointer, depth),
@@ -212,7 +365,7 @@ impl Scanner<'_> {
                 pointer.push('/');
                 pointer.push_str(&index.to_string());
             }
-            self.value(pointer, depth + 1);
+            self.value_indexed(pointer, depth + 1, index < SCALAR_ELEMENTS_INDEXED);
             pointer.truncate(len);
             index += 1;
         }

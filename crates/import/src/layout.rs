@@ -15,7 +15,9 @@ use std::collections::BTreeMap;
 use astrolift_manifest::import_codes as codes;
 use astrolift_manifest::{Diagnostic, Span};
 
-use crate::model::{AgentSet, Imported, ImportedAgent, Instruction, OutputFile, Tool, unique_slug};
+use crate::model::{
+    AgentSet, Imported, ImportedAgent, Instruction, OutputFile, SlugAllocator, Tool,
+};
 use crate::{Mode, Options};
 
 /// The local skill that carries the tool slugs (`allowed-tools`).
@@ -274,10 +276,9 @@ fn write_agent(
     files: &mut BTreeMap<String, OutputFile>,
 ) {
     let mut skills: Vec<String> = Vec::new();
-    let mut taken = vec![TOOLS_SKILL.to_owned()];
+    let mut slugs = SlugAllocator::with_taken([TOOLS_SKILL]);
     for prompt in agent.prompts.iter().chain(loose) {
-        let slug = unique_slug(&crate::model::slugify(&prompt.origin, "prompt"), &taken);
-        taken.push(slug.clone());
+        let slug = slugs.allocate(&crate::model::slugify(&prompt.origin, "prompt"));
         files.insert(
             format!("{prefix}skills/{slug}/SKILL.md"),
             OutputFile::text(skill_md(

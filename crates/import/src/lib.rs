@@ -29,7 +29,12 @@
 //!   in the output; the gap names the field.
 //! - **Bounded.** Sources over [`ImportLimits::source_bytes`] are refused
 //!   before parsing; archives are read under the package limits (size, file
-//!   count, path length) and refused on any escaping or non-file entry.
+//!   count, path length) and the tarball reader's index bound, and refused on
+//!   any escaping or non-file entry; a JSON export's value is built against a
+//!   memory estimate ([`json::MAX_VALUE_BYTES`]) and its position index keeps
+//!   fixed-size entries for the positions gaps use, never one per value.
+//! - **Linear.** Every tenant-sized list (nodes, edges, same-titled slugs) is
+//!   handled with tables and sets, never a scan per element.
 //! - **Valid output.** With an image, the layout passes `astrolift validate`
 //!   with no errors; an `astrolift_package` import packages back to the
 //!   original archive's digest.

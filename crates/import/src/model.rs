@@ -2,7 +2,7 @@
 //! set (agents, their instructions, skills and tools, the edges between
 //! agents) plus its gaps. [`crate::layout`] turns it into files.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use astrolift_manifest::{Diagnostic, Span};
 
@@ -129,21 +129,42 @@ pub fn slugify(text: &str, fallback: &str) -> String {
     }
 }
 
-/// `base`, or `base-2`, `base-3`... : the first not in `taken`. Keeps the
-/// 64-character slug limit.
-pub fn unique_slug(base: &str, taken: &[String]) -> String {
-    if !taken.iter().any(|t| t == base) {
-        return base.to_owned();
+/// Hands out unique slugs: `base`, or `base-2`, `base-3`... , the first not yet taken.
+/// Keeps the 64-character slug limit. Each base remembers the suffix it reached, so
+/// 5,000 agents of one title take linear time, not a scan per candidate.
+#[derive(Debug, Default)]
+pub struct SlugAllocator {
+    taken: HashSet<String>,
+    next_suffix: HashMap<String, u64>,
+}
+
+impl SlugAllocator {
+    /// An allocator with `reserved` already taken.
+    pub fn with_taken<'a>(reserved: impl IntoIterator<Item = &'a str>) -> Self {
+        Self {
+            taken: reserved.into_iter().map(str::to_owned).collect(),
+            next_suffix: HashMap::new(),
+        }
     }
-    (2..)
-        .map(|n| {
+
+    /// The first free slug of `base`, now taken.
+    pub fn allocate(&mut self, base: &str) -> String {
+        if self.taken.insert(base.to_owned()) {
+            return base.to_owned();
+        }
+        let mut n = self.next_suffix.get(base).copied().unwrap_or(2);
+        loop {
             let suffix = format!("-{n}");
             let mut stem = base.to_owned();
             stem.truncate(64 - suffix.len());
-            format!("{}{suffix}", stem.trim_end_matches('-'))
-        })
-        .find(|candidate| !taken.contains(candidate))
-        .unwrap_or_else(|| base.to_owned())
+            let candidate = format!("{}{suffix}", stem.trim_end_matches('-'));
+            n += 1;
+            if self.taken.insert(candidate.clone()) {
+                self.next_suffix.insert(base.to_owned(), n);
+                return candidate;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -155,10 +176,13 @@ mod tests {
         assert_eq!(slugify("Research Agent (v2)", "x"), "research-agent-v2");
         assert_eq!(slugify("!!!", "agent"), "agent");
         assert_eq!(slugify(&"a".repeat(80), "x").len(), 64);
-        assert_eq!(unique_slug("a", &["a".into(), "a-2".into()]), "a-3");
-        assert!(astrolift_manifest::paths::is_slug(&unique_slug(
-            &"b".repeat(64),
-            &["b".repeat(64)]
-        )));
+        let mut slugs = SlugAllocator::with_taken(["a", "a-2"]);
+        assert_eq!(slugs.allocate("a"), "a-3");
+        assert_eq!(slugs.allocate("a"), "a-4");
+        assert_eq!(slugs.allocate("a-5"), "a-5");
+        assert_eq!(slugs.allocate("a"), "a-6");
+        let long = "b".repeat(64);
+        let mut slugs = SlugAllocator::with_taken([long.as_str()]);
+        assert!(astrolift_manifest::paths::is_slug(&slugs.allocate(&long)));
     }
 }

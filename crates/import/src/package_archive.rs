@@ -12,13 +12,15 @@
 //!
 //! The archive is hostile input: only regular files (and directory entries,
 //! skipped) are accepted; an absolute path, a `..`, a link or a device is
-//! an error, as are duplicates and archives over the package limits.
+//! an error, as are duplicates and archives over the package limits or over the
+//! repository tarball reader's index bound (`DEFAULT_MAX_INDEX_BYTES`).
 
 use std::collections::BTreeMap;
 use std::io::Read;
 
 use astrolift_manifest::import_codes as codes;
 use astrolift_manifest::{Diagnostic, Span, paths};
+use astrolift_package::tarball::{DEFAULT_MAX_INDEX_BYTES, INDEX_ENTRY_OVERHEAD};
 use serde_json::Value;
 
 use crate::layout::quote;
@@ -113,6 +115,9 @@ fn read_archive(
     let entries = tar.entries().map_err(|e| bad(archive, e.to_string()))?;
     let mut files = BTreeMap::new();
     let mut total: u64 = 0;
+    // The file list is bounded as the repository tarball reader bounds its index: paths
+    // plus a fixed cost per entry, whatever the entries hold.
+    let mut index_bytes: u64 = 0;
     for entry in entries {
         let mut entry =
             entry.map_err(|e| bad(archive, format!("a damaged or truncated entry: {e}")))?;
@@ -143,6 +148,16 @@ fn read_archive(
                 format!(
                     "`{}` is not a regular file (a link or a special file)",
                     graph::short(&path)
+                ),
+            ));
+        }
+        index_bytes += raw.len() as u64 + INDEX_ENTRY_OVERHEAD;
+        if index_bytes > DEFAULT_MAX_INDEX_BYTES {
+            return Err(bad(
+                archive,
+                format!(
+                    "its file list is over the {DEFAULT_MAX_INDEX_BYTES}-byte index bound \
+                     (each path plus {INDEX_ENTRY_OVERHEAD} bytes)"
                 ),
             ));
         }

@@ -79,7 +79,7 @@ pub const DEFAULT_MAX_EXTENSION_HEADER: u64 = 64 * 1024;
 pub const DEFAULT_MAX_INDEX_BYTES: u64 = 64 * 1024 * 1024;
 /// What one indexed entry costs besides its path (its `FileEntry` and
 /// location, and the path's allocation), counted against `max_index_bytes`.
-const INDEX_ENTRY_OVERHEAD: u64 = 96;
+pub const INDEX_ENTRY_OVERHEAD: u64 = 96;
 
 impl TarballOptions {
     pub fn from_limits(limits: &Limits) -> Self {
