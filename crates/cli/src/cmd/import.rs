@@ -7,8 +7,9 @@
 //! the layout, and writes it only when the whole import succeeded: every
 //! destination is checked first (an existing file is an error without
 //! `--force`), the files go to a temporary directory beside `DIR`, and are
-//! then renamed into place. Bad input exits 2 with nothing written; gaps
-//! are printed and exit 0.
+//! then renamed into place. No write follows a symbolic link inside `DIR`: a
+//! link where the layout writes is refused, or replaced with `--force`. Bad
+//! input exits 2 with nothing written; gaps are printed and exit 0.
 
 use std::fs;
 use std::io::{BufWriter, Read, Write};
@@ -220,22 +221,7 @@ fn read_bounded(path: &Path, limit: u64) -> anyhow::Result<Vec<u8>> {
 /// beside `out`, then renames them into place.
 fn write_layout(imported: &Imported, out: &Path, force: bool) -> anyhow::Result<()> {
     for path in imported.files.keys() {
-        let relative = safe_relative(path)?;
-        let destination = out.join(&relative);
-        if let Ok(metadata) = fs::symlink_metadata(&destination) {
-            if metadata.is_dir() || metadata.file_type().is_symlink() {
-                bail!(
-                    "{}: exists and is not a regular file",
-                    destination.display()
-                );
-            }
-            if !force {
-                bail!(
-                    "{}: already exists (pass --force to overwrite)",
-                    destination.display()
-                );
-            }
-        }
+        check_way(out, &safe_relative(path)?, force)?;
     }
     if out.exists() && !out.is_dir() {
         bail!("{}: exists and is not a directory", out.display());
@@ -271,12 +257,83 @@ fn write_layout(imported: &Imported, out: &Path, force: bool) -> anyhow::Result<
     }
     for path in imported.files.keys() {
         let relative = safe_relative(path)?;
+        make_way(out, &relative)?;
         let destination = out.join(&relative);
-        if let Some(dir) = destination.parent() {
-            fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        }
+        // `rename` replaces a symbolic link at the destination; it never follows it.
         fs::rename(staging.path().join(&relative), &destination)
             .with_context(|| format!("cannot write {}", destination.display()))?;
+    }
+    Ok(())
+}
+
+/// Refuses a destination under `out` that the import must not write: a directory
+/// on the way that is a symbolic link (unless `force`, which replaces the link) or
+/// not a directory; a destination that is a directory, or a file or link (unless
+/// `force`). Nothing is followed: a link inside `--out` never leads a write elsewhere.
+fn check_way(out: &Path, relative: &Path, force: bool) -> anyhow::Result<()> {
+    let mut at = out.to_path_buf();
+    let mut components = relative.components().peekable();
+    while let Some(component) = components.next() {
+        at.push(component);
+        let metadata = match fs::symlink_metadata(&at) {
+            Ok(metadata) => metadata,
+            // Nothing below a missing directory exists either.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(error) => {
+                return Err(error).with_context(|| format!("cannot read {}", at.display()));
+            }
+        };
+        let last = components.peek().is_none();
+        if metadata.file_type().is_symlink() {
+            if !force {
+                bail!(
+                    "{}: a symbolic link where the import writes (pass --force to replace the link)",
+                    at.display()
+                );
+            }
+            return Ok(());
+        }
+        if last && metadata.is_dir() {
+            bail!("{}: exists and is not a regular file", at.display());
+        }
+        if last && !force {
+            bail!(
+                "{}: already exists (pass --force to overwrite)",
+                at.display()
+            );
+        }
+        if !last && !metadata.is_dir() {
+            bail!("{}: exists and is not a directory", at.display());
+        }
+    }
+    Ok(())
+}
+
+/// Creates the directories on the way to `relative` under `out` one by one, without
+/// following a symbolic link: a link found there (which [`check_way`] let through
+/// only with `--force`) is removed and replaced by a directory.
+fn make_way(out: &Path, relative: &Path) -> anyhow::Result<()> {
+    let mut at = out.to_path_buf();
+    let Some(parent) = relative.parent() else {
+        return Ok(());
+    };
+    for component in parent.components() {
+        at.push(component);
+        match fs::symlink_metadata(&at) {
+            Ok(metadata) if metadata.file_type().is_symlink() => {
+                fs::remove_file(&at)
+                    .with_context(|| format!("cannot replace the link {}", at.display()))?;
+                fs::create_dir(&at).with_context(|| format!("cannot create {}", at.display()))?;
+            }
+            Ok(metadata) if metadata.is_dir() => {}
+            Ok(_) => bail!("{}: exists and is not a directory", at.display()),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                fs::create_dir(&at).with_context(|| format!("cannot create {}", at.display()))?;
+            }
+            Err(error) => {
+                return Err(error).with_context(|| format!("cannot read {}", at.display()));
+            }
+        }
     }
     Ok(())
 }
