@@ -12,6 +12,7 @@
 //! | 404 | no such task | `{"error","task_id"}` |
 //! | 409 | the task has a terminal status already; nothing changes | `{"error","task_id","status"}` |
 //! | 413 | the body is over [`callback_body_limit`], or `result` is over `Limits::callback_result` as serialized | `{"error","task_id"}` |
+//! | 422 | `result` nests deeper than [`MAX_RESULT_DEPTH`]; nothing is recorded | `{"error","task_id"}` |
 //! | 503 | the state store is unavailable, or the report was recorded but its workflow run could not advance (a retry, answered 409, advances it) | `{"error","task_id"}` |
 //!
 //! The key is checked before the body is parsed, and compared as sha256 digests in constant
@@ -37,6 +38,12 @@ use crate::workflow::{StageDispatcher, advance_workflow_on_callback};
 
 /// Bytes a callback body may have besides its `result` (the status and the JSON around it).
 pub const CALLBACK_ENVELOPE_BYTES: u64 = 4 * 1024;
+/// The deepest nesting of arrays and objects a `result` may have (a scalar is 0 deep,
+/// `[1]` is 1). A workflow stage's result reaches its successors' payload programs
+/// three levels down (`{input, stages: {NAME: {result}}}`, docs/reference.md §5.6), and
+/// the evaluator parses its input to 128 levels: this one bound keeps every result the
+/// callback accepts inside what the run can evaluate.
+pub const MAX_RESULT_DEPTH: usize = 100;
 /// Longer task ids are not ours (ours are GUIDs).
 pub const MAX_TASK_ID: usize = 128;
 
@@ -197,6 +204,17 @@ fn parse_report(body: &[u8], limits: &Limits) -> Result<TaskReport, (u16, String
                 "status must be running, succeeded, failed or cancelled".to_owned(),
             )
         })?;
+    if let Some(value) = parsed.result.as_ref().filter(|_| status.is_terminal()) {
+        let depth = nesting_depth(value);
+        if depth > MAX_RESULT_DEPTH {
+            return Err((
+                422,
+                format!(
+                    "result nests {depth} levels deep, deeper than the {MAX_RESULT_DEPTH} a result may"
+                ),
+            ));
+        }
+    }
     let result = parsed
         .result
         .map(|value| value.to_string())
@@ -214,6 +232,23 @@ fn parse_report(body: &[u8], limits: &Limits) -> Result<TaskReport, (u16, String
         ));
     }
     Ok(TaskReport { status, result })
+}
+
+/// How deep arrays and objects nest in `value` (0 for a scalar). Iterative: the depth
+/// of any value serde_json parsed is bounded, but this never recurses anyway.
+pub fn nesting_depth(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut pending = vec![(value, 0usize)];
+    while let Some((value, depth)) = pending.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(members) => Box::new(members.values()),
+            _ => continue,
+        };
+        deepest = deepest.max(depth + 1);
+        pending.extend(children.map(|child| (child, depth + 1)));
+    }
+    deepest
 }
 
 /// For a terminal task of a workflow stage's dispatch: advances its run with the stored

@@ -474,8 +474,16 @@ async fn evaluate_payloads(
     let body = payload_input(run, reports).to_string().into_bytes();
     let results = match run_in_worker(body, jobs, &limits.jq()).await {
         WorkerResult::Busy => return Err(WorkflowError::Busy),
+        // The run's input and results do not parse back in the evaluator (a result
+        // stored before the callback bounded its nesting): the stages that would read
+        // them fail with the reason, so the run ends rather than waits for ever.
         WorkerResult::BadJson(reason) => {
-            return Err(WorkflowError::Definition(run.workflow.clone(), reason));
+            for index in job_of {
+                out[index] = Err(Refusal(format!(
+                    "the run's input and stage results cannot be evaluated: {reason}"
+                )));
+            }
+            return Ok(out);
         }
         WorkerResult::Ran(results) => results,
     };

@@ -6,13 +6,15 @@
 use std::sync::{Arc, Mutex};
 
 use astrolift_dispatch::Answer;
-use astrolift_dispatch::callback::{CallbackContext, callback_body_limit, handle_callback};
+use astrolift_dispatch::callback::{
+    CallbackContext, MAX_RESULT_DEPTH, callback_body_limit, handle_callback, nesting_depth,
+};
 use astrolift_dispatch::content::{ContentSource, RecordOnlyContent};
 use astrolift_dispatch::dispatch::{MemoryDispatchQueue, Origin, record};
 use astrolift_dispatch::message::Source;
 use astrolift_dispatch::render::key_hash;
 use astrolift_dispatch::report::{ResultReporter, TerminalResult};
-use astrolift_dispatch::workflow::{RecordingDispatcher, stage_key, start_run};
+use astrolift_dispatch::workflow::{RecordingDispatcher, RunProgress, stage_key, start_run};
 use astrolift_manifest::Limits;
 use astrolift_store::BoxFuture;
 use astrolift_store::StateStore;
@@ -274,6 +276,21 @@ async fn two_stage_workflow(subject: &Subject) -> WorkflowRecord {
     put_workflow(subject.state.as_ref(), &workflow).await
 }
 
+/// A run of [`two_stage_workflow`], started with `{"issue": 7}`.
+async fn start_two_stage_run(subject: &Subject) -> RunProgress {
+    let record = two_stage_workflow(subject).await;
+    start_run(
+        subject.state.as_ref(),
+        &subject.dispatcher(),
+        &record,
+        &json!({"issue": 7}),
+        NOW,
+        &limits(),
+    )
+    .await
+    .expect("starts")
+}
+
 /// The task of a run's stage's dispatch, rendered with `KEY`.
 async fn stage_task(subject: &Subject, run_id: &str, stage: &str) -> String {
     let dispatch = subject
@@ -289,17 +306,7 @@ async fn stage_task(subject: &Subject, run_id: &str, stage: &str) -> String {
 #[tokio::test]
 async fn callbacks_advance_a_two_stage_workflow_once() {
     let subject = Subject::new().await;
-    let record = two_stage_workflow(&subject).await;
-    let started = start_run(
-        subject.state.as_ref(),
-        &subject.dispatcher(),
-        &record,
-        &json!({"issue": 7}),
-        NOW,
-        &limits(),
-    )
-    .await
-    .expect("starts");
+    let started = start_two_stage_run(&subject).await;
     let run_id = started.run.id.clone();
     let collect = stage_task(&subject, &run_id, "collect").await;
     let done = report("succeeded", json!({"count": 2}));
@@ -341,6 +348,54 @@ async fn callbacks_advance_a_two_stage_workflow_once() {
         .await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert_eq!(run(&subject).await.status, RunStatus::Succeeded);
+}
+
+fn nested(depth: usize) -> Value {
+    let mut value = json!("leaf");
+    for _ in 0..depth {
+        value = json!([value]);
+    }
+    value
+}
+
+/// docs/reference.md §8: a stage result one level past `MAX_RESULT_DEPTH` (and the 126
+/// levels a callback used to accept) is 422 with nothing recorded; the runtime's retry with
+/// a result at the bound is recorded and advances the run, whose next payload reads it.
+#[tokio::test]
+async fn a_result_past_the_depth_bound_is_422_and_the_retry_advances_the_run() {
+    let subject = Subject::new().await;
+    let started = start_two_stage_run(&subject).await;
+    let collect = stage_task(&subject, &started.run.id, "collect").await;
+    assert_eq!(nesting_depth(&nested(MAX_RESULT_DEPTH)), MAX_RESULT_DEPTH);
+    for depth in [126, MAX_RESULT_DEPTH + 1] {
+        let answer = subject
+            .call(&collect, KEY, &report("succeeded", nested(depth)))
+            .await;
+        assert_eq!(answer.status, 422, "{depth}: {}", answer.body);
+        let error = answer.body["error"].as_str().unwrap_or("");
+        assert!(error.contains(&format!("{depth} levels")), "{error}");
+    }
+    assert_eq!(subject.queue.messages().len(), 1, "nothing advanced");
+    let answer = subject
+        .call(
+            &collect,
+            KEY,
+            &report("succeeded", nested(MAX_RESULT_DEPTH)),
+        )
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let run = subject
+        .state
+        .workflows()
+        .get_workflow_run(&started.run.id)
+        .await
+        .expect("read")
+        .expect("the run");
+    assert_eq!(run.stages["report"].status.as_str(), "dispatched");
+    assert_eq!(
+        subject.queue.messages()[1].payload,
+        Some(json!({"summary": nested(MAX_RESULT_DEPTH)}))
+    );
 }
 
 /// docs/reference.md §10: the first terminal report of a dispatch whose trigger sets

@@ -377,6 +377,36 @@ async fn a_payload_or_agent_that_cannot_run_fails_the_stage(subject: Subject) {
     assert_eq!(after.run.stages["report"].status, StageStatus::Skipped);
 }
 
+/// A result nested deeper than the evaluator reads back (126 levels, as a callback accepted
+/// before `MAX_RESULT_DEPTH`): the stage that reads it fails with the reason, and the run
+/// ends, on the first report and on its repeat, instead of waiting for ever.
+async fn a_result_the_run_cannot_read_fails_the_next_stage(subject: Subject) {
+    let record = register(&subject, &triage()).await;
+    let queue = MemoryDispatchQueue::new();
+    let run = start(&subject, &queue, &record).await.run.id;
+    let mut deep = json!(1);
+    for _ in 0..126 {
+        deep = json!([deep]);
+    }
+    for _ in 0..2 {
+        let after = report(
+            &subject,
+            &queue,
+            &run,
+            "collect",
+            StageStatus::Succeeded,
+            deep.clone(),
+        )
+        .await;
+        assert_eq!(after.run.status, RunStatus::Failed, "{after:#?}");
+        let label = &after.run.stages["label"];
+        assert_eq!(label.status, StageStatus::Failed);
+        let error = label.error.as_deref().unwrap_or("");
+        assert!(error.contains("cannot be evaluated"), "{error}");
+        assert_eq!(after.run.stages["report"].status, StageStatus::Skipped);
+    }
+}
+
 /// Two reports of one stage at once: one advance, one dispatch of the next stage.
 async fn concurrent_reports_advance_once(subject: Subject) {
     let record = register(&subject, &triage()).await;
@@ -510,4 +540,5 @@ on_both_stores!(
     a_payload_or_agent_that_cannot_run_fails_the_stage,
     concurrent_reports_advance_once,
     the_callback_entry_point_finds_the_stage,
+    a_result_the_run_cannot_read_fails_the_next_stage,
 );
