@@ -179,10 +179,36 @@ fn main() -> ExitCode {
         Command::Import(args) => cmd::import::run(args),
         Command::Serve(args) => cmd::serve::run(args),
     };
-    result.unwrap_or_else(|error| {
+    let code = result.unwrap_or_else(|error| {
         eprintln!("error: {error:#}");
         cmd::EXIT_FAILURE.into()
-    })
+    });
+    report_peak_memory();
+    code
+}
+
+/// With `ASTROLIFT_PEAK_MEMORY_FILE` set (docs/reference.md §13), writes this process's
+/// peak resident memory (`VmHWM`, in bytes) to that file as it exits: how the memory
+/// bounds of docs/reference.md §14 are measured, from the process's own peak. Silent
+/// where `/proc` is not (the variable is a diagnostic, never needed to run).
+fn report_peak_memory() {
+    let Some(path) = std::env::var_os("ASTROLIFT_PEAK_MEMORY_FILE") else {
+        return;
+    };
+    let peak_kib = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmHWM:"))
+                .and_then(|value| value.split_whitespace().next())
+                .and_then(|kib| kib.parse::<u64>().ok())
+        });
+    if let Some(kib) = peak_kib
+        && let Err(error) = std::fs::write(&path, format!("{}\n", kib * 1024))
+    {
+        eprintln!("warning: cannot write the peak memory: {error}");
+    }
 }
 
 /// Logs go to stderr, filtered by `RUST_LOG` (default `warn`).

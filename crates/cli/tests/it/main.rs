@@ -13,6 +13,7 @@ mod containment_cases;
 mod dispatch_schema;
 mod examples;
 mod fix;
+mod hostile;
 mod import;
 mod inline;
 mod killed;
