@@ -47,6 +47,15 @@ impl JobError {
         }
     }
 
+    /// The wait GitHub asked for before the next try (a rate limit's reset or
+    /// `Retry-After` longer than the client's own retry budget), when it named one.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            JobError::GitHub(GitHubError::RateLimited { wait, .. }) => Some(*wait),
+            _ => None,
+        }
+    }
+
     /// True when the spool (the tarball's files, or archives being built)
     /// ran out of disk: the same commit will not fit the next time either,
     /// so it is a permanent failure, not a retry.

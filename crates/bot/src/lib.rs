@@ -35,6 +35,8 @@
 //!   installation that covers it, each (repository, ref) once per sync.
 //! - [`commit_order`]: the sync's ancestry oracle, from GitHub's compare API
 //!   (asked only when a push is not a fast-forward of the registered commit).
+//! - [`retry`]: how `serve` tries a failed job again (backoff with jitter, or the
+//!   wait GitHub asked for; a bounded number of attempts).
 //! - [`config`]: the parts built from the environment once per process.
 //! - [`telemetry`]: JSON logs and CloudWatch EMF metrics.
 //! - [`triggers`]: the trigger service from the environment, and GitHub-sourced
@@ -89,6 +91,7 @@ pub mod job;
 mod job_error;
 pub mod queue;
 pub mod report;
+pub mod retry;
 pub mod routes;
 pub mod runner;
 pub mod skills;

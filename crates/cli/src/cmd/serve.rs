@@ -20,6 +20,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use astrolift_bot::config::Environment;
 use astrolift_bot::queue::JobHandler;
+use astrolift_bot::retry::{RetryPolicy, jitter};
 use astrolift_bot::routes::{self, BodyOf, ReadBody};
 use astrolift_bot::triggers::service_from_env;
 use astrolift_bot::{Answer, Ingress, JobQueue, LateJobQueue, LocalJobQueue, SyncRunner};
@@ -251,7 +252,8 @@ async fn build(args: &Args) -> anyhow::Result<App> {
 
 /// Runs each job to completion, at most `syncs` at once across all
 /// repositories; failures are logged by the runner and, as on Lambda, a
-/// retryable failure is tried again (up to 3 attempts here).
+/// retryable failure is tried again ([`RetryPolicy::SERVE`]: backoff with jitter,
+/// or the wait GitHub asked for). A job that gives up says so, once.
 fn job_handler(runner: Arc<SyncRunner>, syncs: Arc<tokio::sync::Semaphore>) -> JobHandler {
     Arc::new(move |job| {
         let runner = Arc::clone(&runner);
@@ -259,12 +261,25 @@ fn job_handler(runner: Arc<SyncRunner>, syncs: Arc<tokio::sync::Semaphore>) -> J
         Box::pin(async move {
             // The semaphore is never closed; if it were, run unbounded rather than drop the job.
             let _running = syncs.acquire_owned().await.ok();
-            for attempt in 1..=3u32 {
-                match runner.run(&job).await {
-                    Err(error) if error.is_retryable() && attempt < 3 => {
-                        tokio::time::sleep(Duration::from_secs(u64::from(attempt))).await;
+            let policy = RetryPolicy::SERVE;
+            for attempt in 1.. {
+                let Err(error) = runner.run(&job).await else {
+                    return;
+                };
+                match policy.wait_after(&error, attempt, jitter()) {
+                    Some(wait) => tokio::time::sleep(wait).await,
+                    None => {
+                        tracing::error!(
+                            delivery = %job.delivery_id,
+                            repository = %job.repository,
+                            attempts = attempt,
+                            retryable = error.is_retryable(),
+                            error = %error,
+                            "sync gave up: the delivery is recorded as failed, and a redelivery \
+                             from the App's settings queues it again"
+                        );
+                        return;
                     }
-                    _ => return,
                 }
             }
         })
