@@ -71,7 +71,7 @@ use toml::de::{DeTable, DeValue};
 use crate::diagnostic::{Code, Diagnostic, Severity, Span};
 use crate::limits::Limits;
 use crate::paths::{self, SLUG_RULE, is_slug};
-use crate::reserved_env::RESERVED_ENV;
+use crate::reserved_env::refuse_reserved;
 use crate::toml_walk::{self, TomlFile};
 use crate::tree::{ReadError, SourceTree};
 
@@ -848,7 +848,7 @@ fn environment<'i>(file: &mut TomlFile<'i>, env: &DeTable<'i>) -> Map<String, Va
 }
 
 /// Whether `key` of `section` names a reserved runtime variable: then it is reported
-/// (a warning with a fix removing its lines) and the caller drops the entry.
+/// ([`refuse_reserved`]) and the caller drops the entry.
 fn refused_as_reserved(
     file: &mut TomlFile<'_>,
     section: &str,
@@ -857,18 +857,18 @@ fn refused_as_reserved(
     item: &toml::Spanned<DeValue<'_>>,
 ) -> bool {
     let name = key.get_ref().as_ref();
-    if !RESERVED_ENV.contains(&name) {
-        return false;
-    }
-    let entry = key.span().start..item.span().end;
-    let fix = file.remove_lines_fix(entry, format!("remove `{name}` from {section}"));
-    file.report(
+    let message = format!("`{name}` is set by the dispatcher; this {what} is ignored");
+    let entry_end = Some(item.span().end);
+    refuse_reserved(
+        file,
         &RESERVED_ENV_VAR,
+        section,
+        name,
         key.span(),
-        format!("`{name}` is set by the dispatcher; this {what} is ignored"),
+        entry_end,
+        message,
     )
-    .fix = fix;
-    true
+    .is_some()
 }
 
 /// `[secrets] NAME = { secret_name = "secret://…" }`. A plaintext value is an

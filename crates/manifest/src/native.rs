@@ -29,6 +29,7 @@ use crate::triggers;
 // keep working.
 pub use crate::remote_ref::parse_remote_ref;
 pub use crate::reserved_env::RESERVED_ENV;
+use crate::reserved_env::refuse_reserved;
 
 /// The only `astrolift_version` this version reads.
 pub const FORMAT_VERSION: i64 = 1;
@@ -692,8 +693,7 @@ impl<'i> ManifestReader<'_, 'i, '_> {
     }
 
     /// Whether `name`, a key of `section`, is a reserved runtime variable: then it is
-    /// reported (a warning, with a fix removing the entry's lines when it stands on its
-    /// own) and the caller drops the entry.
+    /// reported ([`refuse_reserved`], with help) and the caller drops the entry.
     fn refused_as_reserved(
         &mut self,
         section: &str,
@@ -702,22 +702,22 @@ impl<'i> ManifestReader<'_, 'i, '_> {
         key: Range<usize>,
         entry_end: Option<usize>,
     ) -> bool {
-        if !RESERVED_ENV.contains(&name) {
-            return false;
-        }
-        let fix = entry_end.and_then(|end| {
-            let description = format!("remove `{name}` from {section}");
-            self.file.remove_lines_fix(key.start..end, description)
-        });
-        let diagnostic = self.file.report(
+        let message = format!("`{name}` is a reserved runtime variable; this {what} is ignored");
+        let refused = refuse_reserved(
+            self.file,
             &RESERVED_ENV_VAR,
+            section,
+            name,
             key,
-            format!("`{name}` is a reserved runtime variable; this {what} is ignored"),
+            entry_end,
+            message,
         );
+        let Some(diagnostic) = refused else {
+            return false;
+        };
         diagnostic.help = Some(format!(
             "the dispatcher sets it for every run; remove it from {section}"
         ));
-        diagnostic.fix = fix;
         true
     }
 

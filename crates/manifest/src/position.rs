@@ -56,8 +56,7 @@ impl<'t> LineIndex<'t> {
 
     /// 1-based (line, column) of a byte offset; offsets past the end clamp to it.
     pub fn position(&self, offset: usize) -> (u32, u32) {
-        let offset = self.floor_char_boundary(offset.min(self.text.len()));
-        let at = advance(self.text, self.checkpoint_before(offset), offset);
+        let at = self.locate(offset);
         (to_u32(at.line + 1), to_u32(at.column + 1))
     }
 
@@ -132,8 +131,7 @@ impl<'t> LineIndex<'t> {
 
     /// The start of the line holding byte `offset`.
     pub fn line_start(&self, offset: usize) -> usize {
-        let offset = self.floor_char_boundary(offset.min(self.text.len()));
-        advance(self.text, self.checkpoint_before(offset), offset).line_start
+        self.locate(offset).line_start
     }
 
     /// The line break this text uses: `\r\n` when its first line ends so.
@@ -144,10 +142,12 @@ impl<'t> LineIndex<'t> {
         }
     }
 
-    /// The last checkpoint at or before `offset`.
-    fn checkpoint_before(&self, offset: usize) -> Checkpoint {
+    /// Where byte `offset` is (clamped to the text, floored to a char boundary): from
+    /// the last checkpoint at or before it, one stretch scanned.
+    fn locate(&self, offset: usize) -> Checkpoint {
+        let offset = self.floor_char_boundary(offset.min(self.text.len()));
         let after = self.checkpoints.partition_point(|c| c.offset <= offset);
-        self.checkpoints[after.saturating_sub(1)]
+        advance(self.text, self.checkpoints[after.saturating_sub(1)], offset)
     }
 
     fn floor_char_boundary(&self, mut offset: usize) -> usize {

@@ -1,5 +1,11 @@
 //! The runtime variables the dispatcher owns, which no manifest may set:
-//! shared by the native manifest, config manifests and workspaces.
+//! shared by the native manifest, config manifests and workspaces, with the one
+//! refusal of a reserved `[environment]` or `[secrets]` key in a TOML manifest.
+
+use std::ops::Range;
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::toml_walk::TomlFile;
 
 /// The runtime variables the dispatcher owns (docs/reference.md §11).
 /// A manifest `[environment]` that sets one is ignored with a warning; the
@@ -22,6 +28,31 @@ pub const RESERVED_ENV: &[&str] = &[
     "ASTROLIFT_SNAPSHOT_LOCAL_PATH",
     "ASTROLIFT_TMUX_SESSION",
 ];
+
+/// When `name`, the key of `section` at `key` (its entry ending at `entry_end`), is
+/// reserved: reports it as `code` with `message` and a fix that removes the entry's
+/// lines when they stand on their own, and returns the diagnostic; the caller drops the
+/// entry. `None` for any other name. The one refusal of `[environment]` and `[secrets]`
+/// in native and config manifests.
+pub(crate) fn refuse_reserved<'d>(
+    file: &'d mut TomlFile<'_>,
+    code: &Code,
+    section: &str,
+    name: &str,
+    key: Range<usize>,
+    entry_end: Option<usize>,
+    message: String,
+) -> Option<&'d mut Diagnostic> {
+    if !RESERVED_ENV.contains(&name) {
+        return None;
+    }
+    let fix = entry_end.and_then(|end| {
+        file.remove_lines_fix(key.start..end, format!("remove `{name}` from {section}"))
+    });
+    let diagnostic = file.report(code, key, message);
+    diagnostic.fix = fix;
+    Some(diagnostic)
+}
 
 #[cfg(test)]
 mod tests {

@@ -564,7 +564,6 @@ fn cycles(edges: &[Vec<(usize, Range<usize>)>]) -> Vec<(Vec<usize>, Range<usize>
         // The current path: (node, index of its next edge).
         let mut path: Vec<(usize, usize)> = vec![(start, 0)];
         marks[start] = Mark::OnPath;
-        depth[start] = 0;
         while let Some(top) = path.last_mut() {
             let node = top.0;
             let edge = edges[node].get(top.1);
@@ -586,8 +585,7 @@ fn cycles(edges: &[Vec<(usize, Range<usize>)>]) -> Vec<(Vec<usize>, Range<usize>
                     cycle.push(*to);
                     found.push((cycle, range.clone()));
                 }
-                Mark::OnPath => {}
-                Mark::Done => {}
+                Mark::OnPath | Mark::Done => {}
             }
         }
     }
