@@ -140,6 +140,14 @@ impl Budgeted<'_> {
     }
 }
 
+impl Budgeted<'_> {
+    /// A value with no heap block of its own (null, a boolean, a number).
+    fn scalar<E: serde::de::Error>(&self, value: Value) -> Result<Value, E> {
+        self.spend(charge(0))?;
+        Ok(value)
+    }
+}
+
 impl<'de> DeserializeSeed<'de> for Budgeted<'_> {
     type Value = Value;
 
@@ -156,23 +164,19 @@ impl<'de> Visitor<'de> for Budgeted<'_> {
     }
 
     fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Value, E> {
-        self.spend(charge(0))?;
-        Ok(Value::Bool(v))
+        self.scalar(Value::Bool(v))
     }
 
     fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Value, E> {
-        self.spend(charge(0))?;
-        Ok(Value::from(v))
+        self.scalar(Value::from(v))
     }
 
     fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Value, E> {
-        self.spend(charge(0))?;
-        Ok(Value::from(v))
+        self.scalar(Value::from(v))
     }
 
     fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Value, E> {
-        self.spend(charge(0))?;
-        Ok(Value::from(v))
+        self.scalar(Value::from(v))
     }
 
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Value, E> {
@@ -186,8 +190,7 @@ impl<'de> Visitor<'de> for Budgeted<'_> {
     }
 
     fn visit_unit<E: serde::de::Error>(self) -> Result<Value, E> {
-        self.spend(charge(0))?;
-        Ok(Value::Null)
+        self.scalar(Value::Null)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
