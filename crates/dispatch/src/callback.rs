@@ -210,7 +210,7 @@ fn parse_report(body: &[u8], limits: &Limits) -> Result<TaskReport, (u16, String
             return Err((
                 422,
                 format!(
-                    "result nests {depth} levels deep, deeper than the {MAX_RESULT_DEPTH} a result may"
+                    "result nests {depth} levels deep; a result may nest at most {MAX_RESULT_DEPTH}"
                 ),
             ));
         }
@@ -238,15 +238,16 @@ fn parse_report(body: &[u8], limits: &Limits) -> Result<TaskReport, (u16, String
 /// of any value serde_json parsed is bounded, but this never recurses anyway.
 pub fn nesting_depth(value: &Value) -> usize {
     let mut deepest = 0;
-    let mut pending = vec![(value, 0usize)];
+    // Each container with its own depth (a top-level array or object is 1).
+    let mut pending = vec![(value, 1usize)];
     while let Some((value, depth)) = pending.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match value {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(members) => Box::new(members.values()),
+        let below = |child| (child, depth + 1);
+        match value {
+            Value::Array(items) => pending.extend(items.iter().map(below)),
+            Value::Object(members) => pending.extend(members.values().map(below)),
             _ => continue,
-        };
-        deepest = deepest.max(depth + 1);
-        pending.extend(children.map(|child| (child, depth + 1)));
+        }
+        deepest = deepest.max(depth);
     }
     deepest
 }
