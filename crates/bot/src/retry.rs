@@ -14,12 +14,15 @@ pub struct RetryPolicy {
     pub attempts: u32,
     /// The wait ceiling after the first failure; it doubles after each further one.
     pub base: Duration,
-    /// No jittered wait is longer than this.
+    /// No wait is longer than this: a jittered one is cut to it, and when GitHub asks
+    /// for longer (a primary rate limit's reset can be an hour away) the job gives up
+    /// rather than sleep past its delivery's lease; a redelivery runs it later.
     pub cap: Duration,
 }
 
 impl RetryPolicy {
-    /// `serve`'s policy: 5 attempts, waits drawn from up to 1, 2, 4 and 8 seconds.
+    /// `serve`'s policy: 5 attempts, waits drawn from up to 1, 2, 4 and 8 seconds; at
+    /// most 4 minutes of waiting in all, well inside a delivery's 15-minute lease.
     pub const SERVE: RetryPolicy = RetryPolicy {
         attempts: 5,
         base: Duration::from_secs(1),
@@ -35,7 +38,7 @@ impl RetryPolicy {
             return None;
         }
         if let Some(asked) = error.retry_after() {
-            return Some(asked);
+            return (asked <= self.cap).then_some(asked);
         }
         let doublings = failed_attempt.saturating_sub(1).min(31);
         let ceiling = self.base.saturating_mul(1 << doublings).min(self.cap);
@@ -104,7 +107,7 @@ mod tests {
     }
 
     #[test]
-    fn a_rate_limit_waits_as_long_as_github_asked() {
+    fn a_rate_limit_waits_as_long_as_github_asked_up_to_the_cap() {
         let limited = JobError::GitHub(GitHubError::RateLimited {
             method: Method::GET,
             path: "/repos/o/r/tarball/x".into(),
@@ -113,8 +116,16 @@ mod tests {
             wait: Duration::from_secs(90),
         });
         assert!(limited.is_retryable());
-        let wait = RetryPolicy::SERVE.wait_after(&limited, 1, 0.0);
-        assert_eq!(wait, Some(Duration::from_secs(90)));
+        let policy = RetryPolicy {
+            cap: Duration::from_secs(120),
+            ..RetryPolicy::SERVE
+        };
+        assert_eq!(
+            policy.wait_after(&limited, 1, 0.0),
+            Some(Duration::from_secs(90))
+        );
+        // Past the cap the job gives up instead of sleeping.
+        assert_eq!(RetryPolicy::SERVE.wait_after(&limited, 1, 0.0), None);
     }
 
     #[test]

@@ -253,17 +253,22 @@ async fn build(args: &Args) -> anyhow::Result<App> {
 /// Runs each job to completion, at most `syncs` at once across all
 /// repositories; failures are logged by the runner and, as on Lambda, a
 /// retryable failure is tried again ([`RetryPolicy::SERVE`]: backoff with jitter,
-/// or the wait GitHub asked for). A job that gives up says so, once.
+/// or the wait GitHub asked for, without a sync slot while it waits). A job that
+/// gives up says so, once.
 fn job_handler(runner: Arc<SyncRunner>, syncs: Arc<tokio::sync::Semaphore>) -> JobHandler {
     Arc::new(move |job| {
         let runner = Arc::clone(&runner);
         let syncs = Arc::clone(&syncs);
         Box::pin(async move {
-            // The semaphore is never closed; if it were, run unbounded rather than drop the job.
-            let _running = syncs.acquire_owned().await.ok();
             let policy = RetryPolicy::SERVE;
             for attempt in 1.. {
-                let Err(error) = runner.run(&job).await else {
+                // A slot per attempt, released while waiting: one repository's retries never
+                // hold a sync slot other repositories need. The semaphore is never closed;
+                // if it were, run unbounded rather than drop the job.
+                let running = syncs.acquire().await.ok();
+                let outcome = runner.run(&job).await;
+                drop(running);
+                let Err(error) = outcome else {
                     return;
                 };
                 match policy.wait_after(&error, attempt, jitter()) {
