@@ -215,21 +215,6 @@ fn import_never_writes_through_a_link_inside_out() {
 
 // ----- a deep stage result -----
 
-const FLOW: &str = r#"schema = "astrolift.workflow/v1"
-name = "triage"
-
-[[stages]]
-name = "collect"
-agent = "triage"
-payload = '{issue: .input.issue}'
-
-[[stages]]
-name = "report"
-agent = "emr-triage"
-needs = ["collect"]
-payload = '{summary: .stages.collect.result}'
-"#;
-
 fn nested(depth: usize) -> Value {
     (0..depth).fold(json!("leaf"), |value, _| json!([value]))
 }
@@ -250,13 +235,7 @@ async fn a_deep_result_is_refused_and_the_retry_advances_the_run() {
         },
     );
     let dir = tempfile::tempdir().expect("temp dir");
-    let repo = dir.path().join("repo");
-    crate::support::copy_tree(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/monorepo"),
-        &repo,
-    );
-    std::fs::create_dir_all(repo.join("workflows")).expect("mkdir");
-    std::fs::write(repo.join("workflows/triage.toml"), FLOW).expect("writes");
+    let repo = crate::workflows::repository(dir.path(), crate::workflows::FLOW);
     let stores = [
         "--state".to_owned(),
         server.state_url(),
@@ -277,7 +256,7 @@ async fn a_deep_result_is_refused_and_the_retry_advances_the_run() {
     };
     let store_args: Vec<&str> = stores.iter().map(String::as_str).collect();
     crate::support::define_triage_env_spec("local", "local/repo", &store_args);
-    let check = cli(&["check", "--apply", utf8(&repo)]);
+    let check = cli(&["check", "--apply", &repo]);
     assert_eq!(check.code, 0, "{}", check.stderr);
     let started = cli(&[
         "dispatch",
@@ -305,8 +284,9 @@ async fn a_deep_result_is_refused_and_the_retry_advances_the_run() {
         ("content-type", "application/json"),
     ];
     let path = format!("/callbacks/{task}");
+    // `{summary: …}`: the report stage's payload reads `.stages.collect.result.summary`.
     let report = |depth: usize| {
-        json!({"status": "succeeded", "result": nested(depth)})
+        json!({"status": "succeeded", "result": {"summary": nested(depth - 1)}})
             .to_string()
             .into_bytes()
     };

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use crate::support::{Run, json, run_of};
 
-const FLOW: &str = r#"schema = "astrolift.workflow/v1"
+pub(crate) const FLOW: &str = r#"schema = "astrolift.workflow/v1"
 name = "triage"
 
 [[stages]]
@@ -54,7 +54,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// `examples/monorepo` plus `workflows/triage.toml` with `flow`, in `dir/repo`.
-fn repository(dir: &Path, flow: &str) -> String {
+pub(crate) fn repository(dir: &Path, flow: &str) -> String {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/monorepo");
     let repo = dir.join("repo");
     copy_dir(&examples, &repo);
