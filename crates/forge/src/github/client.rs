@@ -263,20 +263,24 @@ impl GitHubApp {
         })
     }
 
-    fn api(&self) -> &Octocrab {
+    fn api(&self) -> Result<&Octocrab, GitHubError> {
         let inner = &self.inner;
-        inner.api.get_or_init(|| {
-            inner
-                .transport
-                .octocrab(Some(inner.transport.base_uri.clone()))
-        })
+        if let Some(api) = inner.api.get() {
+            return Ok(api);
+        }
+        let api = inner
+            .transport
+            .octocrab(Some(inner.transport.base_uri.clone()))?;
+        Ok(inner.api.get_or_init(|| api))
     }
 
-    fn downloads(&self) -> &Octocrab {
+    fn downloads(&self) -> Result<&Octocrab, GitHubError> {
         let inner = &self.inner;
-        inner
-            .downloads
-            .get_or_init(|| inner.transport.octocrab(None))
+        if let Some(downloads) = inner.downloads.get() {
+            return Ok(downloads);
+        }
+        let downloads = inner.transport.octocrab(None)?;
+        Ok(inner.downloads.get_or_init(|| downloads))
     }
 
     /// `GITHUB_API_URL`, `GITHUB_APP_ID` and the private key from the environment.
@@ -443,7 +447,7 @@ impl GitHubApp {
         // The download client: no base URI to rewrite the absolute URL, and
         // AuthState::None, so the only credentials are the ones set above.
         let response = self
-            .downloads()
+            .downloads()?
             .execute(request)
             .await
             .map_err(|error| from_octocrab(&Method::GET, &path, error))?;
@@ -467,7 +471,7 @@ impl GitHubApp {
         method: &Method,
         path: &str,
     ) -> Result<Octocrab, GitHubError> {
-        self.api()
+        self.api()?
             .user_access_token(bearer.expose_secret().to_owned())
             .map_err(|_| protocol(method, path, "the token is not a valid header value"))
     }
@@ -484,27 +488,24 @@ pub(crate) type StreamBody = http_body_util::combinators::BoxBody<bytes::Bytes, 
 /// What the octocrab clients are built from: octocrab on a hyper-1 client
 /// (rustls on aws-lc-rs, native roots, HTTP/1) with forge's retry layer.
 struct Transport {
-    connector: HttpsConnector<HttpConnector>,
+    /// Built on the first request, not with the App: reading and parsing the system's
+    /// root certificates is most of a `serve` cold start's CPU and memory, and a webhook
+    /// is answered before any GitHub call (BENCHMARKS.md, issue 26's serve cold start).
+    connector: OnceLock<HttpsConnector<HttpConnector>>,
     base_uri: Uri,
     retry: RetryLayer,
     headers: Arc<Vec<(http::HeaderName, HeaderValue)>>,
 }
 
 impl Transport {
-    /// Everything that can fail, checked now (the root certificates, the
-    /// base URL, the user agent).
+    /// The base URL and the user agent, checked now; the root certificates
+    /// are read on the first request ([`Transport::connector`]).
     fn new(config: &GitHubConfig) -> Result<Self, GitHubError> {
         let base_uri: Uri = config
             .api_url
             .as_str()
             .parse()
             .map_err(|_| GitHubError::BadApiUrl(config.api_url.to_string()))?;
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_native_roots()
-            .map_err(|error| GitHubError::Client(Box::new(error)))?
-            .https_or_http()
-            .enable_http1()
-            .build();
         let user_agent = HeaderValue::from_str(&config.user_agent)
             .map_err(|error| GitHubError::Client(Box::new(error)))?;
         let headers = vec![
@@ -515,7 +516,7 @@ impl Transport {
             (header::USER_AGENT, user_agent),
         ];
         Ok(Self {
-            connector,
+            connector: OnceLock::new(),
             base_uri,
             retry: RetryLayer {
                 policy: config.retry,
@@ -526,10 +527,24 @@ impl Transport {
         })
     }
 
+    /// The HTTPS connector over the system's root certificates, built once.
+    fn connector(&self) -> Result<HttpsConnector<HttpConnector>, GitHubError> {
+        if let Some(connector) = self.connector.get() {
+            return Ok(connector.clone());
+        }
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_native_roots()
+            .map_err(|error| GitHubError::Client(Box::new(error)))?
+            .https_or_http()
+            .enable_http1()
+            .build();
+        Ok(self.connector.get_or_init(|| connector).clone())
+    }
+
     /// An octocrab client under `base_uri` when given, without auth of its own.
-    fn octocrab(&self, base_uri: Option<Uri>) -> Octocrab {
+    fn octocrab(&self, base_uri: Option<Uri>) -> Result<Octocrab, GitHubError> {
         let client: Client<_, OctoBody> =
-            Client::builder(TokioExecutor::new()).build(self.connector.clone());
+            Client::builder(TokioExecutor::new()).build(self.connector()?);
         let stack = OctocrabBuilder::new_empty()
             .with_service(client)
             .with_layer(&self.retry)
@@ -542,7 +557,7 @@ impl Transport {
             None => stack.with_auth(AuthState::None).build(),
         };
         match built {
-            Ok(octocrab) => octocrab,
+            Ok(octocrab) => Ok(octocrab),
             Err(never) => match never {},
         }
     }
