@@ -7,7 +7,9 @@ use std::sync::Arc;
 use astrolift_dispatch::Answer;
 use astrolift_dispatch::content::{BlobContent, UrlOptions};
 use astrolift_dispatch::dispatch::{DispatchError, DispatchQueue, SqsDispatchQueue};
-use astrolift_dispatch::outbox::{SqliteOutbox, StateOutbox, outbox_max_from_env, outbox_path};
+#[cfg(feature = "sqlite")]
+use astrolift_dispatch::file_outbox::SqliteOutbox;
+use astrolift_dispatch::outbox::{StateOutbox, outbox_max_from_env, outbox_path};
 use astrolift_dispatch::report::ResultReporter;
 use astrolift_forge::webhook::WebhookSecrets;
 use astrolift_manifest::Limits;
@@ -52,7 +54,7 @@ pub async fn service_from_env(
         Some(github) => Arc::from(resolver_with_github(github).await?),
         None => Arc::from(resolver_from_env().await?),
     };
-    let queue = dispatch_queue_from_env(&state, Some(environment.aws_config().await)).await?;
+    let queue = dispatch_queue_from_env(&state, Some(environment)).await?;
     let urls = UrlOptions::from_env().map_err(TriggerSetupError::Config)?;
     let content = BlobContent::new(blobs, urls, Limits::DEFAULT);
     Ok(TriggerService::new(state, secrets, queue, Limits::DEFAULT)
@@ -99,11 +101,13 @@ pub fn callback_base_from_env() -> Option<String> {
 /// the one inside a `sqlite:` state store ([`StateOutbox`]: a dispatch and
 /// its message are one transaction), or the file `ASTROLIFT_OUTBOX` names
 /// (or `.astrolift/outbox.db` with a state store that keeps none). `aws`: the
-/// SDK configuration to reuse (loaded from the environment when `None`). The
-/// one choice `serve`, the functions and `astrolift dispatch` share.
+/// environment whose SDK configuration to reuse (loaded from the environment when
+/// `None`); either is loaded only for the queue, so a start on local stores reads no
+/// AWS configuration. The one choice `serve`, the functions and `astrolift dispatch`
+/// share.
 pub async fn dispatch_queue_from_env(
     state: &Arc<dyn StateStore>,
-    aws: Option<&aws_config::SdkConfig>,
+    aws: Option<&Environment>,
 ) -> Result<Arc<dyn DispatchQueue>, TriggerSetupError> {
     let location = StateLocation::parse(&state.location())
         .map_err(|error| TriggerSetupError::Config(error.to_string()))?;
@@ -113,7 +117,7 @@ pub async fn dispatch_queue_from_env(
     match std::env::var("ASTROLIFT_DISPATCH_QUEUE_URL") {
         Ok(url) if !url.trim().is_empty() => {
             let client = match aws {
-                Some(config) => aws_sdk_sqs::Client::new(config),
+                Some(environment) => aws_sdk_sqs::Client::new(environment.aws_config().await),
                 None => aws_sdk_sqs::Client::new(&aws_config::load_from_env().await),
             };
             let queue = SqsDispatchQueue::new(client, url);
@@ -128,11 +132,9 @@ pub async fn dispatch_queue_from_env(
         _ => {
             let max = outbox_max_from_env().map_err(TriggerSetupError::Config)?;
             let outbox: Arc<dyn DispatchQueue> = match file {
-                Some(path) => Arc::new(
-                    SqliteOutbox::open(&path, max)
-                        .await
-                        .map_err(|e| TriggerSetupError::Config(e.to_string()))?,
-                ),
+                Some(path) => open_outbox_file(&path, max)
+                    .await
+                    .map_err(|e| TriggerSetupError::Config(e.to_string()))?,
                 None => {
                     let outbox = StateOutbox::of(state.clone(), max).ok_or_else(|| {
                         TriggerSetupError::Config("the state store keeps no outbox".to_owned())
@@ -165,12 +167,45 @@ fn outbox_file(location: &StateLocation) -> Option<PathBuf> {
 /// Sends what an earlier run left in the outbox file at `path` to `queue`
 /// (the SQS queue, or the outbox inside a `sqlite:` state that replaced the file
 /// beside it); a failure is logged and leaves the rest for the next start.
+#[cfg(feature = "sqlite")]
 async fn drain_outbox_file(path: &std::path::Path, queue: &dyn DispatchQueue) {
     let drained = match SqliteOutbox::open(path, u64::MAX).await {
         Ok(outbox) => outbox.drain_to(queue).await,
         Err(error) => Err(error),
     };
     report_drained(path, drained);
+}
+
+/// Without SQLite (the Lambda functions) no outbox file is read: says so, once.
+#[cfg(not(feature = "sqlite"))]
+async fn drain_outbox_file(path: &std::path::Path, _queue: &dyn DispatchQueue) {
+    report_drained(path, Err(no_outbox_file(path)));
+}
+
+/// The outbox in a file of its own, bounded to `max`.
+#[cfg(feature = "sqlite")]
+async fn open_outbox_file(
+    path: &std::path::Path,
+    max: u64,
+) -> Result<Arc<dyn DispatchQueue>, DispatchError> {
+    Ok(Arc::new(SqliteOutbox::open(path, max).await?))
+}
+
+/// Without SQLite there is no outbox file: a dispatch queue must be configured.
+#[cfg(not(feature = "sqlite"))]
+async fn open_outbox_file(
+    path: &std::path::Path,
+    _max: u64,
+) -> Result<Arc<dyn DispatchQueue>, DispatchError> {
+    Err(no_outbox_file(path))
+}
+
+#[cfg(not(feature = "sqlite"))]
+fn no_outbox_file(path: &std::path::Path) -> DispatchError {
+    DispatchError::Queue(format!(
+        "this build keeps no local outbox ({}): set ASTROLIFT_DISPATCH_QUEUE_URL",
+        path.display()
+    ))
 }
 
 fn report_drained(path: &std::path::Path, drained: Result<u64, DispatchError>) {
