@@ -18,7 +18,9 @@ cd "$(dirname "$0")/.."
 runs="${1:-30}"
 target="${CARGO_TARGET_DIR:-target}"
 
-cargo build --release --locked -p astrolift-fn-webhook --bin webhook
+# SQLite state: the shipped function has no SQLite (each binary links what it runs), so this
+# local measurement turns it on; bench/cold_start_stack.sh times the shipped build on DynamoDB.
+cargo build --release --locked -p astrolift-fn-webhook --bin webhook --features astrolift-bot/sqlite
 binary="$target/release/webhook"
 
 started_moto=""

@@ -362,7 +362,7 @@ impl QueueDestination {
 }
 
 /// An in-memory queue, for unit tests only (`serve` and the CLI use the
-/// durable [`crate::outbox::SqliteOutbox`] when no queue is configured).
+/// durable `file_outbox::SqliteOutbox` when no queue is configured).
 #[derive(Debug, Default)]
 pub struct MemoryDispatchQueue {
     messages: Mutex<Vec<DispatchMessage>>,

@@ -54,6 +54,8 @@ pub mod callback;
 pub mod content;
 pub mod dispatch;
 pub mod env;
+#[cfg(feature = "sqlite")]
+pub mod file_outbox;
 mod kept;
 pub mod message;
 pub mod outbox;

@@ -15,6 +15,7 @@ mod open;
 pub mod outbox;
 pub mod registrations;
 pub mod skills;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 mod store;
 mod table;
@@ -39,6 +40,7 @@ pub use open::{open_state_store, state_store_from_url};
 pub use outbox::{DispatchOutbox, Queued, QueuedDispatch};
 pub use registrations::RegistrationStore;
 pub use skills::{Catalogue, SkillRepo, SkillSourceStore};
+#[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStateStore;
 pub use store::{StateStats, StateStore};
 pub use table::{AttributeShape, IndexShape, KeyShape, TableShape, table_definition};

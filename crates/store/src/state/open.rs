@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::dynamo::DynamoStateStore;
+#[cfg(feature = "sqlite")]
 use super::sqlite::SqliteStateStore;
 use super::store::StateStore;
 use crate::StoreResult;
@@ -17,7 +18,14 @@ pub async fn state_store_from_url(url: &str) -> StoreResult<Arc<dyn StateStore>>
 /// Opens the state store at a parsed `location`.
 pub async fn open_state_store(location: &StateLocation) -> StoreResult<Arc<dyn StateStore>> {
     match location {
+        #[cfg(feature = "sqlite")]
         StateLocation::Sqlite(path) => Ok(Arc::new(SqliteStateStore::open(path).await?)),
+        // The Lambda functions are built without SQLite (ARCHITECTURE.md, store).
+        #[cfg(not(feature = "sqlite"))]
+        StateLocation::Sqlite(path) => Err(crate::StoreError::Invalid(format!(
+            "sqlite:{} cannot be opened: this build has no SQLite state store (use dynamodb:TABLE)",
+            path.display()
+        ))),
         StateLocation::DynamoDb { table } => Ok(Arc::new(DynamoStateStore::from_env(table).await?)),
     }
 }

@@ -12,7 +12,8 @@ use astrolift_dispatch::dispatch::{
     DispatchError, DispatchMessage, DispatchQueue, MemoryDispatchQueue, QueueDestination,
     SqsDispatchQueue,
 };
-use astrolift_dispatch::outbox::{SqliteOutbox, StateOutbox, outbox_path};
+use astrolift_dispatch::file_outbox::SqliteOutbox;
+use astrolift_dispatch::outbox::{StateOutbox, outbox_path};
 use astrolift_store::testing::{aws_endpoint, unique_name};
 use astrolift_store::{StateLocation, StateStore};
 use astrolift_trigger::TriggerService;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use astrolift_dispatch::content::{BlobContent, ContentSource, UrlOptions};
 use astrolift_dispatch::dispatch::{DispatchMessage, DispatchQueue, record};
+use astrolift_dispatch::file_outbox::SqliteOutbox;
 use astrolift_dispatch::message::{EnvSpecRef, Source};
-use astrolift_dispatch::outbox::SqliteOutbox;
 use astrolift_dispatch::render::{
     DEFAULT_WORKSPACE, RenderDispatchError, RenderOptions, RenderedDispatch, key_hash,
     render_dispatch, vnc_options,
