@@ -655,16 +655,24 @@ mod tests {
 
     #[test]
     fn a_quoted_name_is_renamed_and_a_block_scalar_is_not() {
-        let (_, found) = check("skills/a-b", "---\nname: \"A.B\"\ndescription: x\n---\n");
-        assert_eq!(found, [("skill/invalid-name".to_owned(), 2, 7)]);
-        let text = "---\nname: |\n  A.B\ndescription: x\n---\n";
-        let tree = MemTree::from_files([("skills/a-b/SKILL.md", text)]);
-        let mut diagnostics = Vec::new();
-        read_local_skill(&tree, &Limits::DEFAULT, "skills/a-b", &mut diagnostics);
+        let findings = |text: &str| {
+            let tree = MemTree::from_files([("skills/a-b/SKILL.md", text)]);
+            let mut diagnostics = Vec::new();
+            read_local_skill(&tree, &Limits::DEFAULT, "skills/a-b", &mut diagnostics);
+            diagnostics
+        };
+        let quoted = "---\nname: \"A.B\"\ndescription: x\n---\n";
+        let [warning] = findings(quoted)
+            .try_into()
+            .unwrap_or_else(|d| panic!("{d:?}"));
+        assert_eq!(warning.code, "skill/invalid-name");
+        let fixed = warning
+            .fix
+            .and_then(|f| crate::fix::apply(quoted, &f.edits).ok())
+            .unwrap_or_default();
+        assert!(findings(&fixed).is_empty(), "{fixed}");
         // `|` keeps the line break, so the name is `A.B\n`: its slug is still `a-b`.
-        assert!(
-            diagnostics.iter().all(|d| d.fix.is_none()),
-            "{diagnostics:?}"
-        );
+        let block = findings("---\nname: |\n  A.B\ndescription: x\n---\n");
+        assert!(block.iter().all(|d| d.fix.is_none()), "{block:?}");
     }
 }
