@@ -9,8 +9,10 @@
 //! - Agentflows v2 (`type: "agentFlow"`): `data.name` says what it is
 //!   (`agentAgentflow`, `llmAgentflow`, `toolAgentflow`, ...); prompts are
 //!   the `content` of `agentMessages` / `llmMessages` and instruction
-//!   inputs; tools are `agentTools[].agentSelectedTool`; credentials sit in
-//!   the `*Config.credential` inputs.
+//!   inputs, and an agent's user message (`agentUserMessage`,
+//!   `llmUserMessage`) when it says more than its `{{ variables }}`; tools
+//!   are `agentTools[].agentSelectedTool`; credentials sit in the
+//!   `*Config.credential` inputs.
 //!
 //! Text is kept verbatim, HTML of the v2 rich-text editor included.
 
@@ -124,6 +126,7 @@ fn read_node(
         title: label.clone(),
         role: Role::Other,
         texts: prompt_texts(inputs, &label),
+        prompts: Vec::new(),
         tools: Vec::new(),
         span: source.span(pointer),
     };
@@ -172,6 +175,7 @@ fn read_node(
                 );
             }
             result.tools = selected_tools(source, inputs, &inputs_pointer);
+            result.prompts = user_messages(inputs, &label);
             Role::Agent
         }
         Kind::Prompt => Role::Prompt,
@@ -239,6 +243,10 @@ fn read_node(
             Role::Other
         }
     };
+    if result.role != Role::Agent {
+        // Only an agent keeps prompts apart from its instructions.
+        result.texts.extend(user_messages(inputs, &label));
+    }
     if result.role == Role::Other && !result.texts.is_empty() {
         result.role = Role::Prompt;
     }
@@ -344,6 +352,54 @@ fn prompt_texts(inputs: &Map<String, Value>, label: &str) -> Vec<Instruction> {
         }
     }
     texts
+}
+
+/// An input key whose string value is the user turn an agentflow node sends
+/// each run: `agentUserMessage`, `llmUserMessage`, a condition agent's
+/// `conditionAgentInput`.
+pub fn is_user_message_key(key: &str) -> bool {
+    key.ends_with("UserMessage") || key == "conditionAgentInput"
+}
+
+/// The user messages of a node that say something besides template variables
+/// (docs/import.md): `<p>{{ question }}</p>` is only the run's input.
+fn user_messages(inputs: &Map<String, Value>, label: &str) -> Vec<Instruction> {
+    inputs
+        .iter()
+        .filter(|(key, _)| is_user_message_key(key))
+        .filter_map(|(_, value)| {
+            let text = value.as_str().filter(|t| has_text_besides_variables(t))?;
+            Some(Instruction {
+                origin: format!("user message of {}", short(label)),
+                text: text.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// Whether rich text holds anything but HTML tags, `{{ variable }}`
+/// placeholders, `&nbsp;` and whitespace. An unclosed tag or placeholder is
+/// text.
+pub fn has_text_besides_variables(text: &str) -> bool {
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let skip = if rest.starts_with("{{") {
+            rest.find("}}").map(|end| end + 2)
+        } else if c == '<' {
+            rest.find('>').map(|end| end + 1)
+        } else if rest.starts_with("&nbsp;") {
+            Some("&nbsp;".len())
+        } else if c.is_whitespace() {
+            Some(c.len_utf8())
+        } else {
+            None
+        };
+        match skip {
+            Some(len) => rest = &rest[len..],
+            None => return true,
+        }
+    }
+    false
 }
 
 fn is_set(value: &Value) -> bool {
@@ -479,4 +535,21 @@ fn model_gap(
             settings.join(", ")
         ),
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_text_besides_variables;
+
+    #[test]
+    fn a_message_of_variables_only_has_no_text() {
+        let mention = r#"<p><span class="variable" data-type="mention" data-id="question">{{ question }}</span>&nbsp;</p>"#;
+        assert!(!has_text_besides_variables(mention));
+        assert!(!has_text_besides_variables("{{ $flow.state.next }} \n"));
+        assert!(!has_text_besides_variables(""));
+        assert!(has_text_besides_variables("<p>Review: {{ question }}</p>"));
+        assert!(has_text_besides_variables("{{ unclosed"));
+        assert!(has_text_besides_variables("<p"));
+        assert!(has_text_besides_variables("é"));
+    }
 }

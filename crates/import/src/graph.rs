@@ -38,6 +38,10 @@ pub struct Node {
     pub role: Role,
     /// The node's own prompt texts (system prompt, instructions, template).
     pub texts: Vec<Instruction>,
+    /// An agent node's prompts that are not its instructions (an agentflow's
+    /// user message): skills of its agent, or its brief when it has no
+    /// instructions (docs/import.md).
+    pub prompts: Vec<Instruction>,
     /// Tools the node is or names.
     pub tools: Vec<Tool>,
     /// The node's position in the source.
@@ -86,10 +90,16 @@ pub fn assemble(draft: Draft, name: String) -> AgentSet {
     for &i in &agent_nodes {
         let node = &draft.nodes[i];
         let slug = slugs.allocate(&slugify(&node.title, "agent"));
+        let (instructions, prompts) = if node.texts.is_empty() {
+            (node.prompts.clone(), Vec::new())
+        } else {
+            (node.texts.clone(), node.prompts.clone())
+        };
         set.agents.push(ImportedAgent {
             slug,
             title: node.title.clone(),
-            instructions: node.texts.clone(),
+            instructions,
+            prompts,
             tools: node.tools.clone(),
             span: Some(node.span),
             ..ImportedAgent::default()
@@ -187,6 +197,7 @@ fn single_agent(draft: &Draft, name: String) -> ImportedAgent {
     };
     for node in &draft.nodes {
         agent.instructions.extend(node.texts.iter().cloned());
+        agent.prompts.extend(node.prompts.iter().cloned());
         for tool in &node.tools {
             if !agent.tools.iter().any(|t| t.slug == tool.slug) {
                 agent.tools.push(tool.clone());

@@ -167,6 +167,7 @@ fn read_node(
         title: title.clone(),
         role: Role::Other,
         texts: Vec::new(),
+        prompts: Vec::new(),
         tools: Vec::new(),
         span: source.span(pointer),
     };

@@ -8,7 +8,9 @@
 //! they were. Otherwise one is generated (`import/manifest-generated`) from
 //! the snapshot (name, brief, skills, workload, image, environment, secret
 //! references) with a `[package]` that lists exactly the archived files and
-//! executables, so packaging the layout gives the original digest.
+//! executables, so packaging the layout gives the original digest. A root
+//! manifest's `[[package.shared]]` mounts are put back at their source paths
+//! (the archive holds them at their mounts), so that manifest finds them.
 //!
 //! The archive is hostile input: only regular files (and directory entries,
 //! skipped) are accepted; an absolute path, a `..`, a link or a device is
@@ -49,6 +51,7 @@ pub fn import(
         imported
             .agents
             .push(archived_name(&imported.files).unwrap_or_default());
+        restore_shared(&mut imported.files, archive)?;
         return Ok(imported);
     }
     let snapshot_path = snapshot.as_ref().map(|(path, _)| path.as_str());
@@ -85,11 +88,124 @@ pub fn import(
     Ok(imported)
 }
 
+/// The archived root manifest, parsed.
+fn archived_manifest(files: &BTreeMap<String, OutputFile>) -> Option<toml::Table> {
+    let text = std::str::from_utf8(&files.get("astrolift.toml")?.bytes).ok()?;
+    text.parse().ok()
+}
+
 /// The `name` of an archived root manifest, for the report.
 fn archived_name(files: &BTreeMap<String, OutputFile>) -> Option<String> {
-    let text = std::str::from_utf8(&files.get("astrolift.toml")?.bytes).ok()?;
-    let table: toml::Table = text.parse().ok()?;
-    table.get("name")?.as_str().map(str::to_owned)
+    archived_manifest(files)?
+        .get("name")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// The `(source, mount)` pairs of the archived manifest's `[[package.shared]]`, both
+/// normalized; a pair that does not normalize, or names the root, is left out (its files
+/// stay where the archive has them).
+fn shared_mounts(files: &BTreeMap<String, OutputFile>) -> Vec<(String, String)> {
+    let Some(manifest) = archived_manifest(files) else {
+        return Vec::new();
+    };
+    let mounts = manifest
+        .get("package")
+        .and_then(|p| p.get("shared"))
+        .and_then(toml::Value::as_array);
+    let normal = |table: &toml::Value, key: &str| {
+        let text = table.get(key)?.as_str()?;
+        paths::normalize_relative(text)
+            .ok()
+            .filter(|p| !p.is_empty())
+    };
+    mounts
+        .into_iter()
+        .flatten()
+        .filter_map(|m| Some((normal(m, "source")?, normal(m, "mount")?)))
+        .filter(|(source, mount)| source != mount)
+        .collect()
+}
+
+/// Puts each `[[package.shared]]` mount of an archived root manifest back at its source
+/// path, relative to the layout's root, which is the repository root the manifest's
+/// shared sources name (docs/import.md): the archive holds a mounted file at its mount,
+/// where no file of the repository was, so the file moves rather than being copied, and
+/// packaging the layout mounts it again to the same place.
+fn restore_shared(
+    files: &mut BTreeMap<String, OutputFile>,
+    archive: SourceFile<'_>,
+) -> Result<(), ImportError> {
+    for (source, mount) in shared_mounts(files) {
+        let moves: Vec<(String, String)> = if files.contains_key(&mount) {
+            vec![(mount, source)]
+        } else {
+            let prefix = format!("{mount}/");
+            under(files, &prefix)
+                .map(|path| {
+                    let rest = &path[prefix.len()..];
+                    (path.to_owned(), format!("{source}/{rest}"))
+                })
+                .collect()
+        };
+        for (from, to) in moves {
+            let Some(file) = files.remove(&from) else {
+                continue;
+            };
+            place(files, to, file, archive)?;
+        }
+    }
+    Ok(())
+}
+
+/// The paths of `files` that start with `prefix`, by a range of the sorted map (an archive
+/// may hold many files and a manifest many mounts).
+fn under<'f>(
+    files: &'f BTreeMap<String, OutputFile>,
+    prefix: &'f str,
+) -> impl Iterator<Item = &'f str> + 'f {
+    files
+        .range::<str, _>((
+            std::ops::Bound::Included(prefix),
+            std::ops::Bound::Unbounded,
+        ))
+        .map(|(path, _)| path.as_str())
+        .take_while(move |path| path.starts_with(prefix))
+}
+
+/// Adds `file` at `path`, unless the same bytes are there already; a different file, or a
+/// file where a directory is (or the other way round), is an error.
+fn place(
+    files: &mut BTreeMap<String, OutputFile>,
+    path: String,
+    file: OutputFile,
+    archive: SourceFile<'_>,
+) -> Result<(), ImportError> {
+    let conflict = |why: &str| {
+        bad(
+            archive,
+            format!(
+                "the [[package.shared]] source `{}` {why}",
+                graph::short(&path)
+            ),
+        )
+    };
+    if let Some(existing) = files.get(&path) {
+        return if existing.bytes == file.bytes {
+            Ok(())
+        } else {
+            Err(conflict("is also an archived file with other bytes"))
+        };
+    }
+    let as_dir = format!("{path}/");
+    let parent_is_file = path
+        .match_indices('/')
+        .any(|(i, _)| files.contains_key(&path[..i]));
+    if parent_is_file || under(files, &as_dir).next().is_some() {
+        return Err(conflict("is both a file and a directory of the layout"));
+    }
+    files.insert(path, file);
+    Ok(())
 }
 
 fn bad(archive: SourceFile<'_>, reason: impl Into<String>) -> ImportError {

@@ -13,7 +13,7 @@ use serde::de::{MapAccess, Visitor};
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
-use crate::diagnostic::{Code, Diagnostic, Severity, Span};
+use crate::diagnostic::{Code, Diagnostic, Edit, Fix, Severity, Span};
 use crate::files;
 use crate::limits::Limits;
 use crate::model::LocalSkill;
@@ -73,7 +73,7 @@ pub const WRONG_TYPE: Code = Code::new(
 );
 pub const INVALID_NAME: Code = Code::new(
     "skill/invalid-name",
-    Severity::Error,
+    Severity::Warning,
     "`name` is not 1–64 of a–z, 0–9 and `-` without leading, trailing or double hyphens.",
 );
 pub const NAME_MISMATCH: Code = Code::new(
@@ -376,26 +376,16 @@ impl SkillFile<'_> {
         }
     }
 
+    /// A name outside the slug rule is a warning (docs/reference.md §5.1: seed 002's
+    /// `packager.default` registers as written); the name is then compared with the
+    /// directory through the slug it plainly means.
     fn check_name(&mut self, name: &str, span: Span) {
-        if !paths::is_slug(name) {
-            self.report(
-                &INVALID_NAME,
-                span,
-                format!("skill name `{name}` is not valid"),
-            )
-            .help = Some(if paths::is_slug(&self.dir_name) {
-                // The packager skill's `packager.default` in
-                // `packager-default/` (docs/reference.md §5.1): the
-                // directory already holds the slug the name should be.
-                format!(
-                    "{}: `name: {}` (the directory name)",
-                    paths::SLUG_RULE,
-                    self.dir_name
-                )
-            } else {
-                paths::SLUG_RULE.to_owned()
-            });
-        } else if name != self.dir_name {
+        let slug = if paths::is_slug(name) {
+            Some(name.to_owned())
+        } else {
+            self.invalid_name(name, span)
+        };
+        if slug.as_deref().unwrap_or(name) != self.dir_name {
             let dir = self.dir_name.clone();
             self.report(
                 &NAME_MISMATCH,
@@ -404,6 +394,36 @@ impl SkillFile<'_> {
             )
             .help = Some(format!("rename the directory or set `name: {dir}`"));
         }
+    }
+
+    /// Reports `name` as not a slug, with a rename to its plain slug when that is the
+    /// directory's name and the value is written on one line; returns the plain slug.
+    fn invalid_name(&mut self, name: &str, span: Span) -> Option<String> {
+        let slug = paths::plain_slug(name);
+        let fix = slug
+            .as_deref()
+            .filter(|slug| *slug == self.dir_name && is_plain_value(name, span))
+            .map(|slug| {
+                let edit = Edit::new(self.path.clone(), span, slug);
+                Fix::one(format!("rename the skill to `{slug}`"), edit)
+            });
+        let help = if paths::is_slug(&self.dir_name) {
+            format!(
+                "{}: `name: {}` (the directory name)",
+                paths::SLUG_RULE,
+                self.dir_name
+            )
+        } else {
+            paths::SLUG_RULE.to_owned()
+        };
+        let diagnostic = self.report(
+            &INVALID_NAME,
+            span,
+            format!("skill name `{name}` is not valid"),
+        );
+        diagnostic.help = Some(help);
+        diagnostic.fix = fix;
+        slug
     }
 
     fn check_length(&mut self, code: &Code, key: &str, text: &str, max: usize, span: Span) {
@@ -553,6 +573,14 @@ fn first_line(text: &str) -> String {
     }
 }
 
+/// Whether the value at `span` is `name` as a plain or quoted scalar on one line, so that
+/// writing a slug over it is certain (a block scalar or a folded line is left alone).
+fn is_plain_value(name: &str, span: Span) -> bool {
+    let width = span.end_column.saturating_sub(span.column);
+    let chars = u32::try_from(name.chars().count()).unwrap_or(u32::MAX);
+    span.line == span.end_line && (width == chars || width == chars.saturating_add(2))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -597,9 +625,54 @@ mod tests {
         let (_, found) = check("skills/reviewer", text);
         let expected = [
             ("skill/invalid-name".to_owned(), 2, 7),
+            ("skill/name-mismatch".to_owned(), 2, 7),
             ("skill/unknown-field".to_owned(), 3, 1),
             ("skill/missing-field".to_owned(), 1, 1),
         ];
         assert_eq!(found, expected);
+    }
+
+    #[test]
+    fn a_dotted_name_is_a_warning_with_a_rename() {
+        let text = "---\nname: packager.default\ndescription: Packs.\n---\nbody\n";
+        let tree = MemTree::from_files([("skills/packager-default/SKILL.md", text)]);
+        let mut diagnostics = Vec::new();
+        let dir = "skills/packager-default";
+        let skill = read_local_skill(&tree, &Limits::DEFAULT, dir, &mut diagnostics);
+        assert_eq!(skill.map(|s| s.name).as_deref(), Some("packager.default"));
+        let [warning] = diagnostics.as_slice() else {
+            panic!("one warning expected: {diagnostics:?}");
+        };
+        assert_eq!(warning.severity, Severity::Warning);
+        let edits = warning.fix.as_ref().map(|f| f.edits.clone());
+        let expected = Edit::new(
+            "skills/packager-default/SKILL.md",
+            Span::new(2, 7, 2, 23),
+            "packager-default",
+        );
+        assert_eq!(edits, Some(vec![expected]));
+    }
+
+    #[test]
+    fn a_quoted_name_is_renamed_and_a_block_scalar_is_not() {
+        let findings = |text: &str| {
+            let tree = MemTree::from_files([("skills/a-b/SKILL.md", text)]);
+            let mut diagnostics = Vec::new();
+            read_local_skill(&tree, &Limits::DEFAULT, "skills/a-b", &mut diagnostics);
+            diagnostics
+        };
+        let quoted = "---\nname: \"A.B\"\ndescription: x\n---\n";
+        let [warning] = findings(quoted)
+            .try_into()
+            .unwrap_or_else(|d| panic!("{d:?}"));
+        assert_eq!(warning.code, "skill/invalid-name");
+        let fixed = warning
+            .fix
+            .and_then(|f| crate::fix::apply(quoted, &f.edits).ok())
+            .unwrap_or_default();
+        assert!(findings(&fixed).is_empty(), "{fixed}");
+        // `|` keeps the line break, so the name is `A.B\n`: its slug is still `a-b`.
+        let block = findings("---\nname: |\n  A.B\ndescription: x\n---\n");
+        assert!(block.iter().all(|d| d.fix.is_none()), "{block:?}");
     }
 }

@@ -74,6 +74,11 @@ pub enum SkillSnapshot {
         name: Option<String>,
         dir: String,
         sha256: String,
+        /// The frontmatter `metadata` as the skill model keeps it (a nested value as
+        /// compact JSON text); absent when there is none, so skills without it keep
+        /// their snapshot bytes.
+        #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+        metadata: BTreeMap<String, String>,
     },
     Catalogue {
         name: String,
@@ -245,6 +250,10 @@ fn skill_snapshot(
                 name: skill.as_ref().map(|s| s.name.clone()),
                 dir: dir.clone(),
                 sha256: skill_sha256(hash, dir, files)?,
+                metadata: skill
+                    .as_ref()
+                    .map(|s| s.metadata.clone())
+                    .unwrap_or_default(),
             }
         }
         SkillRef::Catalogue { name, version } => SkillSnapshot::Catalogue {

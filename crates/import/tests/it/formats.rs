@@ -98,3 +98,34 @@ fn credentials_are_never_echoed() {
         }
     }
 }
+
+/// A Flowise agentflow's user messages (docs/import.md): one with text besides its
+/// variables is a skill of its agent, or the brief of an agent with no instructions;
+/// one of variables only (`{{ question }}`) is the run's input and writes nothing.
+#[test]
+fn flowise_user_messages_with_text_are_kept() {
+    let imported = import_file(
+        Format::Flowise,
+        "flowise/agentflow-user-messages.json",
+        &options(true, None),
+    );
+    let text = |path: &str| String::from_utf8_lossy(&imported.files[path].bytes).into_owned();
+    let supervisor = text("agents/supervisor/skills/user-message-of-supervisor/SKILL.md");
+    assert!(supervisor.contains("Given the conversation above, who should act next?"));
+    let answer = text("agents/generate-final-answer/brief/README.md");
+    assert!(answer.contains("Given the above conversations, generate a detail solution"));
+    let title_files: Vec<&String> = imported
+        .files
+        .keys()
+        .filter(|p| p.starts_with("agents/title/") || p.starts_with("agents/software-engineer/"))
+        .collect();
+    assert_eq!(
+        title_files,
+        [
+            "agents/software-engineer/astrolift.toml",
+            "agents/software-engineer/brief/README.md",
+            "agents/title/astrolift.toml",
+            "agents/title/brief/README.md",
+        ]
+    );
+}

@@ -13,6 +13,14 @@ use crate::support::{IMAGE, options};
 
 /// Validates `tree` and packages its one agent: (archive, snapshot JSON, digest).
 fn package_one(tree: &dyn astrolift_package::PayloadTree) -> (Vec<u8>, Vec<u8>, String) {
+    package_named(tree, None)
+}
+
+/// Validates `tree` and packages the agent `name` (its one agent when `None`).
+fn package_named(
+    tree: &dyn astrolift_package::PayloadTree,
+    name: Option<&str>,
+) -> (Vec<u8>, Vec<u8>, String) {
     let validation = validate_repository(tree, &ValidateOptions::default());
     let errors: Vec<_> = validation
         .diagnostics
@@ -20,9 +28,16 @@ fn package_one(tree: &dyn astrolift_package::PayloadTree) -> (Vec<u8>, Vec<u8>, 
         .filter(|d| d.is_error())
         .collect();
     assert!(errors.is_empty(), "{errors:?}");
-    assert_eq!(validation.agents.len(), 1);
+    let agent = match name {
+        Some(name) => validation.agents.iter().find(|a| a.name == name),
+        None => {
+            assert_eq!(validation.agents.len(), 1);
+            validation.agents.first()
+        }
+    };
+    let agent = agent.unwrap_or_else(|| panic!("no agent {name:?}"));
     let mut archive = Vec::new();
-    let packaged = package_agent(&validation.agents[0], tree, &Limits::DEFAULT, &mut archive)
+    let packaged = package_agent(agent, tree, &Limits::DEFAULT, &mut archive)
         .unwrap_or_else(|d| panic!("{d:?}"));
     (
         archive,
@@ -48,7 +63,16 @@ fn import_archive(archive: &[u8], snapshot: Option<&[u8]>) -> Imported {
 }
 
 fn round_trip(tree: &dyn astrolift_package::PayloadTree) -> Vec<Imported> {
-    let (archive, snapshot, digest) = package_one(tree);
+    round_trip_named(tree, None)
+}
+
+/// Packages the agent `name` of `tree`, imports the archive with and without its
+/// snapshot, and packages each import again: the same digest.
+fn round_trip_named(
+    tree: &dyn astrolift_package::PayloadTree,
+    name: Option<&str>,
+) -> Vec<Imported> {
+    let (archive, snapshot, digest) = package_named(tree, name);
     let mut imports = Vec::new();
     for snapshot in [Some(snapshot.as_slice()), None] {
         let imported = import_archive(&archive, snapshot);
@@ -71,6 +95,111 @@ fn the_single_agent_example_round_trips() {
         imports[0].gaps
     );
     assert_eq!(imports[0].agents, ["pr-reviewer"]);
+}
+
+fn example(name: &str) -> DirTree {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    DirTree::open(root.join(name), 10_000).expect("example")
+}
+
+/// Every agent of every example: package, import, package gives the digest again. The
+/// monorepo's reporter mounts `shared/schemas/finding.json` at `schemas/finding.json`
+/// (`[[package.shared]]`): the import puts it back at its source path, and only there.
+#[test]
+fn every_example_agent_round_trips() {
+    for (name, agents) in [
+        ("single-agent", &["pr-reviewer"][..]),
+        ("monorepo", &["emr-triage", "weekly-reporter"][..]),
+    ] {
+        let tree = example(name);
+        for agent in agents {
+            round_trip_named(&tree, Some(agent));
+        }
+    }
+    let imports = round_trip_named(&example("monorepo"), Some("weekly-reporter"));
+    let schema = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/monorepo/shared/schemas/finding.json"),
+    )
+    .expect("the example's schema");
+    let reporter = &imports[0];
+    assert_eq!(
+        reporter
+            .files
+            .get("shared/schemas/finding.json")
+            .map(|f| &f.bytes),
+        Some(&schema)
+    );
+    assert!(!reporter.files.contains_key("schemas/finding.json"));
+    assert!(reporter.gaps.is_empty(), "{:?}", reporter.gaps);
+}
+
+/// A directory mount comes back as the directory, file by file; a mount whose source the
+/// package also includes (the same file twice) is one file at the source.
+#[test]
+fn shared_directories_and_included_sources_round_trip() {
+    let mut tree = MemTree::new();
+    tree.insert(
+        "astrolift.toml",
+        format!("astrolift_version = 1\nname = \"mounts\"\n\n[[workloads]]\nname = \"mounts\"\nkind = \"agent\"\n\n  [[workloads.containers]]\n  name = \"agent\"\n  is_primary = true\n  image_ref = \"{IMAGE}\"\n\n[package]\ninclude = [\"astrolift.toml\", \"notes/**\"]\nexecutables = [\"tools/**\"]\n\n[[package.shared]]\nsource = \"lib/tools\"\nmount = \"tools\"\n\n[[package.shared]]\nsource = \"notes/a.md\"\nmount = \"copy/a.md\"\n"),
+        false,
+    );
+    tree.insert("lib/tools/run.sh", "#!/bin/sh\n", false);
+    tree.insert("lib/tools/deep/x.txt", "x\n", false);
+    tree.insert("notes/a.md", "a\n", false);
+    let imports = round_trip(&tree);
+    let paths: Vec<&String> = imports[0].files.keys().collect();
+    assert_eq!(
+        paths,
+        [
+            "astrolift.toml",
+            "lib/tools/deep/x.txt",
+            "lib/tools/run.sh",
+            "notes/a.md"
+        ]
+    );
+}
+
+/// A root manifest whose shared source is also an archived file with other bytes cannot
+/// be put back: an error, and nothing is written.
+#[test]
+fn a_shared_source_that_clashes_with_an_archived_file_is_refused() {
+    let manifest = "astrolift_version = 1\nname = \"clash\"\n\n[[package.shared]]\nsource = \"data.json\"\nmount = \"m/data.json\"\n";
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::default(),
+    ));
+    for (path, bytes) in [
+        ("astrolift.toml", manifest.as_bytes()),
+        ("data.json", b"{}".as_slice()),
+        ("m/data.json", b"[]".as_slice()),
+    ] {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder
+            .append_data(&mut header, path, bytes)
+            .expect("an entry");
+    }
+    let archive = builder
+        .into_inner()
+        .and_then(|gz| gz.finish())
+        .expect("an archive");
+    let source = Source::Package {
+        archive: SourceFile {
+            path: "clash.tar.gz",
+            bytes: &archive,
+        },
+        snapshot: None,
+    };
+    let error = import(Format::AstroliftPackage, source, &options(true, None)).expect_err("clash");
+    assert!(
+        error
+            .to_string()
+            .contains("`data.json` is also an archived file"),
+        "{error}"
+    );
 }
 
 fn rooted_agent() -> MemTree {

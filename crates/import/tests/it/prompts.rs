@@ -35,9 +35,40 @@ fn push(out: &mut Vec<String>, text: Option<&Value>) {
     }
 }
 
+/// A Flowise agentflow user message (`agentUserMessage`, `llmUserMessage`,
+/// `conditionAgentInput`) whose text, without tags and `{{ … }}`, is not blank.
+fn user_message(key: &str, value: &Value) -> bool {
+    let Some(text) = value.as_str() else {
+        return false;
+    };
+    let key = key.to_ascii_lowercase();
+    if !key.ends_with("usermessage") && key != "conditionagentinput" {
+        return false;
+    }
+    let mut plain = String::new();
+    let mut in_tag = false;
+    for c in text.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => plain.push(c),
+            _ => {}
+        }
+    }
+    let without_variables: String = plain
+        .split("{{")
+        .enumerate()
+        .map(|(i, part)| match part.split_once("}}") {
+            Some((_, after)) if i > 0 => after,
+            _ => part,
+        })
+        .collect();
+    !without_variables.replace("&nbsp;", " ").trim().is_empty()
+}
+
 fn collect(value: &Value, key: &str, out: &mut Vec<String>) {
     match value {
-        Value::String(_) if prompt_like(key) => push(out, Some(value)),
+        Value::String(_) if prompt_like(key) || user_message(key, value) => push(out, Some(value)),
         Value::Object(map) => {
             // A Langflow template field: {type, value, ...} under its name.
             if prompt_like(key) && map.get("type").and_then(Value::as_str) != Some("code") {

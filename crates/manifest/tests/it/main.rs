@@ -9,6 +9,7 @@ mod props;
 mod remote_skills;
 mod rules;
 mod scale;
+mod seeds;
 mod support;
 mod workflows;
 

@@ -205,3 +205,41 @@ fn resolved_remote_skills_are_pinned_and_unresolved_ones_unchanged() {
     assert_eq!(value["skills"][2]["sha256"], sha256);
     assert!(value["skills"][1].get("commit").is_none(), "not resolved");
 }
+
+/// Seed 002's own skill (the manifest crate's fixture, verbatim) packages with its
+/// `metadata` in its snapshot entry as the skill model keeps it; a skill without
+/// `metadata` has no such key (the `snapshot_json` snapshot above did not move).
+#[test]
+fn seed_002_skill_keeps_its_metadata_in_the_snapshot() {
+    use astrolift_manifest::{DirTree, ValidateOptions, validate_repository};
+    let dir = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../manifest/tests/fixtures/skill-seed-002"
+    ));
+    let tree = DirTree::open(dir, 1000).expect("fixture");
+    let validation = validate_repository(&tree, &ValidateOptions::default());
+    assert!(!validation.has_errors(), "{:#?}", validation.diagnostics);
+    let [agent] = validation.agents.as_slice() else {
+        panic!("one agent expected");
+    };
+    let packaged =
+        astrolift_package::package_agent(agent, &tree, &Limits::DEFAULT, std::io::sink())
+            .unwrap_or_else(|d| panic!("{d:#?}"));
+    let value = serde_json::to_value(&packaged.snapshot).expect("value");
+    let skill = &value["skills"][0];
+    assert_eq!(skill["name"], "packager.default");
+    let autonoetic = skill["metadata"]["autonoetic"].as_str().unwrap_or_default();
+    let written: serde_json::Value = serde_json::from_str(autonoetic).expect("JSON text");
+    assert_eq!(written["agent"]["id"], "packager.default");
+    assert_eq!(written["llm_overrides"]["temperature"], 0.1);
+    let plain = serde_json::to_value(snapshot_of_jira()).expect("value");
+    assert!(plain["skills"][0].get("metadata").is_none(), "{plain}");
+}
+
+fn snapshot_of_jira() -> astrolift_package::snapshot::Snapshot {
+    let tree = tree();
+    let agent = agent();
+    let slice = astrolift_package::slice(&agent, &tree, &Limits::DEFAULT).expect("slice");
+    let output = write_archive(&slice, &tree, std::io::sink()).expect("archive");
+    snapshot(&agent, &slice, &tree, &output).expect("snapshot")
+}
