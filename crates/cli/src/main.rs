@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod cmd;
+mod output;
 
 use std::process::ExitCode;
 
@@ -180,6 +181,10 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(args),
     };
     let code = result.unwrap_or_else(|error| {
+        if output::stdout_closed() {
+            // The reader has all it wanted (`astrolift … | head`): not a failure.
+            return ExitCode::SUCCESS;
+        }
         eprintln!("error: {error:#}");
         cmd::EXIT_FAILURE.into()
     });

@@ -17,6 +17,7 @@ mod hostile;
 mod import;
 mod inline;
 mod killed;
+mod pipes;
 mod push_bench;
 mod registry;
 mod remote_skills;

@@ -1,0 +1,60 @@
+//! What a reader of stdout and stderr sees besides the output (docs/reference.md §3): a
+//! closed pipe ends a command quietly with status 0.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn monorepo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/monorepo")
+}
+
+/// Runs `astrolift` in `dir` with stdout a pipe whose reader closed before it started:
+/// its first write meets a broken pipe. Gives the status and stderr.
+fn into_closed_pipe(args: &[&str], dir: &Path) -> (Option<i32>, String) {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let output = Command::new(env!("CARGO_BIN_EXE_astrolift"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .env_remove("RUST_LOG")
+        .env_remove("ASTROLIFT_STATE")
+        .env_remove("ASTROLIFT_BLOBS")
+        .output()
+        .expect("the astrolift binary runs");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.code(), stderr)
+}
+
+#[test]
+fn a_closed_pipe_ends_every_kind_of_output_quietly_with_status_0() {
+    let repo = monorepo();
+    let repo = repo.to_str().expect("utf-8");
+    let state = tempfile::tempdir().expect("temp dir");
+    let cases: [&[&str]; 6] = [
+        &["validate", repo],
+        &["validate", repo, "--format", "json"],
+        &["validate", repo, "--format", "sarif"],
+        &["triggers", "list"],
+        &["triggers", "list", "--format", "json"],
+        &["assemble", "config/triage/config.toml", "--root", repo],
+    ];
+    for args in cases {
+        let (code, stderr) = into_closed_pipe(args, state.path());
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+        // `validate` and `assemble` print their warnings there; nothing else may be.
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("error"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_closed_pipe_says_nothing_on_stderr() {
+    let state = tempfile::tempdir().expect("temp dir");
+    let (code, stderr) = into_closed_pipe(&["triggers", "list"], state.path());
+    assert_eq!(code, Some(0));
+    assert_eq!(stderr, "");
+}
