@@ -216,7 +216,8 @@ fn report_peak_memory() {
     }
 }
 
-/// Logs go to stderr, filtered by `RUST_LOG` (default `warn`).
+/// Logs go to stderr, filtered by `RUST_LOG` (default `warn`), coloured by the rule of
+/// the diagnostics (`astrolift_cli::colour`).
 fn init_tracing() {
     let filter = EnvFilter::builder()
         .with_default_directive(LevelFilter::WARN.into())
@@ -224,6 +225,7 @@ fn init_tracing() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(astrolift_cli::colour::stderr())
         .init();
 }
 

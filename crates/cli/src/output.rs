@@ -44,10 +44,18 @@ pub fn buffered() -> BufWriter<Stdout<StdoutLock<'static>>> {
     BufWriter::new(stdout())
 }
 
-/// Standard output, buffered, with ANSI styles kept only on a terminal (`anstream`
-/// decides). Flush it.
+/// Standard output, buffered, with ANSI styles kept only where
+/// [`astrolift_cli::colour::stdout`] allows them. Flush it.
 pub fn styled() -> BufWriter<Stdout<anstream::AutoStream<StdoutLock<'static>>>> {
-    BufWriter::new(Stdout(anstream::AutoStream::auto(io::stdout().lock())))
+    let choice = if astrolift_cli::colour::stdout() {
+        anstream::ColorChoice::Always
+    } else {
+        anstream::ColorChoice::Never
+    };
+    BufWriter::new(Stdout(anstream::AutoStream::new(
+        io::stdout().lock(),
+        choice,
+    )))
 }
 
 /// Writes `args` and a line break to standard output.

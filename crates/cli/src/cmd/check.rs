@@ -78,7 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             out.flush()?;
         }
         CheckFormat::Human => {
-            // anstream drops the colours unless stdout is a terminal.
+            // Coloured only where `astrolift_cli::colour` allows.
             let mut out = crate::output::styled();
             write_human(&report, &tree, &mut out)?;
             out.flush()?;

@@ -174,9 +174,8 @@ async fn remote_skills(
     Ok(found)
 }
 
-/// Human output goes through `anstream`, which drops colours unless stdout
-/// is a terminal (and honours `NO_COLOR` / `CLICOLOR_FORCE`); the machine
-/// formats are written as they are, buffered.
+/// Human output keeps its colours only where `astrolift_cli::colour` allows them;
+/// the machine formats are written as they are. Both are buffered.
 fn write_report(format: Format, report: &Report<'_>, tree: &DirTree) -> std::io::Result<()> {
     let mut out: Box<dyn Write> = match format {
         Format::Human => Box::new(crate::output::styled()),

@@ -1,8 +1,10 @@
 //! What a reader of stdout and stderr sees besides the output (docs/reference.md §3): a
-//! closed pipe ends a command quietly with status 0.
+//! closed pipe ends a command quietly with status 0, and colour is only for a terminal.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+use crate::support::{fixture, run_of};
 
 fn monorepo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/monorepo")
@@ -57,4 +59,37 @@ fn a_closed_pipe_says_nothing_on_stderr() {
     let (code, stderr) = into_closed_pipe(&["triggers", "list"], state.path());
     assert_eq!(code, Some(0));
     assert_eq!(stderr, "");
+}
+
+/// `validate` of the fixture with errors, its debug log lines on, with `env` set.
+fn validate_logged(env: &[(&str, &str)]) -> crate::support::Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_astrolift"));
+    command
+        .arg("validate")
+        .arg(fixture("errors"))
+        .env("RUST_LOG", "debug")
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    run_of(command.output().expect("the astrolift binary runs"))
+}
+
+#[test]
+fn log_lines_on_a_file_or_pipe_are_not_coloured() {
+    let run = validate_logged(&[]);
+    assert!(run.stderr.contains("DEBUG"), "{}", run.stderr);
+    assert!(!run.stderr.contains('\u{1b}'), "{}", run.stderr);
+    assert!(!run.stdout.contains('\u{1b}'), "{}", run.stdout);
+}
+
+#[test]
+fn no_color_wins_over_clicolor_force_for_diagnostics_and_log_lines() {
+    let forced = validate_logged(&[("CLICOLOR_FORCE", "1")]);
+    assert!(forced.stdout.contains('\u{1b}'), "{}", forced.stdout);
+    assert!(forced.stderr.contains('\u{1b}'), "{}", forced.stderr);
+    let off = validate_logged(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]);
+    assert!(!off.stdout.contains('\u{1b}'), "{}", off.stdout);
+    assert!(!off.stderr.contains('\u{1b}'), "{}", off.stderr);
 }
