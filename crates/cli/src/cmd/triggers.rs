@@ -334,9 +334,8 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
         // The `env` resolver is single-tenant: no project scopes its secrets.
         match verify_request(&verify, &headers, &body, &secrets, "").await {
             Ok(_) => outln!("verification: ok")?,
-            Err(error) if error.status() == 500 => {
-                bail!("cannot verify: {error}");
-            }
+            // Its message says already that it cannot verify (`TriggerError::Secret`).
+            Err(error) if error.status() == 500 => bail!("{error}"),
             Err(error) => {
                 outln!("verification: failed ({error})")?;
                 return Ok(ExitCode::from(EXIT_FINDINGS));
