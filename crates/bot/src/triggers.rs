@@ -52,7 +52,7 @@ pub async fn service_from_env(
         Some(github) => Arc::from(resolver_with_github(github).await?),
         None => Arc::from(resolver_from_env().await?),
     };
-    let queue = dispatch_queue_from_env(&state, Some(environment.aws_config().await)).await?;
+    let queue = dispatch_queue_from_env(&state, Some(environment)).await?;
     let urls = UrlOptions::from_env().map_err(TriggerSetupError::Config)?;
     let content = BlobContent::new(blobs, urls, Limits::DEFAULT);
     Ok(TriggerService::new(state, secrets, queue, Limits::DEFAULT)
@@ -99,11 +99,13 @@ pub fn callback_base_from_env() -> Option<String> {
 /// the one inside a `sqlite:` state store ([`StateOutbox`]: a dispatch and
 /// its message are one transaction), or the file `ASTROLIFT_OUTBOX` names
 /// (or `.astrolift/outbox.db` with a state store that keeps none). `aws`: the
-/// SDK configuration to reuse (loaded from the environment when `None`). The
-/// one choice `serve`, the functions and `astrolift dispatch` share.
+/// environment whose SDK configuration to reuse (loaded from the environment when
+/// `None`); either is loaded only for the queue, so a start on local stores reads no
+/// AWS configuration. The one choice `serve`, the functions and `astrolift dispatch`
+/// share.
 pub async fn dispatch_queue_from_env(
     state: &Arc<dyn StateStore>,
-    aws: Option<&aws_config::SdkConfig>,
+    aws: Option<&Environment>,
 ) -> Result<Arc<dyn DispatchQueue>, TriggerSetupError> {
     let location = StateLocation::parse(&state.location())
         .map_err(|error| TriggerSetupError::Config(error.to_string()))?;
@@ -113,7 +115,7 @@ pub async fn dispatch_queue_from_env(
     match std::env::var("ASTROLIFT_DISPATCH_QUEUE_URL") {
         Ok(url) if !url.trim().is_empty() => {
             let client = match aws {
-                Some(config) => aws_sdk_sqs::Client::new(config),
+                Some(environment) => aws_sdk_sqs::Client::new(environment.aws_config().await),
                 None => aws_sdk_sqs::Client::new(&aws_config::load_from_env().await),
             };
             let queue = SqsDispatchQueue::new(client, url);

@@ -93,3 +93,22 @@ fn no_color_wins_over_clicolor_force_for_diagnostics_and_log_lines() {
     assert!(!off.stdout.contains('\u{1b}'), "{}", off.stdout);
     assert!(!off.stderr.contains('\u{1b}'), "{}", off.stderr);
 }
+
+/// No AWS store, queue or secret is configured: the AWS SDK's configuration is never
+/// loaded, so its region lookup logs nothing (it used to warn twice at every start).
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_on_local_stores_reads_no_aws_configuration() {
+    use crate::serve_process::{ServeProcess, ServeSetup, fake_github_with};
+    let github = fake_github_with(&[]).await;
+    let setup = ServeSetup {
+        secret: "local-stores-secret",
+        env: Vec::new(),
+        register: false,
+    };
+    let mut server = ServeProcess::start(&github, setup);
+    assert_eq!(server.healthz().await, 200);
+    let output = server.stop();
+    assert!(output.contains("listening"), "{output}");
+    assert!(!output.contains("aws_config"), "{output}");
+    assert!(!output.contains("WARN"), "{output}");
+}
