@@ -50,8 +50,11 @@ fn hint(error: &anyhow::Error) -> Option<String> {
             store_hint(store)
         } else if let Some(github) = cause.downcast_ref::<GitHubError>() {
             github_hint(github)
+        } else if let Some(io) = cause.downcast_ref::<io::Error>() {
+            io_hint(io)
         } else {
-            cause.downcast_ref::<io::Error>().and_then(io_hint)
+            // Another AWS service's error (a queue, a secret), in the store's words.
+            AwsCause::in_message(&cause.to_string()).map(aws_hint)
         }
     })
 }

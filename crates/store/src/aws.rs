@@ -108,50 +108,94 @@ impl AwsCause {
     }
 }
 
-/// Maps an SDK error to a [`StoreError`] of one short line: the service, the operation,
-/// the cause in words ([`AwsCause`]) and the service's code and message or the innermost
-/// cause. Never the request (which holds the signature), nor the SDK's debug dump, which
-/// is logged at `debug` level.
+/// Maps an SDK error to a [`StoreError`] of one short line ([`describe_sdk_error`]'s):
+/// retryable codes and calls the service never answered are
+/// [`StoreError::Unavailable`], a request that could not be built
+/// [`StoreError::Invalid`], other answers [`StoreError::Backend`].
 pub(crate) fn map_sdk_error<E, R>(service: &str, operation: &str, err: SdkError<E, R>) -> StoreError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     R: std::fmt::Debug + 'static,
 {
-    tracing::debug!(service, operation, error = %DisplayErrorContext(&err), "AWS call failed");
+    log_sdk_error(service, operation, &err);
     let operation = format!("{service} {operation}");
     if let SdkError::ServiceError(service) = &err {
-        return service_error(operation, service.err());
+        let (code, message) = service_message(service.err());
+        return if RETRYABLE_CODES.contains(&code) {
+            StoreError::Unavailable(format!("{operation}: {message}"))
+        } else {
+            StoreError::Backend { operation, message }
+        };
     }
-    let cause = unanswered_cause(&err);
-    // Which providers were tried, or where the region may come from, is the debug log's.
-    let message = match cause {
-        Some(cause @ (AwsCause::NoCredentials | AwsCause::NoRegion)) => {
-            format!("{operation}: {}", cause.words())
-        }
-        Some(cause) => format!("{operation}: {}: {}", cause.words(), innermost(&err)),
-        None => format!("{operation}: {}", innermost(&err)),
-    };
+    let (cause, message) = unanswered_message(&operation, &err);
     match err {
         SdkError::ConstructionFailure(_) if cause.is_none() => StoreError::Invalid(message),
         _ => StoreError::Unavailable(message),
     }
 }
 
-/// An answer of the service: retryable codes are [`StoreError::Unavailable`].
-fn service_error<E: ProvideErrorMetadata>(operation: String, inner: &E) -> StoreError {
-    let code = inner.code().unwrap_or("Unknown");
-    let mut message = format!("{code}: {}", inner.message().unwrap_or("no message"));
-    if DENIED_CODES.contains(&code) {
-        message = format!("{}: {message}", AwsCause::AccessDenied.words());
-    }
-    if RETRYABLE_CODES.contains(&code) {
-        if code.contains("Throttl") || code.contains("Exceeded") || code == "SlowDown" {
-            message = format!("{}: {message}", AwsCause::Throttled.words());
+/// One short line for an SDK error of any AWS service: the service, the operation, the
+/// cause in words ([`AwsCause`]) and the service's code and message or the innermost
+/// cause. Never the request (which holds the signature), nor the SDK's debug dump, which
+/// is logged at `debug` level.
+pub fn describe_sdk_error<E, R>(service: &str, operation: &str, err: &SdkError<E, R>) -> String
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug + 'static,
+{
+    log_sdk_error(service, operation, err);
+    let operation = format!("{service} {operation}");
+    match err {
+        SdkError::ServiceError(service) => {
+            format!("{operation} failed: {}", service_message(service.err()).1)
         }
-        StoreError::Unavailable(format!("{operation}: {message}"))
-    } else {
-        StoreError::Backend { operation, message }
+        _ => unanswered_message(&operation, err).1,
     }
+}
+
+fn log_sdk_error<E, R>(service: &str, operation: &str, err: &SdkError<E, R>)
+where
+    E: std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    tracing::debug!(service, operation, error = %DisplayErrorContext(err), "AWS call failed");
+}
+
+/// A service's answer: its code, and `code: message` with the cause in words first when
+/// the code says the credentials were refused or the request throttled.
+fn service_message<E: ProvideErrorMetadata>(inner: &E) -> (&str, String) {
+    let code = inner.code().unwrap_or("Unknown");
+    let message = format!("{code}: {}", inner.message().unwrap_or("no message"));
+    let throttled = code.contains("Throttl") || code.contains("Exceeded") || code == "SlowDown";
+    let cause = if DENIED_CODES.contains(&code) {
+        Some(AwsCause::AccessDenied)
+    } else if throttled && RETRYABLE_CODES.contains(&code) {
+        Some(AwsCause::Throttled)
+    } else {
+        None
+    };
+    match cause {
+        Some(cause) => (code, format!("{}: {message}", cause.words())),
+        None => (code, message),
+    }
+}
+
+/// A call the service never answered: its cause, when known, and its line.
+fn unanswered_message<E, R>(operation: &str, err: &SdkError<E, R>) -> (Option<AwsCause>, String)
+where
+    E: std::error::Error + 'static,
+    R: std::fmt::Debug + 'static,
+{
+    let cause = unanswered_cause(err);
+    // Which providers were tried, or where the region may come from, is the debug log's.
+    let message = match cause {
+        Some(cause @ (AwsCause::NoCredentials | AwsCause::NoRegion)) => {
+            format!("{operation}: {}", cause.words())
+        }
+        Some(cause) => format!("{operation}: {}: {}", cause.words(), innermost(err)),
+        None => format!("{operation}: {}", innermost(err)),
+    };
+    (cause, message)
 }
 
 /// Why a call the service never answered failed, where the SDK's error says.

@@ -57,16 +57,22 @@ fn closed_endpoint() -> String {
     format!("http://{address}")
 }
 
-fn assert_short(run: &Run, words: &str, hint: &str) {
+/// A failure in two lines, `error:` and `hint:`, without the SDK's dump.
+fn assert_two_lines(run: &Run) {
     assert_eq!(run.code, 2, "{}", run.stderr);
     let lines: Vec<&str> = run.stderr.lines().collect();
     assert_eq!(lines.len(), 2, "{}", run.stderr);
     assert!(lines[0].starts_with("error: "), "{}", run.stderr);
-    assert!(lines[0].contains("DynamoDB Query"), "{}", run.stderr);
-    assert!(lines[0].contains(words), "{}", run.stderr);
     assert!(lines[1].starts_with("hint: "), "{}", run.stderr);
-    assert!(lines[1].contains(hint), "{}", run.stderr);
     assert!(!run.stderr.contains("DispatchFailure"), "{}", run.stderr);
+}
+
+fn assert_short(run: &Run, words: &str, hint: &str) {
+    assert_two_lines(run);
+    assert!(run.stderr.contains("DynamoDB Query: "), "{}", run.stderr);
+    assert!(run.stderr.contains(words), "{}", run.stderr);
+    let hint_line = run.stderr.lines().nth(1).unwrap_or_default();
+    assert!(hint_line.contains(hint), "{}", run.stderr);
 }
 
 #[test]
@@ -154,9 +160,47 @@ fn an_unreachable_github_is_said_once_with_a_hint() {
         .output()
         .expect("the astrolift binary runs");
     let run = run_of(output);
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert_eq!(run.stderr.lines().count(), 2, "{}", run.stderr);
+    assert_two_lines(&run);
     assert!(run.stderr.contains("cannot reach GitHub"), "{}", run.stderr);
     assert_eq!(run.stderr.matches("(Connect)").count(), 1, "{}", run.stderr);
-    assert!(run.stderr.contains("hint: "), "{}", run.stderr);
+}
+
+#[test]
+fn an_unreachable_dispatch_queue_is_two_lines_with_a_hint() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let state = format!("--state=sqlite:{}", dir.path().join("state.db").display());
+    let blobs = format!("--blobs=file:{}", dir.path().join("blobs").display());
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/monorepo");
+    crate::support::define_triage_env_spec("local", "local/monorepo", &[&state]);
+    let check = crate::support::astrolift([
+        "check".as_ref(),
+        "--apply".as_ref(),
+        repo.as_os_str(),
+        state.as_ref(),
+        blobs.as_ref(),
+    ]);
+    assert_eq!(check.code, 0, "{}", check.stderr);
+    let endpoint = closed_endpoint();
+    let output = Command::new(env!("CARGO_BIN_EXE_astrolift"))
+        .args(["dispatch", "emr-triage", "--input", r#"{"mode":"triage"}"#])
+        .args([&state, &blobs])
+        .env(
+            "ASTROLIFT_DISPATCH_QUEUE_URL",
+            format!("{endpoint}/000000000000/q"),
+        )
+        .env("AWS_ENDPOINT_URL", &endpoint)
+        .env("AWS_REGION", "eu-west-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_MAX_ATTEMPTS", "1")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the astrolift binary runs");
+    let run = run_of(output);
+    assert_two_lines(&run);
+    let expected = "SQS SendMessage: cannot connect to AWS";
+    assert!(run.stderr.contains(expected), "{}", run.stderr);
+    let shown = format!("AWS_ENDPOINT_URL is {endpoint}");
+    assert!(run.stderr.contains(&shown), "{}", run.stderr);
 }
