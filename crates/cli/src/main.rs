@@ -5,6 +5,8 @@
 //! returns the process exit code (docs/reference.md §3: 0 ok, 1 findings with
 //! errors, 2 usage or I/O failure).
 #![forbid(unsafe_code)]
+// Stdout is written through `output` only, so a closed pipe ends quietly (docs/reference.md §3).
+#![deny(clippy::print_stdout)]
 
 mod cmd;
 mod error_summary;
