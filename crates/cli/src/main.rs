@@ -5,8 +5,12 @@
 //! returns the process exit code (docs/reference.md §3: 0 ok, 1 findings with
 //! errors, 2 usage or I/O failure).
 #![forbid(unsafe_code)]
+// Stdout is written through `output` only, so a closed pipe ends quietly (docs/reference.md §3).
+#![deny(clippy::print_stdout)]
 
 mod cmd;
+mod error_summary;
+mod output;
 
 use std::process::ExitCode;
 
@@ -18,6 +22,10 @@ use tracing_subscriber::filter::LevelFilter;
 #[derive(Debug, Parser)]
 #[command(name = "astrolift", version, about, propagate_version = true)]
 struct Cli {
+    /// On failure, print the error's full chain; outside `serve`, also log at debug level.
+    #[arg(long, global = true)]
+    verbose: bool,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -135,10 +143,11 @@ fn main() -> ExitCode {
     astrolift_jq::sandbox::init();
     // Usage errors exit 2 (clap's default); --help and --version exit 0.
     let cli = Cli::parse();
+    let verbose = cli.verbose || std::env::var_os("RUST_LOG").is_some_and(|v| !v.is_empty());
     match cli.command {
         // A server logs its requests: info by default, JSON on request.
         Command::Serve(_) => astrolift_bot::telemetry::init_logging(),
-        _ => init_tracing(),
+        _ => init_tracing(cli.verbose),
     }
     let result = match cli.command {
         Command::Validate(args) => cmd::validate::run(args),
@@ -180,7 +189,13 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(args),
     };
     let code = result.unwrap_or_else(|error| {
-        eprintln!("error: {error:#}");
+        if output::stdout_closed() {
+            // The reader has all it wanted (`astrolift … | head`): not a failure.
+            return ExitCode::SUCCESS;
+        }
+        for line in error_summary::lines(&error, verbose) {
+            eprintln!("{line}");
+        }
         cmd::EXIT_FAILURE.into()
     });
     report_peak_memory();
@@ -211,14 +226,20 @@ fn report_peak_memory() {
     }
 }
 
-/// Logs go to stderr, filtered by `RUST_LOG` (default `warn`).
-fn init_tracing() {
-    let filter = EnvFilter::builder()
-        .with_default_directive(LevelFilter::WARN.into())
-        .from_env_lossy();
+/// Logs go to stderr, filtered by `RUST_LOG` (default `warn`; with `--verbose`, `debug`
+/// for our own crates), coloured by the rule of the diagnostics (`astrolift_cli::colour`).
+fn init_tracing(verbose: bool) {
+    let builder = EnvFilter::builder().with_default_directive(LevelFilter::WARN.into());
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(directives) if !directives.is_empty() => builder.parse_lossy(directives),
+        // Every crate of ours is `astrolift` or `astrolift_*`: a prefix of their targets.
+        _ if verbose => builder.parse_lossy("warn,astrolift=debug"),
+        _ => builder.parse_lossy(""),
+    };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(astrolift_cli::colour::stderr())
         .init();
 }
 

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use astrolift_store::state::{
     Agent, Dispatch, DispatchOutcome, DispatchStatus, ReportTarget, UnixSeconds,
 };
-use astrolift_store::{BoxFuture, StateStore, StoreError};
+use astrolift_store::{BoxFuture, StateStore, StoreError, describe_sdk_error};
 use serde_json::Value;
 
 use crate::message::{DispatchContent, EnvSpecRef, MessageParts, Source, build_message};
@@ -423,9 +423,7 @@ impl SqsDispatchQueue {
             .queue_name(name)
             .send()
             .await
-            .map_err(|e| {
-                DispatchError::Queue(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
-            })?;
+            .map_err(|e| DispatchError::Queue(describe_sdk_error("SQS", "CreateQueue", &e)))?;
         let url = output
             .queue_url
             .ok_or_else(|| DispatchError::Queue(format!("no URL for the queue {name}")))?;
@@ -449,9 +447,7 @@ impl SqsDispatchQueue {
             .wait_time_seconds(wait_seconds)
             .send()
             .await
-            .map_err(|e| {
-                DispatchError::Queue(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
-            })?;
+            .map_err(|e| DispatchError::Queue(describe_sdk_error("SQS", "ReceiveMessage", &e)))?;
         output
             .messages()
             .iter()
@@ -482,9 +478,7 @@ impl DispatchQueue for SqsDispatchQueue {
                 .message_body(body)
                 .send()
                 .await
-                .map_err(|e| {
-                    DispatchError::Queue(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
-                })?;
+                .map_err(|e| DispatchError::Queue(describe_sdk_error("SQS", "SendMessage", &e)))?;
             Ok(())
         })
     }

@@ -55,6 +55,7 @@ pub mod state;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use aws::{AwsCause, describe_sdk_error};
 pub use blob::{
     BlobBody, BlobKey, BlobOptions, BlobStats, BlobStore, FsBlobStore, PutOutcome, S3BlobStore,
     blob_store_from_url, blob_store_from_url_with, open_blob_store,

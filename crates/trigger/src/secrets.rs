@@ -294,9 +294,9 @@ fn aws_error(
         aws_sdk_secretsmanager::config::http::HttpResponse,
     >,
 ) -> SecretError {
-    use aws_sdk_secretsmanager::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+    use aws_sdk_secretsmanager::error::{ProvideErrorMetadata, SdkError};
     // The service error's code and message name the secret, never its value.
-    let reason = DisplayErrorContext(error).to_string();
+    let reason = astrolift_store::describe_sdk_error("Secrets Manager", "GetSecretValue", error);
     let reference = reference.to_owned();
     let service_side = match error {
         SdkError::ServiceError(service) => {
@@ -350,5 +350,25 @@ pub async fn resolver_from_env() -> Result<Box<dyn SecretResolver>, SecretError>
             }))
         }
         other => Err(SecretError::UnknownBackend(other.to_owned())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use aws_sdk_secretsmanager::error::{ConnectorError, SdkError};
+
+    use super::aws_error;
+
+    #[test]
+    fn an_unreachable_secrets_manager_is_unavailable_in_one_line() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let error = SdkError::dispatch_failure(ConnectorError::io(Box::new(refused)));
+        let error = aws_error("secret://agents/x", &error);
+        assert!(error.is_unavailable());
+        assert_eq!(
+            error.to_string(),
+            "Secrets Manager is unavailable for secret `secret://agents/x`: \
+             Secrets Manager GetSecretValue: cannot connect to AWS: connection refused"
+        );
     }
 }

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use astrolift_manifest::Limits;
 use astrolift_manifest::config::load_config;
 
+use crate::output::outln;
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The config manifest, relative to the repository root.
@@ -24,10 +26,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let path = super::repo_relative(&args.root, &args.path)?;
     let result = load_config(&tree, &path, &limits);
     super::print_diagnostics(&result.diagnostics);
-    println!(
+    outln!(
         "{}",
         serde_json::to_string_pretty(&result.to_json(args.origins))?
-    );
+    )?;
     Ok(if result.has_errors() {
         super::EXIT_FINDINGS.into()
     } else {

@@ -72,14 +72,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = runtime()?.block_on(check(&args, &tree, limits))?;
     match args.format {
         CheckFormat::Json => {
-            let mut out = std::io::stdout().lock();
+            let mut out = crate::output::stdout();
             serde_json::to_writer(&mut out, &json_report(&report))?;
             writeln!(out)?;
             out.flush()?;
         }
         CheckFormat::Human => {
-            // anstream drops the colours unless stdout is a terminal.
-            let mut out = std::io::BufWriter::new(anstream::stdout().lock());
+            // Coloured only where `astrolift_cli::colour` allows.
+            let mut out = crate::output::styled();
             write_human(&report, &tree, &mut out)?;
             out.flush()?;
         }

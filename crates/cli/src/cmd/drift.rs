@@ -7,6 +7,8 @@ use anyhow::Context;
 use astrolift_manifest::drift::drift_between_trees;
 use astrolift_manifest::{DirTree, Limits};
 
+use crate::output::outln;
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The old checkout (a directory).
@@ -33,8 +35,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (old, new) = (open(&args.old)?, open(&args.new)?);
     let report = drift_between_trees(&old, &new, &limits);
     match args.format {
-        DriftFormat::Text => print!("{}", report.to_text()),
-        DriftFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        DriftFormat::Text => crate::output::text(&report.to_text())?,
+        DriftFormat::Json => outln!("{}", serde_json::to_string_pretty(&report)?)?,
     }
     Ok(if report.has_critical() {
         super::EXIT_FINDINGS.into()

@@ -12,7 +12,7 @@
 //! input exits 2 with nothing written; gaps are printed and exit 0.
 
 use std::fs;
-use std::io::{BufWriter, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
 
@@ -396,7 +396,7 @@ fn print_report(imported: &Imported, args: &Args) -> std::io::Result<()> {
     let agents = summaries(imported);
     match args.format {
         OutputFormat::Json => {
-            let mut out = BufWriter::new(std::io::stdout().lock());
+            let mut out = crate::output::buffered();
             serde_json::to_writer(
                 &mut out,
                 &JsonReport {
@@ -410,7 +410,7 @@ fn print_report(imported: &Imported, args: &Args) -> std::io::Result<()> {
             out.flush()
         }
         OutputFormat::Human => {
-            let mut out = BufWriter::new(anstream::stdout().lock());
+            let mut out = crate::output::styled();
             let report = Report {
                 agents: &agents,
                 diagnostics: &imported.gaps,

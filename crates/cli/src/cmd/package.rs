@@ -17,6 +17,7 @@ use astrolift_store::{
 use serde_json::json;
 
 use super::stores::runtime;
+use crate::output::outln;
 
 #[derive(Debug, clap::Args)]
 #[command(group = clap::ArgGroup::new("what").required(true).args(["manifest", "all"]))]
@@ -88,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|| PathBuf::from(format!("{}.tar.gz", agent.name)));
     match package_to_file(agent, tree.as_ref(), &limits, &out)? {
         Ok(summary) => {
-            println!("{summary}");
+            outln!("{summary}")?;
             Ok(ExitCode::SUCCESS)
         }
         Err(diagnostics) => {
@@ -163,7 +164,7 @@ async fn package_all(
         .with_context(|| format!("cannot open {store_url}"))?;
     let spool_dir = tempfile::tempdir().context("cannot create a temp dir")?;
     let mut failed = false;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     for (index, agent) in validation.agents.iter().enumerate() {
         let errors = validation.errors_of(index);
         let path = spool_dir.path().join("archive.tar.gz");

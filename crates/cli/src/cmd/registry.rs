@@ -8,6 +8,7 @@ use astrolift_store::StateStore;
 use astrolift_store::state::{Agent, AgentStatus, EnvSpec, RepoRegistration};
 
 use super::stores::{StoreArgs, now, runtime};
+use crate::output::outln;
 
 #[derive(Debug, clap::Args)]
 pub struct RegisterRepoArgs {
@@ -138,12 +139,12 @@ pub fn register_repo(args: RegisterRepoArgs) -> anyhow::Result<ExitCode> {
             .put_registration(&registration)
             .await
             .with_context(|| format!("cannot register {}", registration.scope()))?;
-        println!(
+        outln!(
             "registered {} for project {}: pushes to {} register its agents, other refs are checked only",
             registration.scope(),
             args.project_id,
             args.git_ref
-        );
+        )?;
         Ok(())
     })
 }
@@ -161,7 +162,7 @@ pub fn unregister_repo(args: UnregisterRepoArgs) -> anyhow::Result<ExitCode> {
         {
             bail!("no registration of {scope}");
         }
-        println!("unregistered {scope}; its agents stay registered as they are");
+        outln!("unregistered {scope}; its agents stay registered as they are")?;
         Ok(())
     })
 }
@@ -231,7 +232,7 @@ pub fn env_spec_upsert(args: EnvSpecUpsertArgs) -> anyhow::Result<ExitCode> {
             updated_at: now(),
         };
         state.put_env_spec(&spec).await?;
-        println!("env spec {}", describe_env_spec(&spec));
+        outln!("env spec {}", describe_env_spec(&spec))?;
         Ok(())
     })
 }
@@ -250,8 +251,8 @@ pub fn env_spec_show(args: EnvSpecShowArgs) -> anyhow::Result<ExitCode> {
             .await?
             .with_context(|| format!("no env spec is named {}", args.name))?;
         match args.format {
-            ListFormat::Json => println!("{}", serde_json::to_string(&spec)?),
-            ListFormat::Human => println!("{}", describe_env_spec(&spec)),
+            ListFormat::Json => outln!("{}", serde_json::to_string(&spec)?)?,
+            ListFormat::Human => outln!("{}", describe_env_spec(&spec))?,
         }
         Ok(())
     })
@@ -265,12 +266,12 @@ pub(super) fn print_list<T: serde::Serialize>(
     noun: &str,
 ) -> anyhow::Result<()> {
     match format {
-        ListFormat::Json => println!("{}", serde_json::to_string(records)?),
+        ListFormat::Json => outln!("{}", serde_json::to_string(records)?)?,
         ListFormat::Human => {
             for record in records {
-                println!("{}", describe(record));
+                outln!("{}", describe(record))?;
             }
-            println!("{} {noun}", records.len());
+            outln!("{} {noun}", records.len())?;
         }
     }
     Ok(())
@@ -305,10 +306,10 @@ pub fn agents_list(args: AgentsListArgs) -> anyhow::Result<ExitCode> {
     with_state(&args.stores, async |state| {
         let agents = all_agents(state, args.repository.as_deref()).await?;
         match args.format {
-            ListFormat::Json => println!("{}", serde_json::to_string(&agents)?),
+            ListFormat::Json => outln!("{}", serde_json::to_string(&agents)?)?,
             ListFormat::Human => {
                 for a in &agents {
-                    println!(
+                    outln!(
                         "{:<10} {:<24} v{:<4} {:<14} {}:{}",
                         a.status.as_str(),
                         a.name,
@@ -316,9 +317,9 @@ pub fn agents_list(args: AgentsListArgs) -> anyhow::Result<ExitCode> {
                         a.snapshot_hash.get(..12).unwrap_or(&a.snapshot_hash),
                         a.repository,
                         a.manifest_path
-                    );
+                    )?;
                 }
-                println!("{} agents", agents.len());
+                outln!("{} agents", agents.len())?;
             }
         }
         Ok(())
@@ -330,18 +331,18 @@ pub fn history(args: AgentArgs) -> anyhow::Result<ExitCode> {
         let agent = find_agent(state, &args.agent, args.repository.as_deref()).await?;
         let events = state.list_audit_events(&agent.key()).await?;
         match args.format {
-            ListFormat::Json => println!("{}", serde_json::to_string(&events)?),
+            ListFormat::Json => outln!("{}", serde_json::to_string(&events)?)?,
             ListFormat::Human => {
                 for e in &events {
                     let action = serde_json::to_value(e.action)?;
-                    println!(
+                    outln!(
                         "v{:<4} {:<12} commit {:<12} snapshot {:<12} {}",
                         e.version,
                         action.as_str().unwrap_or_default(),
                         e.commit.get(..12).unwrap_or(&e.commit),
                         e.snapshot_hash.get(..12).unwrap_or(&e.snapshot_hash),
                         e.detail
-                    );
+                    )?;
                 }
             }
         }
@@ -361,11 +362,11 @@ pub fn teardown(args: AgentArgs) -> anyhow::Result<ExitCode> {
             )
             .await
             .with_context(|| format!("cannot tear down {}", agent.key()))?;
-        println!(
+        outln!(
             "torn down {} ({}); its audit history is kept",
             torn.name,
             torn.key()
-        );
+        )?;
         Ok(())
     })
 }

@@ -18,6 +18,7 @@ use astrolift_sync::commands::shell_quote;
 use serde_json::json;
 
 use super::stores::{StoreArgs, now, runtime};
+use crate::output::outln;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum RenderFormat {
@@ -78,8 +79,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             eprintln!("warning: {}: {}", warning.name, warning.message);
         }
         match args.format {
-            RenderFormat::Env => print!("{}", env_lines(&rendered)),
-            RenderFormat::Json => println!("{}", render_json(&rendered)),
+            RenderFormat::Env => crate::output::text(&env_lines(&rendered))?,
+            RenderFormat::Json => outln!("{}", render_json(&rendered))?,
         }
         Ok(ExitCode::SUCCESS)
     })

@@ -35,6 +35,7 @@ use serde_json::json;
 
 use super::serve_limits::{AddressSlots, BodyBudget, BodyCharge};
 use super::stores::StoreArgs;
+use crate::output::outln;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -141,7 +142,10 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr().context("no local address")?;
     // Tests and scripts read this line to learn the port of `--listen 127.0.0.1:0`.
-    println!("astrolift serve listening on http://{address}");
+    // A server keeps serving when no one reads its stdout any more.
+    if let Err(error) = outln!("astrolift serve listening on http://{address}") {
+        tracing::warn!(%error, "cannot print the listening address");
+    }
     tracing::info!(%address, "listening");
     let router = router(app);
     let limits = ConnectionLimits {

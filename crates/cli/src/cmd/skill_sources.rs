@@ -14,6 +14,7 @@ use astrolift_store::state::{Catalogue, SkillRepo};
 
 use super::registry::{ListFormat, is_repository_name, print_list, with_state};
 use super::stores::{StoreArgs, now};
+use crate::output::outln;
 
 #[derive(Debug, clap::Args)]
 pub struct SkillRepoRegisterArgs {
@@ -99,12 +100,12 @@ pub fn skill_repo_register(args: SkillRepoRegisterArgs) -> anyhow::Result<ExitCo
         };
         state.skills().put_skill_repo(&repo).await?;
         match args.format {
-            ListFormat::Json => println!("{}", serde_json::to_string(&repo)?),
-            ListFormat::Human => println!(
+            ListFormat::Json => outln!("{}", serde_json::to_string(&repo)?)?,
+            ListFormat::Human => outln!(
                 "skill repo {}; `{}/path/to/skill@ref` in its agents resolves there",
                 describe_skill_repo(&repo),
                 repo.alias
-            ),
+            )?,
         }
         Ok(())
     })
@@ -133,10 +134,11 @@ pub fn skill_repo_remove(args: SkillRepoRemoveArgs) -> anyhow::Result<ExitCode> 
                 args.alias
             );
         }
-        println!(
+        outln!(
             "removed skill repo {} of project {}; agents registered with it stay as they are",
-            args.alias, args.project_id
-        );
+            args.alias,
+            args.project_id
+        )?;
         Ok(())
     })
 }
@@ -168,11 +170,12 @@ pub fn catalogue_show(args: CatalogueShowArgs) -> anyhow::Result<ExitCode> {
 
 fn print_catalogue(catalogue: &Catalogue, format: ListFormat) -> anyhow::Result<()> {
     match format {
-        ListFormat::Json => println!("{}", serde_json::to_string(catalogue)?),
-        ListFormat::Human => println!(
+        ListFormat::Json => outln!("{}", serde_json::to_string(catalogue)?)?,
+        ListFormat::Human => outln!(
             "catalogue {} at {}: `name@version` resolves to skills/<name>/<version>/",
-            catalogue.repository, catalogue.registered_ref
-        ),
+            catalogue.repository,
+            catalogue.registered_ref
+        )?,
     }
     Ok(())
 }

@@ -19,6 +19,7 @@ use astrolift_manifest::{Limits, SourceTree, validate_repository};
 use secrecy::SecretString;
 
 use super::stores::runtime;
+use crate::output::outln;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -76,7 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "reviews_created": posted.created,
         "reviews_found": posted.found,
     });
-    println!("{summary}");
+    outln!("{summary}")?;
     Ok(ExitCode::SUCCESS)
 }
 

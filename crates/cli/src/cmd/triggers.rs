@@ -44,6 +44,7 @@ use serde_json::{Value, json};
 use super::EXIT_FINDINGS;
 use super::registry::{ListFormat, find_agent};
 use super::stores::{StoreArgs, now, runtime};
+use crate::output::outln;
 
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
@@ -125,18 +126,18 @@ pub fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
             })
             .collect();
         match args.format {
-            ListFormat::Json => println!("{}", serde_json::to_string(&rows)?),
+            ListFormat::Json => outln!("{}", serde_json::to_string(&rows)?)?,
             ListFormat::Human => {
                 for b in &bindings {
-                    println!(
+                    outln!(
                         "{:<24} {:<24} {:<8} {}",
                         b.agent_name,
                         b.name,
                         b.source,
                         b.url_path()
-                    );
+                    )?;
                 }
-                println!("{} trigger bindings", bindings.len());
+                outln!("{} trigger bindings", bindings.len())?;
             }
         }
         Ok(ExitCode::SUCCESS)
@@ -228,7 +229,7 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
         if let (Some(name), Some(object)) = (&args.env_spec, out.as_object_mut()) {
             object.insert("env_spec".to_owned(), json!(name));
         }
-        println!("{out}");
+        outln!("{out}")?;
         if !args.tail {
             return Ok(ExitCode::SUCCESS);
         }
@@ -256,10 +257,10 @@ async fn tail_dispatch(
     let mut shown = None;
     let show = |task: DispatchTask| {
         if shown != Some(task.status) {
-            println!("{}", task_line(&task, destination));
+            outln!("{}", task_line(&task, destination))?;
             shown = Some(task.status);
         }
-        task.status.is_terminal().then_some(task.status)
+        Ok(task.status.is_terminal().then_some(task.status))
     };
     let ended = super::workflows::poll_until(timeout, fetch, show).await?;
     match ended {
@@ -332,30 +333,29 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
         let verify = spec.verify.clone().unwrap_or(Verify::Github);
         // The `env` resolver is single-tenant: no project scopes its secrets.
         match verify_request(&verify, &headers, &body, &secrets, "").await {
-            Ok(_) => println!("verification: ok"),
-            Err(error) if error.status() == 500 => {
-                bail!("cannot verify: {error}");
-            }
+            Ok(_) => outln!("verification: ok")?,
+            // Its message says already that it cannot verify (`TriggerError::Secret`).
+            Err(error) if error.status() == 500 => bail!("{error}"),
             Err(error) => {
-                println!("verification: failed ({error})");
+                outln!("verification: failed ({error})")?;
                 return Ok(ExitCode::from(EXIT_FINDINGS));
             }
         }
         let payload = match evaluate_verified(&binding, &body, &limits).await {
             Ok(Outcome::Dispatch { payload }) => payload,
             Ok(Outcome::Filtered) => {
-                println!("result: filtered out (204)");
+                outln!("result: filtered out (204)")?;
                 return Ok(ExitCode::from(EXIT_FINDINGS));
             }
             Err(error) => {
-                println!("result: {} ({error})", error.status());
+                outln!("result: {} ({error})", error.status())?;
                 return Ok(ExitCode::from(EXIT_FINDINGS));
             }
         };
-        println!("result: dispatched (202)");
+        outln!("result: dispatched (202)")?;
         print_payload(payload.as_ref(), &masked)?;
         let rendered = render(agent, &tree, &limits, payload)?;
-        print_env(&rendered, &masked);
+        print_env(&rendered, &masked)?;
         Ok(ExitCode::SUCCESS)
     })
 }
@@ -422,11 +422,11 @@ fn mask(text: &str, secrets: &BTreeSet<String>) -> String {
 
 fn print_payload(payload: Option<&Value>, secrets: &BTreeSet<String>) -> anyhow::Result<()> {
     match payload {
-        None => println!("payload: empty (no ASTROLIFT_TRIGGER_PAYLOAD)"),
-        Some(payload) => println!(
+        None => outln!("payload: empty (no ASTROLIFT_TRIGGER_PAYLOAD)")?,
+        Some(payload) => outln!(
             "payload:\n{}",
             mask(&serde_json::to_string_pretty(payload)?, secrets)
-        ),
+        )?,
     }
     Ok(())
 }
@@ -463,17 +463,18 @@ fn render(
     Ok(render_runtime_env(&snapshot, &dispatch, &runtime)?)
 }
 
-fn print_env(rendered: &RenderedEnv, secrets: &BTreeSet<String>) {
-    println!("environment:");
+fn print_env(rendered: &RenderedEnv, secrets: &BTreeSet<String>) -> std::io::Result<()> {
+    outln!("environment:")?;
     for (name, value) in &rendered.vars {
         let shown = if name == "ASTROLIFT_CLUSTER_KEY" {
             MASK.to_owned()
         } else {
             mask(value, secrets)
         };
-        println!("{name}={}", shown.replace('\n', "\\n"));
+        outln!("{name}={}", shown.replace('\n', "\\n"))?;
     }
     for warning in &rendered.warnings {
         eprintln!("warning: {}: {}", warning.name, warning.message);
     }
+    Ok(())
 }

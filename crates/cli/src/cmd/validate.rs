@@ -15,7 +15,7 @@
 //! written: stdout is the unified diff, and the exit code is 1 when there is
 //! something to fix (as `cargo fmt --check` and `ruff --diff` do).
 
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -82,7 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.fix {
         let fixed = super::fix::plan(&tree, &options)?;
         if args.dry_run {
-            let mut out = std::io::stdout().lock();
+            let mut out = crate::output::stdout();
             super::fix::print_diff(&fixed, &mut out).context("cannot write the diff")?;
             out.flush().context("cannot write the diff")?;
             return Ok(if fixed.files.is_empty() {
@@ -174,13 +174,12 @@ async fn remote_skills(
     Ok(found)
 }
 
-/// Human output goes through `anstream`, which drops colours unless stdout
-/// is a terminal (and honours `NO_COLOR` / `CLICOLOR_FORCE`); the machine
-/// formats are written as they are, buffered.
+/// Human output keeps its colours only where `astrolift_cli::colour` allows them;
+/// the machine formats are written as they are. Both are buffered.
 fn write_report(format: Format, report: &Report<'_>, tree: &DirTree) -> std::io::Result<()> {
     let mut out: Box<dyn Write> = match format {
-        Format::Human => Box::new(BufWriter::new(anstream::stdout().lock())),
-        _ => Box::new(BufWriter::new(std::io::stdout().lock())),
+        Format::Human => Box::new(crate::output::styled()),
+        _ => Box::new(crate::output::buffered()),
     };
     render::render(format, report, tree, Style::Styled, &mut out)?;
     out.flush()

@@ -30,6 +30,7 @@ use serde_json::{Value, json};
 
 use super::EXIT_FINDINGS;
 use super::stores::{StoreArgs, now, runtime};
+use crate::output::outln;
 
 /// How `dispatch --workflow` is asked for.
 #[derive(Debug, Clone)]
@@ -88,7 +89,7 @@ pub fn dispatch(request: WorkflowDispatch<'_>) -> anyhow::Result<ExitCode> {
             &Limits::DEFAULT,
         )
         .await?;
-        println!("{}", progress_json(&progress));
+        outln!("{}", progress_json(&progress))?;
         if !request.tail {
             return Ok(ExitCode::SUCCESS);
         }
@@ -100,7 +101,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     runtime()?.block_on(async {
         let state = args.stores.state().await?;
         let run = read_run(state.as_ref(), &args.run_id).await?;
-        println!("{}", run_json(&run));
+        outln!("{}", run_json(&run))?;
         Ok(ExitCode::SUCCESS)
     })
 }
@@ -136,7 +137,7 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
             &Limits::DEFAULT,
         )
         .await?;
-        println!("{}", progress_json(&progress));
+        outln!("{}", progress_json(&progress))?;
         Ok(ExitCode::SUCCESS)
     })
 }
@@ -265,19 +266,19 @@ fn progress_json(progress: &RunProgress) -> Value {
 const TAIL_POLL: Duration = Duration::from_millis(500);
 
 /// Reads with `fetch` at once and then every [`TAIL_POLL`], handing each read to
-/// `observe`, until `observe` returns `Some`, or `timeout` passes (`None`): the loop of
-/// every `--tail`.
+/// `observe`, until `observe` returns `Some` (or fails: it prints), or `timeout` passes
+/// (`None`): the loop of every `--tail`.
 pub async fn poll_until<S, T, Fut>(
     timeout: Duration,
     fetch: impl Fn() -> Fut,
-    mut observe: impl FnMut(S) -> Option<T>,
+    mut observe: impl FnMut(S) -> std::io::Result<Option<T>>,
 ) -> anyhow::Result<Option<T>>
 where
     Fut: std::future::Future<Output = anyhow::Result<S>>,
 {
     let started = Instant::now();
     loop {
-        if let Some(done) = observe(fetch().await?) {
+        if let Some(done) = observe(fetch().await?)? {
             return Ok(Some(done));
         }
         if started.elapsed() >= timeout {
@@ -301,14 +302,14 @@ async fn tail(
     let show = |run: WorkflowRun| {
         for (name, status) in stage_statuses(&run) {
             if shown.get(name) != Some(&status) {
-                println!(
+                outln!(
                     "{}",
                     json!({"run_id": run.id, "stage": name, "status": status})
-                );
+                )?;
                 shown.insert(name.to_owned(), status);
             }
         }
-        run.status.is_terminal().then_some(run.status)
+        Ok(run.status.is_terminal().then_some(run.status))
     };
     let ended = poll_until(timeout, || read_run(state, &run_id), show).await?;
     match ended {

@@ -1,8 +1,8 @@
 //! `--format human`: rustc-style snippets drawn by `annotate-snippets`, one
 //! per diagnostic, then a summary line.
 //!
-//! Colour is decided by the caller's stream (`anstream` strips ANSI codes
-//! when stdout is not a terminal); this module only chooses styled or plain.
+//! Colour is decided by the caller's stream (the binary strips ANSI codes where
+//! [`crate::colour`] says no); this module only chooses styled or plain.
 //!
 //! Quoting source could echo a plaintext secret, so every span of a
 //! `*/plaintext-secret` diagnostic is masked with `*` in the quoted text of

@@ -11,12 +11,14 @@ mod containment;
 mod containment_cases;
 #[path = "../../../../tests/schemas/dispatch.rs"]
 mod dispatch_schema;
+mod errors;
 mod examples;
 mod fix;
 mod hostile;
 mod import;
 mod inline;
 mod killed;
+mod pipes;
 mod push_bench;
 mod registry;
 mod remote_skills;

@@ -11,7 +11,7 @@ use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use super::{
     BlobBody, BlobCounters, BlobKey, BlobOptions, BlobStats, BlobStore, MIN_PART_SIZE, PutOutcome,
 };
-use crate::aws::{load_sdk_config, map_sdk_error};
+use crate::aws::{S3, load_sdk_config, map_sdk_error};
 use crate::location::check_s3_bucket_and_prefix;
 use crate::{BoxFuture, StoreError, StoreResult};
 
@@ -83,7 +83,7 @@ impl S3BlobStore {
             {
                 Ok(())
             }
-            Err(err) => Err(map_sdk_error("CreateBucket", err)),
+            Err(err) => Err(map_sdk_error(S3, "CreateBucket", err)),
         }
     }
 
@@ -106,7 +106,7 @@ impl S3BlobStore {
         {
             Ok(_) => Ok(true),
             Err(err) if err.as_service_error().is_some_and(|e| e.is_not_found()) => Ok(false),
-            Err(err) => Err(map_sdk_error("HeadObject", err)),
+            Err(err) => Err(map_sdk_error(S3, "HeadObject", err)),
         }
     }
 
@@ -135,7 +135,7 @@ impl S3BlobStore {
         match sent {
             Ok(_) => Ok(PutOutcome::Created),
             Err(err) if is_precondition_failed(err.code()) => Ok(PutOutcome::AlreadyExists),
-            Err(err) => Err(map_sdk_error("PutObject", err)),
+            Err(err) => Err(map_sdk_error(S3, "PutObject", err)),
         }
     }
 
@@ -154,7 +154,7 @@ impl S3BlobStore {
             .content_type(content_type)
             .send()
             .await
-            .map_err(|err| map_sdk_error("CreateMultipartUpload", err))?;
+            .map_err(|err| map_sdk_error(S3, "CreateMultipartUpload", err))?;
         let upload_id = created
             .upload_id()
             .ok_or_else(|| {
@@ -175,7 +175,7 @@ impl S3BlobStore {
                 .send()
                 .await;
             if let Err(err) = aborted {
-                tracing::warn!(key = object_key, error = %map_sdk_error("AbortMultipartUpload", err), "could not abort multipart upload");
+                tracing::warn!(key = object_key, error = %map_sdk_error(S3, "AbortMultipartUpload", err), "could not abort multipart upload");
             }
         }
         result
@@ -212,7 +212,7 @@ impl S3BlobStore {
                 .body(stream)
                 .send()
                 .await
-                .map_err(|err| map_sdk_error("UploadPart", err))?;
+                .map_err(|err| map_sdk_error(S3, "UploadPart", err))?;
             parts.push(
                 CompletedPart::builder()
                     .part_number(part_number)
@@ -242,7 +242,7 @@ impl S3BlobStore {
                 Ok(PutOutcome::Created)
             }
             Err(err) if is_precondition_failed(err.code()) => Ok(PutOutcome::AlreadyExists),
-            Err(err) => Err(map_sdk_error("CompleteMultipartUpload", err)),
+            Err(err) => Err(map_sdk_error(S3, "CompleteMultipartUpload", err)),
         }
     }
 }
@@ -313,7 +313,7 @@ impl BlobStore for S3BlobStore {
                 Err(err) if err.as_service_error().is_some_and(|e| e.is_no_such_key()) => {
                     return Err(StoreError::NotFound(format!("blob {key}")));
                 }
-                Err(err) => return Err(map_sdk_error("GetObject", err)),
+                Err(err) => return Err(map_sdk_error(S3, "GetObject", err)),
             };
             let bytes = output.body.collect().await.map_err(|err| {
                 StoreError::Unavailable(format!("GetObject {key}: reading the body: {err}"))
@@ -342,7 +342,7 @@ impl BlobStore for S3BlobStore {
                 .key(self.object_key(key))
                 .presigned(config)
                 .await
-                .map_err(|err| map_sdk_error("PresignGetObject", err))?;
+                .map_err(|err| map_sdk_error(S3, "PresignGetObject", err))?;
             Ok(request.uri().to_owned())
         })
     }

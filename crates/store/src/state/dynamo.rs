@@ -24,7 +24,7 @@ use super::change::{
 use super::model::*;
 use super::store::{StateCounters, StateStats, StateStore};
 use super::table::{GSI_NAME, GSI_PK, GSI_SK, PK, SK, TTL_ATTRIBUTE, table_definition};
-use crate::aws::{load_sdk_config, map_sdk_error};
+use crate::aws::{DYNAMODB, load_sdk_config, map_sdk_error};
 use crate::location::check_table_name;
 use crate::{BoxFuture, StoreError, StoreResult};
 
@@ -289,7 +289,7 @@ impl DynamoStateStore {
             {
                 return Ok(());
             }
-            Err(err) => return Err(map_sdk_error("CreateTable", err)),
+            Err(err) => return Err(map_sdk_error(DYNAMODB, "CreateTable", err)),
         }
         self.client
             .update_time_to_live()
@@ -303,7 +303,7 @@ impl DynamoStateStore {
             )
             .send()
             .await
-            .map_err(|err| map_sdk_error("UpdateTimeToLive", err))?;
+            .map_err(|err| map_sdk_error(DYNAMODB, "UpdateTimeToLive", err))?;
         Ok(())
     }
 
@@ -315,7 +315,7 @@ impl DynamoStateStore {
             .table_name(&self.table)
             .send()
             .await
-            .map_err(|err| map_sdk_error("DescribeTimeToLive", err))?;
+            .map_err(|err| map_sdk_error(DYNAMODB, "DescribeTimeToLive", err))?;
         Ok(described
             .time_to_live_description()
             .and_then(|d| d.attribute_name())
@@ -332,7 +332,7 @@ impl DynamoStateStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|err| map_sdk_error("GetItem", err))?;
+            .map_err(|err| map_sdk_error(DYNAMODB, "GetItem", err))?;
         self.counters
             .read_records(u64::from(output.item().is_some()));
         output.item().map(item_record).transpose()
@@ -345,7 +345,7 @@ impl DynamoStateStore {
             .set_item(Some(item))
             .send()
             .await
-            .map_err(|err| map_sdk_error("PutItem", err))?;
+            .map_err(|err| map_sdk_error(DYNAMODB, "PutItem", err))?;
         self.counters.wrote(1);
         Ok(())
     }
@@ -360,7 +360,7 @@ impl DynamoStateStore {
             .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
             .send()
             .await
-            .map_err(|err| map_sdk_error("DeleteItem", err))?;
+            .map_err(|err| map_sdk_error(DYNAMODB, "DeleteItem", err))?;
         let deleted = output.attributes().is_some_and(|a| !a.is_empty());
         self.counters.wrote(u64::from(deleted));
         Ok(deleted)
@@ -403,7 +403,7 @@ impl DynamoStateStore {
                 .set_exclusive_start_key(start.take())
                 .send()
                 .await
-                .map_err(|err| map_sdk_error("Query", err))?;
+                .map_err(|err| map_sdk_error(DYNAMODB, "Query", err))?;
             self.counters.read_records(page.items().len() as u64);
             for item in page.items() {
                 records.push(item_record(item)?);
@@ -564,7 +564,7 @@ impl DynamoStateStore {
                         StoreError::Unavailable(format!("TransactWriteItems cancelled: {message}"))
                     }
                 }
-                _ => map_sdk_error("TransactWriteItems", err),
+                _ => map_sdk_error(DYNAMODB, "TransactWriteItems", err),
             }),
         }
     }
@@ -608,7 +608,7 @@ pub(super) fn conditional_write<T, E, R>(
 ) -> StoreResult<bool>
 where
     E: aws_sdk_dynamodb::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug,
+    R: std::fmt::Debug + 'static,
 {
     match result {
         Ok(_) => Ok(true),
@@ -618,7 +618,7 @@ where
         {
             Ok(false)
         }
-        Err(err) => Err(map_sdk_error(operation, err)),
+        Err(err) => Err(map_sdk_error(DYNAMODB, operation, err)),
     }
 }
 
@@ -981,7 +981,7 @@ impl DynamoStateStore {
                     if err
                         .as_service_error()
                         .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
-                Err(err) => return Err(map_sdk_error("PutItem", err)),
+                Err(err) => return Err(map_sdk_error(DYNAMODB, "PutItem", err)),
             }
         }
         Ok(Some(registration))

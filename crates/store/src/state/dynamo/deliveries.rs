@@ -53,7 +53,7 @@ impl DeliveryStore for DynamoStateStore {
                 .set_key(Some(key(delivery_pk(delivery_id), "DELIVERY")))
                 .send()
                 .await
-                .map_err(|err| map_sdk_error("DeleteItem", err))?;
+                .map_err(|err| map_sdk_error(DYNAMODB, "DeleteItem", err))?;
             self.counters.wrote(1);
             Ok(())
         })

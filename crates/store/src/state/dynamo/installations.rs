@@ -32,7 +32,7 @@ impl InstallationStore for DynamoStateStore {
                 .set_key(Some(key(INSTALLATIONS, installation_id.to_string())))
                 .send()
                 .await
-                .map_err(|err| map_sdk_error("DeleteItem", err))?;
+                .map_err(|err| map_sdk_error(DYNAMODB, "DeleteItem", err))?;
             self.counters.wrote(1);
             Ok(())
         })
