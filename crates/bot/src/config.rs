@@ -176,7 +176,11 @@ impl Environment {
             .await
             .map_err(|error| ConfigError::SecretsManager {
                 variable: id_variable,
-                reason: aws_sdk_secretsmanager::error::DisplayErrorContext(&error).to_string(),
+                reason: astrolift_store::describe_sdk_error(
+                    "Secrets Manager",
+                    "GetSecretValue",
+                    &error,
+                ),
             })?;
         let value = output.secret_string().ok_or(ConfigError::SecretsManager {
             variable: id_variable,

@@ -67,7 +67,7 @@ impl JobQueue for SqsJobQueue {
                 .send()
                 .await
                 .map_err(|e| {
-                    QueueError::Sqs(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
+                    QueueError::Sqs(astrolift_store::describe_sdk_error("SQS", "SendMessage", &e))
                 })?;
             Ok(())
         })

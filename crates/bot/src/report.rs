@@ -100,7 +100,7 @@ impl SqsReportRelay {
             .map_err(|e| {
                 format!(
                     "cannot queue the report for the sync worker: {}",
-                    aws_sdk_sqs::error::DisplayErrorContext(&e)
+                    astrolift_store::describe_sdk_error("SQS", "SendMessage", &e)
                 )
             })?;
         tracing::info!(task_id = %result.task_id, "report relayed to the sync worker");
