@@ -86,3 +86,49 @@ fn dependency_direction() {
     }
     assert!(broken.is_empty(), "\n{}\n", broken.join("\n"));
 }
+
+/// The packages of `package`'s normal (shipped) dependency graph with the features it
+/// turns on, as Cargo resolves them when the package is built by itself (Cargo Lambda's
+/// `--bin <name>`): `cargo tree -e normal`, one name per line.
+fn shipped_graph(package: &str) -> Vec<String> {
+    let output = std::process::Command::new(env!("CARGO"))
+        .current_dir(workspace_root())
+        .args(["tree", "--locked", "--offline", "-e", "normal", "--prefix", "none"])
+        .args(["--format", "{p}", "-p", package])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run cargo tree: {e}"));
+    assert!(
+        output.status.success(),
+        "cargo tree -p {package}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Each Lambda function links only what it runs (ARCHITECTURE.md, `functions/`): no
+/// SQLite, no CLI, no importer (and so no SARIF renderer, which is the CLI's).
+#[test]
+fn lambda_functions_link_no_sqlite_cli_or_importer() {
+    let absent = ["rusqlite", "libsqlite3-sys", "clap", "astrolift-cli", "astrolift-import"];
+    let mut broken = Vec::new();
+    for package in ["astrolift-fn-webhook", "astrolift-fn-trigger", "astrolift-fn-sync"] {
+        let graph = shipped_graph(package);
+        assert!(graph.iter().any(|name| name == "astrolift-bot"), "{package}: {graph:?}");
+        for name in absent {
+            if graph.iter().any(|linked| linked == name) {
+                broken.push(format!("{package} links {name}"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+/// The CLI keeps its embedded stores: the guard above is not vacuous.
+#[test]
+fn the_cli_links_sqlite() {
+    assert!(shipped_graph("astrolift-cli").iter().any(|name| name == "rusqlite"));
+}
