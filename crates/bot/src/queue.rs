@@ -67,7 +67,11 @@ impl JobQueue for SqsJobQueue {
                 .send()
                 .await
                 .map_err(|e| {
-                    QueueError::Sqs(astrolift_store::describe_sdk_error("SQS", "SendMessage", &e))
+                    QueueError::Sqs(astrolift_store::describe_sdk_error(
+                        "SQS",
+                        "SendMessage",
+                        &e,
+                    ))
                 })?;
             Ok(())
         })

@@ -376,7 +376,7 @@ impl SkillFile<'_> {
         }
     }
 
-    /// A name outside the slug rule is a warning (docs/reference.md §5.1: seed 002's
+    /// A name outside the slug rule is a warning (docs/reference.md §5.1: the packager skill's
     /// `packager.default` registers as written); the name is then compared with the
     /// directory through the slug it plainly means.
     fn check_name(&mut self, name: &str, span: Span) {

@@ -1,4 +1,4 @@
-//! The seeds' own documents, as users bring them: seed 002's `SKILL.md` verbatim
+//! The seeds' own documents, as users bring them: the packager's `SKILL.md` verbatim
 //! (`tests/fixtures/skill-seed-002`) validates with one warning and keeps what it wrote.
 
 use astrolift_manifest::Severity;

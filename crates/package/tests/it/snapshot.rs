@@ -206,7 +206,7 @@ fn resolved_remote_skills_are_pinned_and_unresolved_ones_unchanged() {
     assert!(value["skills"][1].get("commit").is_none(), "not resolved");
 }
 
-/// Seed 002's own skill (the manifest crate's fixture, verbatim) packages with its
+/// The packager's own skill (the manifest crate's fixture, verbatim) packages with its
 /// `metadata` in its snapshot entry as the skill model keeps it; a skill without
 /// `metadata` has no such key (the `snapshot_json` snapshot above did not move).
 #[test]

@@ -93,7 +93,15 @@ fn dependency_direction() {
 fn shipped_graph(package: &str) -> Vec<String> {
     let output = std::process::Command::new(env!("CARGO"))
         .current_dir(workspace_root())
-        .args(["tree", "--locked", "--offline", "-e", "normal", "--prefix", "none"])
+        .args([
+            "tree",
+            "--locked",
+            "--offline",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
         .args(["--format", "{p}", "-p", package])
         .output()
         .unwrap_or_else(|e| panic!("cannot run cargo tree: {e}"));
@@ -113,11 +121,24 @@ fn shipped_graph(package: &str) -> Vec<String> {
 /// SQLite, no CLI, no importer (and so no SARIF renderer, which is the CLI's).
 #[test]
 fn lambda_functions_link_no_sqlite_cli_or_importer() {
-    let absent = ["rusqlite", "libsqlite3-sys", "clap", "astrolift-cli", "astrolift-import"];
+    let absent = [
+        "rusqlite",
+        "libsqlite3-sys",
+        "clap",
+        "astrolift-cli",
+        "astrolift-import",
+    ];
     let mut broken = Vec::new();
-    for package in ["astrolift-fn-webhook", "astrolift-fn-trigger", "astrolift-fn-sync"] {
+    for package in [
+        "astrolift-fn-webhook",
+        "astrolift-fn-trigger",
+        "astrolift-fn-sync",
+    ] {
         let graph = shipped_graph(package);
-        assert!(graph.iter().any(|name| name == "astrolift-bot"), "{package}: {graph:?}");
+        assert!(
+            graph.iter().any(|name| name == "astrolift-bot"),
+            "{package}: {graph:?}"
+        );
         for name in absent {
             if graph.iter().any(|linked| linked == name) {
                 broken.push(format!("{package} links {name}"));
@@ -130,5 +151,9 @@ fn lambda_functions_link_no_sqlite_cli_or_importer() {
 /// The CLI keeps its embedded stores: the guard above is not vacuous.
 #[test]
 fn the_cli_links_sqlite() {
-    assert!(shipped_graph("astrolift-cli").iter().any(|name| name == "rusqlite"));
+    assert!(
+        shipped_graph("astrolift-cli")
+            .iter()
+            .any(|name| name == "rusqlite")
+    );
 }
