@@ -11,6 +11,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use astrolift_bot::config::Environment;
 use astrolift_cli::render;
+use astrolift_cli::render::plural;
 use astrolift_manifest::{DirTree, Limits, ValidateOptions};
 use astrolift_store::StateStore;
 use astrolift_store::state::RepoRegistration;
@@ -225,13 +226,10 @@ fn json_report(report: &Report) -> serde_json::Value {
 }
 
 fn write_human(report: &Report, tree: &DirTree, out: &mut dyn Write) -> anyhow::Result<()> {
+    // The snippets without the validation's own summary line: this command's one
+    // summary, below the plan, counts the diagnostics and the agents of the plan.
     if !report.diagnostics.is_empty() {
-        let diagnostics = render::Report {
-            agents: &[],
-            diagnostics: &report.diagnostics,
-        };
-        render::human::render(&diagnostics, tree, render::Style::Styled, out)?;
-        writeln!(out)?;
+        render::human::render_diagnostics(&report.diagnostics, tree, render::Style::Styled, out)?;
     }
     for entry in &report.plan {
         let digest = entry.digest.as_deref().map_or("-", short_digest);
@@ -283,14 +281,14 @@ fn summary_line(report: &Report) -> String {
     };
     let d = &report.counts.diagnostics;
     format!(
-        "{}; {} errors, {} warnings, {} notices; {action}",
+        "{}; {}, {}, {}; {action}",
         if counts.is_empty() {
             "no agents".to_owned()
         } else {
             counts.join(", ")
         },
-        d.errors,
-        d.warnings,
-        d.notices
+        plural(d.errors, "error"),
+        plural(d.warnings, "warning"),
+        plural(d.notices, "notice")
     )
 }

@@ -319,7 +319,7 @@ pub fn agents_list(args: AgentsListArgs) -> anyhow::Result<ExitCode> {
                         a.manifest_path
                     )?;
                 }
-                outln!("{} agents", agents.len())?;
+                outln!("{}", astrolift_cli::render::plural(agents.len(), "agent"))?;
             }
         }
         Ok(())

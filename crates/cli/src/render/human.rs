@@ -23,17 +23,29 @@ pub fn render(
     style: Style,
     out: &mut dyn io::Write,
 ) -> io::Result<()> {
+    render_diagnostics(report.diagnostics, sources, style, out)?;
+    writeln!(out, "{}", report.summary_line())
+}
+
+/// The snippets alone, without the summary line: for a command (`check`) whose own
+/// summary counts what it did as well as what it found.
+pub fn render_diagnostics(
+    diagnostics: &[Diagnostic],
+    sources: &dyn SourceTree,
+    style: Style,
+    out: &mut dyn io::Write,
+) -> io::Result<()> {
     let renderer = match style {
         Style::Styled => Renderer::styled(),
         Style::Plain => Renderer::plain(),
     };
-    let mut texts = SourceCache::new(sources, report.diagnostics);
-    for diagnostic in report.diagnostics {
+    let mut texts = SourceCache::new(sources, diagnostics);
+    for diagnostic in diagnostics {
         let text = texts.get(&diagnostic.path);
         let group = group(diagnostic, text);
         writeln!(out, "{}\n", renderer.render(&[group]))?;
     }
-    writeln!(out, "{}", report.summary_line())
+    Ok(())
 }
 
 /// True for a diagnostic whose span covers a plaintext secret value: its

@@ -9,7 +9,7 @@ mod report;
 pub mod rule_docs;
 pub mod sarif;
 
-pub use report::{Report, Style};
+pub use report::{Report, Style, plural};
 
 use std::io;
 

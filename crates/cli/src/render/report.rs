@@ -25,7 +25,8 @@ impl Report<'_> {
     }
 }
 
-fn plural(n: usize, noun: &str) -> String {
+/// `1 error`, `2 errors`: every count a summary prints.
+pub fn plural(n: usize, noun: &str) -> String {
     if n == 1 {
         format!("{n} {noun}")
     } else {

@@ -118,6 +118,23 @@ fn check_apply_twice_registers_then_shows_unchanged() {
     assert_eq!(actions, ["added", "torn_down"]);
 }
 
+/// One summary, below the plan: the validation's own line (which counted no agent)
+/// is not printed above it, and every count is singular or plural as it should be.
+#[test]
+fn human_check_summary_counts_the_plan_with_plurals() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let repository = crate::support::fixture("reserved-secrets");
+    let out = run(&["check", repository.to_str().expect("utf-8")], dir.path());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let summary = out.stdout.lines().last().expect("a summary line");
+    assert!(summary.starts_with("1 added; 0 errors, "), "{}", out.stdout);
+    assert!(!out.stdout.contains(" agents\n"), "{}", out.stdout);
+    assert!(!out.stdout.contains("; 0 agent"), "{}", out.stdout);
+    for wrong in ["1 errors", "1 warnings", "1 notices"] {
+        assert!(!out.stdout.contains(wrong), "{wrong}: {}", out.stdout);
+    }
+}
+
 #[test]
 fn human_check_prints_the_plan_and_a_summary() {
     let dir = tempfile::tempdir().expect("temp dir");
