@@ -76,10 +76,9 @@ impl Environment {
     /// `ASTROLIFT_STATE` and `ASTROLIFT_BLOBS`, with the embedded defaults.
     pub async fn stores(&self) -> Result<Stores, ConfigError> {
         let state_url = var("ASTROLIFT_STATE").unwrap_or_else(|| DEFAULT_STATE.to_owned());
+        // The SQLite store creates its file's directory when it opens it; a build
+        // without SQLite (the functions) creates nothing before refusing `sqlite:`.
         let state = StateLocation::parse(&state_url)?;
-        if let StateLocation::Sqlite(path) = &state {
-            create_parent(path)?;
-        }
         let blobs_url = var("ASTROLIFT_BLOBS").unwrap_or_else(|| DEFAULT_BLOBS.to_owned());
         Ok(Stores {
             state: open_state_store(&state).await?,
@@ -188,17 +187,4 @@ impl Environment {
         })?;
         Ok(Some(SecretString::from(value.to_owned())))
     }
-}
-
-/// The embedded default lives in `.astrolift/`; create it on first use.
-fn create_parent(path: &std::path::Path) -> Result<(), ConfigError> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| {
-            ConfigError::Store(StoreError::Invalid(format!(
-                "cannot create {}: {e}",
-                parent.display()
-            )))
-        })?;
-    }
-    Ok(())
 }

@@ -30,10 +30,9 @@ pub struct StoreArgs {
 impl StoreArgs {
     pub async fn state(&self) -> anyhow::Result<Arc<dyn StateStore>> {
         let cannot_open = || format!("cannot open the state store {}", self.state);
+        // The SQLite store creates its file's directory (the embedded default's
+        // `.astrolift/`) when it opens it.
         let location = StateLocation::parse(&self.state).with_context(cannot_open)?;
-        if let StateLocation::Sqlite(path) = &location {
-            create_parent(path)?;
-        }
         open_state_store(&location).await.with_context(cannot_open)
     }
 
@@ -42,15 +41,6 @@ impl StoreArgs {
             .await
             .with_context(|| format!("cannot open the blob store {}", self.blobs))
     }
-}
-
-/// The embedded default lives in `.astrolift/`; create it on first use.
-fn create_parent(path: &std::path::Path) -> anyhow::Result<()> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    Ok(())
 }
 
 /// A runtime for one command: the CLI does one thing at a time.
