@@ -80,12 +80,32 @@ fn store_hint(error: &StoreError) -> Option<String> {
 fn aws_hint(cause: AwsCause) -> String {
     let endpoint = std::env::var("AWS_ENDPOINT_URL")
         .ok()
-        .filter(|url| !url.is_empty());
+        .filter(|url| !url.is_empty())
+        .map(|url| without_credentials(&url));
     match (cause, endpoint) {
         (AwsCause::Connect | AwsCause::Timeout, Some(url)) => {
             format!("{} (AWS_ENDPOINT_URL is {url})", cause.hint())
         }
         _ => cause.hint().to_owned(),
+    }
+}
+
+/// `url` as an error may show it: a user name or password in it is dropped (secrets never
+/// reach an error), and text that is not a URL is not echoed.
+fn without_credentials(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            // Both only fail for URLs that cannot hold credentials (no host).
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            let shown = parsed.to_string();
+            // The URL type adds the root path; show the endpoint as it was written.
+            match shown.strip_suffix('/') {
+                Some(bare) if !url.ends_with('/') => bare.to_owned(),
+                _ => shown,
+            }
+        }
+        Err(_) => "set but not a URL".to_owned(),
     }
 }
 
@@ -121,6 +141,19 @@ fn io_hint(error: &io::Error) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_endpoint_is_shown_without_its_credentials() {
+        assert_eq!(
+            without_credentials("http://key:secret@localhost:5000"),
+            "http://localhost:5000"
+        );
+        assert_eq!(
+            without_credentials("http://127.0.0.1:9/"),
+            "http://127.0.0.1:9/"
+        );
+        assert_eq!(without_credentials("not a url"), "set but not a URL");
+    }
 
     #[test]
     fn a_cause_repeated_in_the_chain_is_said_once() {
