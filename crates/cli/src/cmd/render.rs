@@ -14,7 +14,7 @@ use astrolift_dispatch::render::{
     DEFAULT_WORKSPACE, RenderOptions, RenderedDispatch, render_dispatch,
 };
 use astrolift_manifest::Limits;
-use astrolift_sync::commands::shell_quote;
+use astrolift_sync::commands::single_quoted;
 use serde_json::json;
 
 use super::stores::{StoreArgs, now, runtime};
@@ -96,7 +96,7 @@ pub fn env_lines(rendered: &RenderedDispatch) -> String {
         .filter(|(name, _)| !vars.contains_key(*name));
     vars.iter()
         .chain(secrets)
-        .map(|(name, value)| format!("{name}={}\n", shell_quote(value)))
+        .map(|(name, value)| format!("{name}={}\n", single_quoted(value)))
         .collect()
 }
 

@@ -7,7 +7,7 @@ use std::process::Command;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
-use crate::support::{Run, json, run_of};
+use crate::support::{Run, json, run_of, stores_env};
 
 const HOOK_VARIABLE: &str = "ASTROLIFT_SECRET_AGENTS_JIRA_HOOK";
 const HOOK_SECRET: &str = "cli-test-hook-secret";
@@ -288,6 +288,32 @@ fn dispatch_records_once_per_idempotency_key() {
         );
     }
 
+    // The missing spec's suggestion runs as pasted (with the agent type and runtime
+    // of the project's `triage-prod`), after which the dispatch goes through. A spec of
+    // another project is not redefined (that would take it from its project).
+    let with = |spec: &str| {
+        let args = [
+            "dispatch",
+            "emr-triage",
+            "--input",
+            "{}",
+            "--env-spec",
+            spec,
+        ];
+        astrolift(&args, dir.path())
+    };
+    let suggestion = suggested_command(&with("no-such-spec").stderr);
+    assert_eq!(
+        suggestion,
+        "astrolift env-spec upsert no-such-spec --project-id local --agent-type claude \
+         --runtime claude-code"
+    );
+    run_pasted(&suggestion, dir.path());
+    let now = with("no-such-spec");
+    assert_eq!(now.code, 0, "{}", now.stderr);
+    let other = with("other-prod").stderr;
+    assert!(!other.contains("upsert other-prod"), "{other}");
+
     for bad in [
         vec!["dispatch", "emr-triage", "--input", "[1]"],
         vec!["dispatch", "emr-triage", "--input", "{not json"],
@@ -350,4 +376,36 @@ fn an_outbox_file_beside_the_state_moves_inside_it() {
         (rows(&beside, "outbox"), rows(&state, "dispatch_outbox")),
         (0, 2)
     );
+}
+
+/// The command a message suggests: the first `astrolift …` code span of `stderr`.
+fn suggested_command(stderr: &str) -> String {
+    stderr
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .find(|span| span.starts_with("astrolift "))
+        .unwrap_or_else(|| panic!("no suggested command in {stderr}"))
+        .to_owned()
+}
+
+/// Runs `command` as a user pasting it into `sh` would, with `astrolift` on the PATH
+/// and the stores of `dir` in the environment; it must succeed.
+fn run_pasted(command: &str, dir: &Path) {
+    let bin = Path::new(env!("CARGO_BIN_EXE_astrolift"))
+        .parent()
+        .expect("the binary's folder");
+    let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("a PATH");
+    let output = Command::new("sh")
+        .args(["-c", command])
+        .env("PATH", path)
+        .envs(stores_env(dir))
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("sh runs");
+    let run = run_of(output);
+    assert_eq!(run.code, 0, "{command}: {}", run.stderr);
 }
