@@ -274,8 +274,9 @@ fn summary_line(report: &Report) -> String {
     let action = match (&report.mode, report.applied, &report.skipped) {
         (_, _, Some(skipped)) => format!("skipped: {skipped}"),
         (Mode::Apply { .. }, true, None) => format!(
-            "applied: {} blob uploads, {} state writes",
-            report.counts.blob_puts, report.counts.state_writes
+            "applied: {}, {}",
+            plural(report.counts.blob_puts as usize, "blob upload"),
+            plural(report.counts.state_writes as usize, "state write")
         ),
         _ => "checked only (use --apply to register)".to_owned(),
     };

@@ -4,6 +4,7 @@
 
 pub mod assemble;
 pub mod check;
+pub mod dispatches;
 pub mod drift;
 mod fix;
 pub mod import;

@@ -97,8 +97,8 @@ pub struct DispatchArgs {
     )]
     timeout: u64,
     /// The input, a JSON object (`{}` or `null` for none): `ASTROLIFT_TRIGGER_PAYLOAD`.
-    #[arg(long, value_name = "JSON")]
-    input: String,
+    #[arg(long, value_name = "JSON", required = true)]
+    input: Option<String>,
     /// Repeating a dispatch with the same key records it once.
     #[arg(long, value_name = "K")]
     idempotency_key: Option<String>,
@@ -141,7 +141,10 @@ pub fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
                         b.url_path()
                     )?;
                 }
-                outln!("{} trigger bindings", bindings.len())?;
+                outln!(
+                    "{}",
+                    astrolift_cli::render::plural(bindings.len(), "trigger binding")
+                )?;
             }
         }
         Ok(ExitCode::SUCCESS)
@@ -149,11 +152,13 @@ pub fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
+    // Required by clap unless a subcommand (`dispatch list|show`) was given instead.
+    let input = args.input.as_deref().context("--input is required")?;
     let agent_name = match (&args.agent, &args.workflow) {
         (_, Some(name)) => {
             return super::workflows::dispatch(super::workflows::WorkflowDispatch {
                 name,
-                input: &args.input,
+                input,
                 repository: args.repository.as_deref(),
                 tail: args.tail,
                 timeout: std::time::Duration::from_secs(args.timeout),
@@ -163,7 +168,7 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
         (Some(agent), None) => agent.clone(),
         (None, None) => bail!("name an agent, or a workflow with --workflow"),
     };
-    let input: Value = serde_json::from_str(&args.input).context("--input is not valid JSON")?;
+    let input: Value = serde_json::from_str(input).context("--input is not valid JSON")?;
     if !(input.is_object() || input.is_null()) {
         bail!("--input must be a JSON object (or `{{}}` / `null` for no input)");
     }

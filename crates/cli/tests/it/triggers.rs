@@ -409,3 +409,96 @@ fn run_pasted(command: &str, dir: &Path) {
     let run = run_of(output);
     assert_eq!(run.code, 0, "{command}: {}", run.stderr);
 }
+
+/// `text` with the values of a dispatch that change from run to run (ids, times, the
+/// temporary directory) replaced by their names.
+fn redacted(text: &str, shown: &serde_json::Value, dir: &Path) -> String {
+    let mut text = text.replace(&dir.display().to_string(), "[DIR]");
+    let created = shown["created_at"].as_i64().expect("created_at");
+    let expires = shown["message"]["package"]["expires_at"].as_i64();
+    for (value, name) in [
+        (
+            shown["dispatch_id"].as_str().map(str::to_owned),
+            "[DISPATCH_ID]",
+        ),
+        (shown["task_id"].as_str().map(str::to_owned), "[TASK_ID]"),
+        (expires.map(|e| e.to_string()), "[EXPIRES_AT]"),
+        (Some(created.to_string()), "[CREATED_AT]"),
+    ] {
+        if let Some(value) = value {
+            text = text.replace(&value, name);
+        }
+    }
+    // The human form's `YYYY-MM-DDTHH:MM:SSZ`.
+    text.lines()
+        .map(|line| match line.find("20") {
+            Some(at) if line[at..].len() >= 20 && line[at..at + 20].ends_with('Z') => {
+                format!("{}[CREATED]{}", &line[..at], &line[at + 20..])
+            }
+            _ => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn dispatch_list_and_show_print_what_was_dispatched() {
+    let dir = applied();
+    let input = r#"{"mode":"triage","issue":"OPS-1"}"#;
+    let first = astrolift(&["dispatch", "emr-triage", "--input", input], dir.path());
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let id = json(&first.stdout)["dispatch_id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+
+    let show = astrolift(&["dispatch", "show", &id, "--format", "json"], dir.path());
+    assert_eq!(show.code, 0, "{}", show.stderr);
+    let shown = json(&show.stdout);
+    assert_eq!(shown["dispatch_id"], id.as_str());
+    assert_eq!(shown["status"], "queued");
+    assert_eq!(shown["message"]["payload"]["issue"], "OPS-1");
+    assert_eq!(shown["message"]["schema"], "astrolift.dispatch/v1");
+    let human = astrolift(&["dispatch", "show", &id], dir.path());
+    assert_eq!(human.code, 0, "{}", human.stderr);
+    insta::assert_snapshot!(
+        "dispatch_show_human",
+        redacted(&human.stdout, &shown, dir.path())
+    );
+
+    let listed = astrolift(&["dispatch", "list", "--agent", "emr-triage"], dir.path());
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    insta::assert_snapshot!(
+        "dispatch_list_human",
+        redacted(&listed.stdout, &shown, dir.path())
+    );
+    let rows = json(&astrolift(&["dispatch", "list", "--format", "json"], dir.path()).stdout);
+    let mut row = rows[0].clone();
+    assert_eq!(rows.as_array().map(Vec::len), Some(1), "{rows}");
+    for (field, placeholder) in [
+        ("dispatch_id", "[DISPATCH_ID]"),
+        ("task_id", "[TASK_ID]"),
+        ("created_at", "[CREATED_AT]"),
+    ] {
+        row[field] = serde_json::json!(placeholder);
+    }
+    insta::assert_json_snapshot!("dispatch_list_json", row);
+
+    // A second dispatch comes first; --limit keeps the newest and says so.
+    let second = astrolift(&["dispatch", "triage", "--input", "{}"], dir.path());
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    let limited = astrolift(&["dispatch", "list", "--limit", "1"], dir.path());
+    assert!(
+        limited.stdout.ends_with("1 dispatch of 2 (--limit 1)\n"),
+        "{}",
+        limited.stdout
+    );
+
+    let unknown = astrolift(&["dispatch", "show", "d-nope"], dir.path());
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown.stderr.contains("no dispatch d-nope"),
+        "{}",
+        unknown.stderr
+    );
+}
