@@ -47,6 +47,9 @@ pub struct Args {
     stores: StoreArgs,
 }
 
+/// The variable a dispatch without a callback route renders without (docs/reference.md §11).
+const CALLBACK_VARIABLE: &str = "AGENT_CALLBACK_URL";
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Some(controller_url) = args
         .controller_url
@@ -77,6 +80,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("cannot render {}", args.dispatch_id))?;
         for warning in &rendered.env.warnings {
             eprintln!("warning: {}: {}", warning.name, warning.message);
+        }
+        if !rendered.env.vars.contains_key(CALLBACK_VARIABLE) {
+            eprintln!(
+                "warning: {CALLBACK_VARIABLE} is omitted: dispatch {} was recorded without a \
+                 callback route (ASTROLIFT_CALLBACK_BASE_URL was unset), so the runtime cannot \
+                 report back. Set ASTROLIFT_CALLBACK_BASE_URL to serve's base URL (for example \
+                 http://127.0.0.1:3000) and dispatch again",
+                rendered.dispatch_id
+            );
         }
         match args.format {
             RenderFormat::Env => crate::output::text(&env_lines(&rendered))?,

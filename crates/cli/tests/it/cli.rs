@@ -197,3 +197,41 @@ fn config_paths_reach_the_validator() {
         assert_eq!(paths, ["configs/missing.toml"], "{config:?}");
     }
 }
+
+/// A folder above several repositories: past the first three, the
+/// `discovery/undiscovered-manifest` notices are one line; the counts keep each.
+#[test]
+fn undiscovered_manifests_are_summarised_in_human_output() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for n in 0..6 {
+        let repo = dir.path().join(format!("repo-{n}"));
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        std::fs::write(repo.join("astrolift.toml"), "name = \"a\"\n").expect("writes");
+    }
+    let run = astrolift(["validate", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout
+            .matches("notice[discovery/undiscovered-manifest]")
+            .count(),
+        3
+    );
+    let tail = run.stdout.find("note: ").map_or("", |at| &run.stdout[at..]);
+    insta::assert_snapshot!(tail);
+    let document = json(
+        &astrolift([
+            "validate",
+            "--format",
+            "json",
+            dir.path().to_str().expect("utf-8"),
+        ])
+        .stdout,
+    );
+    let undiscovered = document["diagnostics"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|d| d["code"] == "discovery/undiscovered-manifest")
+        .count();
+    assert_eq!(undiscovered, 6);
+}

@@ -502,3 +502,44 @@ fn dispatch_list_and_show_print_what_was_dispatched() {
         unknown.stderr
     );
 }
+
+/// A dispatch recorded without `ASTROLIFT_CALLBACK_BASE_URL` renders without
+/// `AGENT_CALLBACK_URL`, and `render` says so and how to get one.
+#[test]
+fn render_says_when_the_callback_url_is_omitted() {
+    let dir = applied();
+    let run = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_astrolift"))
+            .args(args)
+            .envs(stores_env(dir.path()))
+            .env("ASTROLIFT_CONTROLLER_URL", "https://controller.example.com")
+            .env_remove("ASTROLIFT_CALLBACK_BASE_URL")
+            .env_remove("ASTROLIFT_DISPATCH_QUEUE_URL")
+            .env_remove("RUST_LOG")
+            .output()
+            .expect("the astrolift binary runs");
+        run_of(output)
+    };
+    let dispatched = run(&["dispatch", "emr-triage", "--input", "{}"]);
+    assert_eq!(dispatched.code, 0, "{}", dispatched.stderr);
+    let id = json(&dispatched.stdout)["dispatch_id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    let rendered = run(&["render", &id]);
+    assert_eq!(rendered.code, 0, "{}", rendered.stderr);
+    assert!(
+        !rendered.stdout.contains("AGENT_CALLBACK_URL="),
+        "{}",
+        rendered.stdout
+    );
+    assert_eq!(
+        rendered.stderr,
+        format!(
+            "warning: AGENT_CALLBACK_URL is omitted: dispatch {id} was recorded without a \
+             callback route (ASTROLIFT_CALLBACK_BASE_URL was unset), so the runtime cannot \
+             report back. Set ASTROLIFT_CALLBACK_BASE_URL to serve's base URL (for example \
+             http://127.0.0.1:3000) and dispatch again\n"
+        )
+    );
+}
