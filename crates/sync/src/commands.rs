@@ -64,6 +64,16 @@ fn register_words(repository: &str, git_ref: &str, manifest_path: Option<&str>) 
     shell_command(&words)
 }
 
+/// The command that removes the registration of `repository` that covers a manifest:
+/// the registration of `manifest_path` when it is one manifest's, else of every manifest.
+pub fn unregister_command(repository: &str, manifest_path: Option<&str>) -> String {
+    let mut words = vec!["astrolift", "unregister-repo", repository];
+    if let Some(path) = manifest_path {
+        words.extend(["--manifest-path", path]);
+    }
+    shell_command(&words)
+}
+
 /// The agent type an env-spec suggestion names when it knows none: the example
 /// of docs/reference.md §3, a value `env-spec upsert` accepts.
 pub const EXAMPLE_AGENT_TYPE: &str = "claude";

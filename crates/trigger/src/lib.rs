@@ -45,8 +45,8 @@
 //!   filtered out; in a mapping: the empty payload).
 //! - **Bad JSON is 400** (the request, not the program, is wrong); 422 is kept
 //!   for the binding's programs. A body over `Limits::trigger_body` is 413
-//!   before any parsing; exactly the limit is accepted. Verification comes
-//!   first of all: an unsigned huge body is a 401.
+//!   before anything else, signed or not (`serve` stops reading it at the
+//!   limit, so every host answers the same); exactly the limit is accepted.
 //!
 //! # Invariants
 //! - Programs are compiled once per binding ([`CompiledBinding`]) with the

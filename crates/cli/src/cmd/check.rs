@@ -49,7 +49,7 @@ pub struct Args {
     commit_time: Option<i64>,
 
     /// Project for new agents when the repository is not registered.
-    #[arg(long, default_value = "local")]
+    #[arg(long, default_value = "local", value_parser = super::project_id)]
     project_id: String,
 
     /// Output format.
@@ -98,7 +98,16 @@ async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Re
         state: args.stores.state().await?,
     };
     let repository = repository_name(args)?;
-    let mode = if args.apply {
+    let mode = if args.apply && !registers_something(tree, &limits) {
+        // Registering a repository with nothing to register only makes a registration
+        // that later pushes sync for nothing (docs/reference.md §3).
+        eprintln!(
+            "nothing registered: no agent or workspace manifest is discovered in {} (an \
+             astrolift.toml at its root or in agents/<slug>/, or an astrolift.agents.toml)",
+            args.dir.display()
+        );
+        Mode::Check
+    } else if args.apply {
         Mode::Apply {
             registrations: registrations_for_apply(stores.state.as_ref(), &repository, args)
                 .await?,
@@ -149,6 +158,16 @@ fn progress_bar() -> ProgressBar {
         bar.set_style(style);
     }
     bar
+}
+
+/// Whether the tree has anything a registration registers: an agent or a workspace manifest.
+fn registers_something(tree: &DirTree, limits: &Limits) -> bool {
+    let options = ValidateOptions {
+        limits: *limits,
+        config_paths: Vec::new(),
+    };
+    let validation = astrolift_manifest::validate_repository(tree, &options);
+    !(validation.agents.is_empty() && validation.workspace_manifests.is_empty())
 }
 
 fn repository_name(args: &Args) -> anyhow::Result<String> {

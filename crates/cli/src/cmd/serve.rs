@@ -38,6 +38,7 @@ use super::stores::StoreArgs;
 use crate::output::outln;
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = SERVE_ENVIRONMENT)]
 pub struct Args {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:3000")]
@@ -49,6 +50,15 @@ pub struct Args {
     #[command(flatten)]
     pub stores: StoreArgs,
 }
+
+/// What `serve --help` says of the environment it starts with (docs/reference.md §13).
+const SERVE_ENVIRONMENT: &str = "Environment:
+  GITHUB_APP_ID                     the App id (required)
+  GITHUB_APP_PRIVATE_KEY[_FILE]     the App's private key, PEM, or a file holding it (required)
+  GITHUB_WEBHOOK_SECRET             the webhook secret (required); GITHUB_WEBHOOK_SECRET_PREVIOUS during a rotation
+  ASTROLIFT_CALLBACK_BASE_URL       this server's base URL, for the callback URL dispatches carry
+  ASTROLIFT_DISPATCH_QUEUE_URL      the SQS dispatch queue (unset: the local outbox)
+See docs/reference.md §13 for every variable.";
 
 /// Capacity bounds (README, docs/operations.md).
 #[derive(Debug, Clone, Copy, clap::Args)]
@@ -452,9 +462,31 @@ fn respond(answer: Answer) -> Response {
     answer.into_response()
 }
 
+/// Ctrl-C (SIGINT) or SIGTERM (what a service manager sends); logs what the process
+/// leaves behind as it stops.
 async fn shutdown_signal() {
-    if tokio::signal::ctrl_c().await.is_err() {
-        std::future::pending::<()>().await;
-    }
-    tracing::info!("shutting down; jobs still queued in memory are dropped");
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        "SIGINT"
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+        "SIGTERM"
+    };
+    let signal = tokio::select! {
+        name = interrupt => name,
+        name = terminate => name,
+    };
+    tracing::warn!(
+        signal,
+        "shutting down: sync jobs queued in memory and not yet run are dropped; GitHub must \
+         redeliver their webhooks (a delivery queued 15 minutes ago or more is queued again)"
+    );
 }

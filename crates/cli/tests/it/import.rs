@@ -253,6 +253,17 @@ fn bad_input_exits_2_and_writes_nothing() {
     let run = import("langflow", &huge, &out, &[]);
     assert_refused(&run, &out, "50 MiB");
     assert!(run.stderr.contains("over the"), "{}", run.stderr);
+    // An AGENTS.md becomes the brief: over the brief's 1 MiB it is refused, as a file and
+    // in a directory, so that no import writes a layout that cannot validate.
+    let agents_dir = dir.path().join("big");
+    std::fs::create_dir_all(&agents_dir).expect("mkdir");
+    let big = agents_dir.join("AGENTS.md");
+    std::fs::write(&big, format!("# Big\n{}\n", "x".repeat(2_000_000))).expect("writes");
+    for source in [&big, &agents_dir] {
+        let run = import("agents_md", source, &out, &[]);
+        assert_refused(&run, &out, "2 MB AGENTS.md");
+        assert!(run.stderr.contains("1048576-byte limit"), "{}", run.stderr);
+    }
     let run = import(
         "langflow",
         &import_fixture("langflow/single-agent.json"),
