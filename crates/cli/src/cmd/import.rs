@@ -56,7 +56,7 @@ pub enum ModeArg {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum OutputFormat {
-    /// Each gap as `validate` shows a diagnostic (a snippet of the source), then a summary.
+    /// One block per gap (as `validate` shows a diagnostic, without the source), then a summary.
     #[default]
     Human,
     /// `{"agents", "diagnostics", "files"}`: the validate document plus the files written.

@@ -336,3 +336,46 @@ fn existing_files_need_force() {
         .collect();
     assert!(leftovers.is_empty(), "the staging directory is removed");
 }
+
+/// One AGENTS.md imported alone carries none of the files it links: each such link is
+/// kept as text (`import/unresolved-link`), so the layout validates (docs/import.md).
+#[test]
+fn one_agents_md_with_links_gives_a_layout_that_validates() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let source = dir.path().join("AGENTS.md");
+    std::fs::write(
+        &source,
+        "# Proj\n\nSee [testing](docs/testing.md), [`api`](api.md) and [the site](https://example.com).\n",
+    )
+    .expect("writes");
+    let out = dir.path().join("out");
+    let run = import(
+        "agents_md",
+        &source,
+        &out,
+        &["--image", "ghcr.io/acme/agent:1"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout
+            .matches("warning[import/unresolved-link]")
+            .count(),
+        2,
+        "{}",
+        run.stdout
+    );
+    let brief = std::fs::read_to_string(out.join("brief/README.md")).expect("a brief");
+    assert_eq!(
+        brief,
+        "# Proj\n\nSee `[testing](docs/testing.md)`, ``[`api`](api.md)`` and [the site](https://example.com).\n"
+    );
+    let validated = astrolift(["validate".to_owned(), out.display().to_string()]);
+    assert_eq!(validated.code, 0, "{}", validated.stdout);
+    assert!(
+        validated
+            .stdout
+            .ends_with("0 errors, 0 warnings, 0 notices; 1 agent\n"),
+        "{}",
+        validated.stdout
+    );
+}

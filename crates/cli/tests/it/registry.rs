@@ -516,7 +516,7 @@ fn check_apply_of_a_directory_without_manifests_registers_nothing() {
     assert!(
         applied
             .stderr
-            .starts_with("nothing registered: no agent or workspace manifest"),
+            .starts_with("nothing registered: no agent, workspace or config manifest"),
         "{}",
         applied.stderr
     );
