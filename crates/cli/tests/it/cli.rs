@@ -377,3 +377,24 @@ fn a_non_utf8_file_name_is_a_diagnostic() {
     assert_eq!(error["path"], "notes-\u{fffd}.md");
     assert_eq!(error["severity"], "error");
 }
+
+/// `assemble --origins`: the merged document and, per JSON Pointer, the file each value
+/// came from (docs/reference.md §3).
+#[test]
+fn assemble_origins_shape() {
+    let monorepo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/monorepo");
+    let root = monorepo.to_str().expect("utf-8");
+    let plain = astrolift(["assemble", "config/triage/config.toml", "--root", root]);
+    assert_eq!(plain.code, 0, "{}", plain.stderr);
+    let with = astrolift([
+        "assemble",
+        "config/triage/config.toml",
+        "--root",
+        root,
+        "--origins",
+    ]);
+    assert_eq!(with.code, 0, "{}", with.stderr);
+    let with = json(&with.stdout);
+    assert_eq!(with["document"], json(&plain.stdout));
+    insta::assert_json_snapshot!(with["origins"]);
+}
