@@ -151,6 +151,8 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr().context("no local address")?;
+    // Before the line below: a signal sent as soon as it is read is caught, not fatal.
+    let signals = ShutdownSignals::install();
     // Tests and scripts read this line to learn the port of `--listen 127.0.0.1:0`.
     // A server keeps serving when no one reads its stdout any more.
     if let Err(error) = outln!("astrolift serve listening on http://{address}") {
@@ -165,7 +167,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let per_address = AddressSlots::new(args.capacity.connections_per_address);
     tokio::select! {
         result = accept_loop(listener, router, limits, per_address) => result,
-        () = shutdown_signal() => Ok(()),
+        () = signals.received() => Ok(()),
     }
 }
 
@@ -462,31 +464,40 @@ fn respond(answer: Answer) -> Response {
     answer.into_response()
 }
 
-/// Ctrl-C (SIGINT) or SIGTERM (what a service manager sends); logs what the process
-/// leaves behind as it stops.
-async fn shutdown_signal() {
-    let interrupt = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
+/// Ctrl-C (SIGINT) and SIGTERM (what a service manager sends), caught from
+/// [`ShutdownSignals::install`] on.
+struct ShutdownSignals {
+    interrupt: Option<tokio::signal::unix::Signal>,
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl ShutdownSignals {
+    fn install() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        Self {
+            interrupt: signal(SignalKind::interrupt()).ok(),
+            terminate: signal(SignalKind::terminate()).ok(),
         }
-        "SIGINT"
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
+    }
+
+    /// Waits for either signal, then logs what the process leaves behind as it stops.
+    async fn received(mut self) {
+        async fn next(signal: Option<&mut tokio::signal::unix::Signal>) {
+            match signal {
+                Some(signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-        "SIGTERM"
-    };
-    let signal = tokio::select! {
-        name = interrupt => name,
-        name = terminate => name,
-    };
-    tracing::warn!(
-        signal,
-        "shutting down: sync jobs queued in memory and not yet run are dropped; GitHub must \
-         redeliver their webhooks (a delivery queued 15 minutes ago or more is queued again)"
-    );
+        let name = tokio::select! {
+            () = next(self.interrupt.as_mut()) => "SIGINT",
+            () = next(self.terminate.as_mut()) => "SIGTERM",
+        };
+        tracing::warn!(
+            signal = name,
+            "shutting down: sync jobs queued in memory and not yet run are dropped; GitHub must \
+             redeliver their webhooks (a delivery queued 15 minutes ago or more is queued again)"
+        );
+    }
 }
