@@ -1,9 +1,9 @@
 //! Trigger bindings at run time, the request side (docs/reference.md §5.5, §10, §12).
 //!
 //! # What this crate owns
-//! - [`evaluate`]: one request against a [`CompiledBinding`] — verification
-//!   ([`verify`]: `hmac-sha256`, `github`, `token`, all constant-time), the
-//!   body limit, JSON parsing, the filter, the payload mapping — giving an
+//! - [`evaluate`]: one request against a [`CompiledBinding`] — the body limit,
+//!   verification ([`verify`]: `hmac-sha256`, `github`, `token`, all
+//!   constant-time), JSON parsing, the filter, the payload mapping — giving an
 //!   [`Outcome`] or a [`TriggerError`] whose [`TriggerError::status`] is the
 //!   HTTP answer: 401 bad signature, 404 unknown trigger (for callers), 413
 //!   too large, 400 bad JSON or idempotency key, 422 filter/mapping failed
