@@ -33,8 +33,8 @@
 //!   up, each part goes through one of the two escapes above.
 //!
 //! Inside a table, each also escapes `|` (GFM splits cells on it even in
-//! code spans). A suggested shell command quotes every argument
-//! (`astrolift_sync::commands`, the one module that builds them).
+//! code spans). A suggested shell command quotes each argument the shell
+//! would change (`astrolift_sync::commands`, the one module that builds them).
 //! Counts are recomputed from the plan and diagnostics, so the output never
 //! disagrees with the rows it shows.
 
@@ -901,9 +901,11 @@ mod tests {
         };
         let (conclusion, output) = render(&report, &context);
         assert_eq!(conclusion, Conclusion::Neutral);
-        assert!(output.summary.contains(
-            "'astrolift' 'register-repo' 'octo/agents' '--project-id' 'ID' '--ref' 'main'"
-        ));
+        assert!(
+            output
+                .summary
+                .contains("astrolift register-repo octo/agents --project-id ID --ref main")
+        );
         insta::assert_snapshot!(rendered(&report, &context));
     }
 
@@ -1161,7 +1163,7 @@ mod tests {
         let command = register_command("octo/agents", git_ref);
         assert_eq!(
             command,
-            r#"'astrolift' 'register-repo' 'octo/agents' '--project-id' 'ID' '--ref' 'feat/it'\''s a "ref" `x` $(id)'"#
+            r#"astrolift register-repo octo/agents --project-id ID --ref 'feat/it'\''s a "ref" `x` $(id)'"#
         );
         let context = RenderContext {
             check_only: Some(CheckOnlyReason::NotRegistered {

@@ -70,8 +70,9 @@ enum Command {
     /// Try a trigger locally.
     #[command(subcommand)]
     Trigger(TriggerCommand),
-    /// Record a manual dispatch of a registered agent, or start a workflow run (--workflow).
-    Dispatch(cmd::triggers::DispatchArgs),
+    /// Record a manual dispatch of a registered agent, or start a workflow run (--workflow);
+    /// `dispatch list` and `dispatch show ID` print what was dispatched.
+    Dispatch(DispatchCli),
     /// Print a dispatch's container environment (a fresh cluster key each time).
     Render(cmd::render::Args),
     /// Inspect a workflow run, or report a stage's terminal status.
@@ -81,6 +82,25 @@ enum Command {
     Import(cmd::import::Args),
     /// Run the GitHub App locally: webhooks, triggers and the sync queue in one process.
     Serve(cmd::serve::Args),
+}
+
+/// `dispatch AGENT …`, or one of its subcommands (a subcommand's name wins over an
+/// agent of that name: `OWNER/REPO:path/to/astrolift.toml` names such an agent).
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+struct DispatchCli {
+    #[command(subcommand)]
+    command: Option<DispatchCommand>,
+    #[command(flatten)]
+    args: cmd::triggers::DispatchArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum DispatchCommand {
+    /// List recorded dispatches, newest first, with their task's status.
+    List(cmd::dispatches::ListArgs),
+    /// Print one dispatch, its task and the message it was sent with.
+    Show(cmd::dispatches::ShowArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -181,7 +201,18 @@ fn main() -> ExitCode {
         Command::Teardown(args) => cmd::registry::teardown(args),
         Command::Triggers(TriggersCommand::List(args)) => cmd::triggers::list(args),
         Command::Trigger(TriggerCommand::Test(args)) => cmd::triggers::test(args),
-        Command::Dispatch(args) => cmd::triggers::dispatch(args),
+        Command::Dispatch(DispatchCli {
+            command: Some(DispatchCommand::List(args)),
+            ..
+        }) => cmd::dispatches::list(args),
+        Command::Dispatch(DispatchCli {
+            command: Some(DispatchCommand::Show(args)),
+            ..
+        }) => cmd::dispatches::show(args),
+        Command::Dispatch(DispatchCli {
+            command: None,
+            args,
+        }) => cmd::triggers::dispatch(args),
         Command::Render(args) => cmd::render::run(args),
         Command::WorkflowRun(WorkflowRunCommand::Show(args)) => cmd::workflows::show(args),
         Command::WorkflowRun(WorkflowRunCommand::Report(args)) => cmd::workflows::report(args),

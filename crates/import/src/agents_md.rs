@@ -6,7 +6,9 @@
 //! context file `brief/nested/<dir>/AGENTS.md` linked from a section added
 //! at the brief's end. Files the root links to (inside the directory)
 //! are copied next to the brief, so its links keep working and become
-//! context files too. Commands the files list (shell code blocks, inline
+//! context files too; a relative link to a file the import does not carry
+//! (not found, or a one-file import) is kept as text in a code span, an
+//! `import/unresolved-link` gap, so the layout validates. Commands the files list (shell code blocks, inline
 //! commands) are copied as text and never run: each is an
 //! `import/command-not-run` gap.
 
@@ -56,7 +58,9 @@ fn from_file(file: SourceFile<'_>, options: &Options) -> Result<AgentSet, Import
     let name = graph::set_name(options.name.as_deref(), None, &parent_name(file.path));
     let mut set = new_set(name);
     command_gaps(file.path, text, &mut set.gaps);
-    push_root(&mut set, file.path, text);
+    // One file: nothing it links is carried.
+    let text = unresolved_links_as_text(file.path, text, &[], &mut set.gaps);
+    push_root(&mut set, file.path, &text);
     Ok(set)
 }
 
@@ -130,8 +134,14 @@ fn from_tree(
         budget.spend(text.len())?;
         command_gaps(path, &text, &mut set.gaps);
         if path == FILE_NAME {
-            push_root(&mut set, path, &text);
             copy_linked_files(tree, &text, limit, &mut budget, &mut set)?;
+            let carried: Vec<String> = set
+                .agents
+                .first()
+                .map(|a| a.context.iter().map(|c| c.name.clone()).collect())
+                .unwrap_or_default();
+            let text = unresolved_links_as_text(path, &text, &carried, &mut set.gaps);
+            push_root(&mut set, path, &text);
         } else if let Some(agent) = set.agents.first_mut() {
             agent.context.push(ContextFile {
                 name: format!("nested/{path}"),
@@ -151,6 +161,20 @@ fn from_tree(
     Ok(set)
 }
 
+/// The relative links of `text` that stay inside its directory: each as the path it
+/// names there, the link's target as written, and its byte range.
+fn inside_links(text: &str) -> Vec<(String, String, Range<usize>)> {
+    astrolift_manifest::brief::links(text)
+        .into_iter()
+        .filter_map(|(target, range)| {
+            let relative = astrolift_manifest::brief::relative_target(&target)?;
+            let resolved = paths::resolve_lexically("", &relative)
+                .filter(|p| !relative.starts_with('/') && !p.is_empty())?;
+            Some((resolved, target, range))
+        })
+        .collect()
+}
+
 /// Files the root AGENTS.md links to, inside the directory and not under
 /// `nested/`: copied next to the brief so the links stay context files.
 fn copy_linked_files(
@@ -163,15 +187,7 @@ fn copy_linked_files(
     let Some(agent) = set.agents.first_mut() else {
         return Ok(());
     };
-    for (target, _) in astrolift_manifest::brief::links(text) {
-        let Some(relative) = astrolift_manifest::brief::relative_target(&target) else {
-            continue;
-        };
-        let Some(resolved) = paths::resolve_lexically("", &relative)
-            .filter(|p| !relative.starts_with('/') && !p.is_empty())
-        else {
-            continue;
-        };
+    for (resolved, _, _) in inside_links(text) {
         let taken = resolved == "README.md"
             || resolved.starts_with("nested/")
             || agent.context.iter().any(|c| c.name == resolved);
@@ -189,6 +205,65 @@ fn copy_linked_files(
         });
     }
     Ok(())
+}
+
+/// `text` (the root AGENTS.md at `path`, which becomes the brief) with each relative
+/// link inside its directory that names neither itself nor a `carried` file turned
+/// into a code span of its own text, each an `import/unresolved-link` gap: the brief's
+/// links must name its context files (`brief/missing-context`), and the import has no
+/// file to give. A link that leaves the directory stays (validation only notes it).
+fn unresolved_links_as_text(
+    path: &str,
+    text: &str,
+    carried: &[String],
+    gaps: &mut Vec<Diagnostic>,
+) -> String {
+    let index = LineIndex::new(text);
+    let mut unresolved: Vec<Range<usize>> = Vec::new();
+    for (resolved, target, range) in inside_links(text) {
+        if resolved == "README.md" || carried.contains(&resolved) {
+            continue;
+        }
+        // A link inside another (an image in a link) is covered by the outer one.
+        if unresolved.last().is_some_and(|last| last.end > range.start) {
+            continue;
+        }
+        gaps.push(
+            Diagnostic::new(
+                &codes::UNRESOLVED_LINK,
+                path,
+                index.span(range.clone()),
+                format!("link `{target}` names `{resolved}`, which the import does not carry: kept as text"),
+            )
+            .with_help(
+                "import the directory that holds the AGENTS.md (its linked files are copied), or \
+                 add the file next to the brief and restore the link",
+            ),
+        );
+        unresolved.push(range);
+    }
+    let mut out = String::with_capacity(text.len() + unresolved.len() * 4);
+    let mut at = 0;
+    for range in unresolved {
+        out.push_str(text.get(at..range.start).unwrap_or_default());
+        out.push_str(&code_span(text.get(range.clone()).unwrap_or_default()));
+        at = range.end;
+    }
+    out.push_str(text.get(at..).unwrap_or_default());
+    out
+}
+
+/// `text` as a Markdown code span: one backtick more than its longest run, padded
+/// with a space where it starts or ends with one.
+fn code_span(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{text}{pad}{fence}")
 }
 
 /// The bytes a directory import may read in all (the source limit).

@@ -27,8 +27,9 @@
 //!   no native equivalent becomes a positioned gap.
 //! - **No secret echoed.** A credential's value never appears in a gap or
 //!   in the output; the gap names the field.
-//! - **Bounded.** Sources over [`ImportLimits::source_bytes`] are refused
-//!   before parsing; archives are read under the package limits (size, file
+//! - **Bounded.** Sources over their limit ([`source_file_limit`]:
+//!   [`ImportLimits::source_bytes`] for an export, the brief's limit for an
+//!   `AGENTS.md`) are refused before parsing; archives are read under the package limits (size, file
 //!   count, path length) and the tarball reader's index bound, and refused on
 //!   any escaping or non-file entry; a JSON export's value is built against a
 //!   memory estimate ([`json::MAX_VALUE_BYTES`]) and its position index keeps
@@ -139,18 +140,27 @@ pub fn import(
     }
 }
 
-/// Each input file with its size limit: an archive may be as large as a
-/// package; everything else is under `source_bytes`.
+/// The size limit of a source file of `format`: an archive may be as large as a
+/// package; an `AGENTS.md` becomes the brief, so it is under the brief's limit
+/// (`Limits::manifest_file`: a larger one would give a layout that cannot validate);
+/// an export is under `source_bytes`.
+pub fn source_file_limit(format: Format, limits: &ImportLimits) -> u64 {
+    match format {
+        Format::AstroliftPackage => limits.package.package_size,
+        Format::AgentsMd => limits.package.manifest_file,
+        Format::Langflow | Format::Flowise => limits.source_bytes,
+    }
+}
+
+/// Each input file with its size limit ([`source_file_limit`]; a snapshot is under
+/// `source_bytes`).
 fn source_files<'a>(
     format: Format,
     source: &Source<'a>,
     limits: &ImportLimits,
 ) -> Vec<(SourceFile<'a>, u64)> {
     match *source {
-        Source::File(file) if format == Format::AstroliftPackage => {
-            vec![(file, limits.package.package_size)]
-        }
-        Source::File(file) => vec![(file, limits.source_bytes)],
+        Source::File(file) => vec![(file, source_file_limit(format, limits))],
         Source::Tree { .. } => Vec::new(),
         Source::Package { archive, snapshot } => {
             std::iter::once((archive, limits.package.package_size))

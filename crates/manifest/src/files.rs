@@ -51,7 +51,9 @@ pub fn read_text(
             Span::FILE,
             format!("`{path}` is {size} bytes, over the {limit}-byte limit, so it was not read"),
         )
-        .with_help("split the file, or raise the limit in the validation options"),
+        .with_help(
+            "split the file, or move what is not needed out of it: no option raises this limit",
+        ),
         ReadError::NotUtf8 => Diagnostic::new(
             &NOT_UTF8,
             path,

@@ -60,6 +60,11 @@ pub const NO_INSTRUCTIONS: Code = Code::new(
     Severity::Warning,
     "The source has no prompt or instruction text; the brief is a stub.",
 );
+pub const UNRESOLVED_LINK: Code = Code::new(
+    "import/unresolved-link",
+    Severity::Warning,
+    "A link of an AGENTS.md names a file the import does not carry; it is kept as text.",
+);
 pub const FLATTENED: Code = Code::new(
     "import/flattened",
     Severity::Notice,
@@ -99,6 +104,7 @@ pub const CODES: &[&Code] = &[
     &UNSUPPORTED_NODE,
     &COMMAND_NOT_RUN,
     &NO_INSTRUCTIONS,
+    &UNRESOLVED_LINK,
     &FLATTENED,
     &STAGE_BINDING,
     &CYCLE,

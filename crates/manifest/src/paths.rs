@@ -11,7 +11,7 @@ use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
 use std::ops::Range;
 
-use crate::diagnostic::{Code, Severity};
+use crate::diagnostic::{Code, Severity, Span};
 use crate::toml_walk::TomlFile;
 
 pub const INVALID_PATH: Code = Code::new(
@@ -19,6 +19,31 @@ pub const INVALID_PATH: Code = Code::new(
     Severity::Error,
     "A path in a manifest is not relative POSIX: absolute, with `..`, with `\\`, or empty.",
 );
+pub const NOT_UTF8_PATH: Code = Code::new(
+    "path/not-utf8",
+    Severity::Error,
+    "A file's path in the checkout is not valid UTF-8; the file is left out.",
+);
+
+/// One `path/not-utf8` error per file of `paths` ([`crate::DirTree::non_utf8_paths`]).
+pub fn non_utf8_path_diagnostics(paths: &[String]) -> Vec<crate::Diagnostic> {
+    paths
+        .iter()
+        .map(|path| {
+            crate::Diagnostic::new(
+                &NOT_UTF8_PATH,
+                path.as_str(),
+                Span::FILE,
+                format!("the path `{path}` is not valid UTF-8, so the file was left out"),
+            )
+            .with_help(
+                "rename it: the sync refuses GitHub's tarball of a commit with this path \
+                 (`package/bad-tarball`)",
+            )
+        })
+        .collect()
+}
+
 pub const INVALID_GLOB: Code = Code::new(
     "path/invalid-glob",
     Severity::Error,
@@ -26,7 +51,7 @@ pub const INVALID_GLOB: Code = Code::new(
 );
 
 /// The codes of this module, for the catalogue.
-pub const CODES: &[&Code] = &[&INVALID_PATH, &INVALID_GLOB];
+pub const CODES: &[&Code] = &[&INVALID_PATH, &NOT_UTF8_PATH, &INVALID_GLOB];
 
 /// Why a path written in a manifest is not a relative POSIX path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

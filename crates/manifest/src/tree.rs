@@ -106,11 +106,14 @@ pub trait SourceTree: Sync {
 pub const LOCAL_ONLY_DIRS: &[&str] = &[".git", ".astrolift"];
 
 /// A local directory, listed once at open time. Symlinks are listed (as
-/// [`EntryKind::Symlink`]) but never followed.
+/// [`EntryKind::Symlink`]) but never followed. A file whose path is not valid
+/// UTF-8 is left out and kept in [`DirTree::non_utf8_paths`], for its caller to
+/// report (`path/not-utf8`): one bad name does not stop the listing.
 #[derive(Debug)]
 pub struct DirTree {
     root: PathBuf,
     entries: Vec<FileEntry>,
+    non_utf8: Vec<String>,
 }
 
 /// Why a directory could not be listed.
@@ -133,6 +136,7 @@ impl DirTree {
     pub fn open(root: impl AsRef<Path>, max_files: usize) -> Result<Self, OpenError> {
         let root = root.as_ref().to_path_buf();
         let mut entries = Vec::new();
+        let mut non_utf8 = Vec::new();
         let walker = walkdir::WalkDir::new(&root)
             .follow_links(false)
             .min_depth(1)
@@ -154,10 +158,25 @@ impl DirTree {
             if entries.len() >= max_files {
                 return Err(OpenError::TooManyFiles { limit: max_files });
             }
-            entries.push(dir_entry(&root, &item)?);
+            match dir_entry(&root, &item) {
+                Ok(entry) => entries.push(entry),
+                Err(OpenError::NonUtf8Path { path }) => non_utf8.push(path),
+                Err(other) => return Err(other),
+            }
         }
         entries.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
-        Ok(Self { root, entries })
+        non_utf8.sort();
+        Ok(Self {
+            root,
+            entries,
+            non_utf8,
+        })
+    }
+
+    /// The files left out because their path is not valid UTF-8, each shown with
+    /// U+FFFD for the bytes that are not, in order.
+    pub fn non_utf8_paths(&self) -> &[String] {
+        &self.non_utf8
     }
 
     pub fn root(&self) -> &Path {

@@ -549,6 +549,10 @@ impl DispatchStore for FaultyStateStore {
             self.inner.get_dispatch(idempotency_key)
         )
     }
+
+    fn list_dispatches(&self) -> BoxFuture<'_, StoreResult<Vec<Dispatch>>> {
+        forward!(self, "list_dispatches", false, self.inner.list_dispatches())
+    }
 }
 
 /// The local AWS endpoint, or `None` when the AWS tests must be skipped.

@@ -14,7 +14,7 @@ use astrolift_store::state::{ChangeSet, SkillSource, SyncedCommit, SyncedCommitU
 use crate::SyncError;
 use crate::configs::{ConfigContext, apply_configs, plan_configs};
 use crate::drift::snapshot_drift;
-use crate::env_specs::check_env_specs;
+use crate::env_specs::{check_env_specs, check_workflow_env_specs};
 use crate::order::Order;
 use crate::package_step::{
     ArchiveOrigin, Artifacts, Packaging, Prepared, build_archive, package, prepare, stored_outputs,
@@ -59,9 +59,17 @@ pub async fn sync(
         .collect();
     let (mut prepared, skill_sources) =
         resolve_and_prepare(validation, projects, tree, request, stores).await?;
-    let found_workflows = std::mem::take(&mut prepared.workflows);
+    let mut found_workflows = std::mem::take(&mut prepared.workflows);
     let workspace_paths = std::mem::take(&mut prepared.workspace_manifests);
     check_env_specs(&mut prepared, tree, stores.state.as_ref(), request, &scope).await?;
+    let workflow_errors = check_workflow_env_specs(
+        &mut found_workflows,
+        tree,
+        stores.state.as_ref(),
+        request,
+        &scope,
+    )
+    .await?;
     let stored = stored_outputs(stores.blobs.as_ref(), &prepared).await;
     let packaging = package(prepared, stored, tree, applying, progress)?;
     let bindings = stores
@@ -77,7 +85,8 @@ pub async fn sync(
     };
     let mut planned = plan(&packaging.candidates, &registered, &context);
     add_drift(&mut planned, &packaging, stores.blobs.as_ref()).await;
-    let mut report = new_report(request, &planned, packaging.diagnostics.clone());
+    let diagnostics = packaging.diagnostics.iter().cloned().chain(workflow_errors);
+    let mut report = new_report(request, &planned, diagnostics.collect());
     report.skill_sources = skill_sources;
     report.uncovered = scope.uncovered(
         &request.repository,

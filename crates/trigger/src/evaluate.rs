@@ -85,8 +85,10 @@ impl CompiledBinding {
 }
 
 /// Evaluates one request against `binding`:
-/// 1. verification (401), before the body is looked at;
-/// 2. the size limit `limits.trigger_body` (413), before parsing;
+/// 1. the size limit `limits.trigger_body` (413), signed or not: a body that would be
+///    refused anyway is not worth a MAC, and `serve`, which stops reading at the limit,
+///    answers the same;
+/// 2. verification (401), before the body is parsed;
 /// 3. JSON parsing (400);
 /// 4. the filter: exactly one boolean; `false` or no output is [`Outcome::Filtered`] (422 otherwise);
 /// 5. the mapping: an object, or `null`/`{}`/nothing for the empty payload (422 otherwise).
@@ -103,9 +105,22 @@ pub async fn evaluate(
     secrets: &dyn SecretResolver,
     limits: &Limits,
 ) -> Result<Outcome, TriggerError> {
+    within_limit(body, limits)?;
     let verify = binding.spec.verify.clone().unwrap_or(Verify::Github);
     verify_request(&verify, headers, body, secrets, project).await?;
     evaluate_verified(binding, body, limits).await
+}
+
+/// 413 for a body over `limits.trigger_body` (exactly the limit is accepted).
+pub(crate) fn within_limit(body: &[u8], limits: &Limits) -> Result<(), TriggerError> {
+    let size = body.len() as u64;
+    if size > limits.trigger_body {
+        return Err(TriggerError::TooLarge {
+            size,
+            limit: limits.trigger_body,
+        });
+    }
+    Ok(())
 }
 
 /// [`evaluate`] without verification, for requests already verified by the
@@ -115,13 +130,7 @@ pub async fn evaluate_verified(
     body: &[u8],
     limits: &Limits,
 ) -> Result<Outcome, TriggerError> {
-    let size = body.len() as u64;
-    if size > limits.trigger_body {
-        return Err(TriggerError::TooLarge {
-            size,
-            limit: limits.trigger_body,
-        });
-    }
+    within_limit(body, limits)?;
     let mut jobs = Vec::new();
     if let Some(filter) = &binding.filter {
         jobs.push(Job {

@@ -1,9 +1,9 @@
 //! Trigger bindings at run time, the request side (docs/reference.md §5.5, §10, §12).
 //!
 //! # What this crate owns
-//! - [`evaluate`]: one request against a [`CompiledBinding`] — verification
-//!   ([`verify`]: `hmac-sha256`, `github`, `token`, all constant-time), the
-//!   body limit, JSON parsing, the filter, the payload mapping — giving an
+//! - [`evaluate`]: one request against a [`CompiledBinding`] — the body limit,
+//!   verification ([`verify`]: `hmac-sha256`, `github`, `token`, all
+//!   constant-time), JSON parsing, the filter, the payload mapping — giving an
 //!   [`Outcome`] or a [`TriggerError`] whose [`TriggerError::status`] is the
 //!   HTTP answer: 401 bad signature, 404 unknown trigger (for callers), 413
 //!   too large, 400 bad JSON or idempotency key, 422 filter/mapping failed
@@ -45,8 +45,8 @@
 //!   filtered out; in a mapping: the empty payload).
 //! - **Bad JSON is 400** (the request, not the program, is wrong); 422 is kept
 //!   for the binding's programs. A body over `Limits::trigger_body` is 413
-//!   before any parsing; exactly the limit is accepted. Verification comes
-//!   first of all: an unsigned huge body is a 401.
+//!   before anything else, signed or not (`serve` stops reading it at the
+//!   limit, so every host answers the same); exactly the limit is accepted.
 //!
 //! # Invariants
 //! - Programs are compiled once per binding ([`CompiledBinding`]) with the

@@ -126,17 +126,23 @@ pub fn scoped_secret_id(
     reference: &str,
 ) -> Result<String, SecretError> {
     let name = secret_name(reference)?;
-    let valid_project = !project.is_empty()
+    if !valid_project_id(project) {
+        return Err(SecretError::InvalidProject(project.to_owned()));
+    }
+    Ok(format!("{prefix}{project}/{name}"))
+}
+
+/// Whether `project` can scope secret names (see [`scoped_secret_id`]): 1–128 of
+/// `A-Z a-z 0-9 _ + = . @ -`, and not `.` or `..`. The CLI refuses any other
+/// `--project-id`, so that every registered project's secrets resolve.
+pub fn valid_project_id(project: &str) -> bool {
+    !project.is_empty()
         && project.len() <= 128
         && project != "."
         && project != ".."
         && project
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_+=.@-".contains(&b));
-    if !valid_project {
-        return Err(SecretError::InvalidProject(project.to_owned()));
-    }
-    Ok(format!("{prefix}{project}/{name}"))
+            .all(|b| b.is_ascii_alphanumeric() || b"_+=.@-".contains(&b))
 }
 
 /// A string that is not a reference might be a pasted secret: show its shape only.

@@ -11,7 +11,7 @@
 //! | 401 | bad, missing or malformed signature or token; a missing, malformed or stale timestamp | `{"error","trigger_id"}` |
 //! | 404 | no such binding; a `github` binding (those are fed by the App's webhook, never by this route); a binding whose agent is not `active` | `{"error","trigger_id"}` |
 //! | 409 | the binding's `env_spec` is not an env spec of its agent's project (any more) | `{"error","trigger_id"}` |
-//! | 413 | body over `Limits::trigger_body` | `{"error","trigger_id"}` |
+//! | 413 | body over `Limits::trigger_body`, checked before the signature (signed or not) | `{"error","trigger_id"}` |
 //! | 400 | body not JSON; `Idempotency-Key` or `X-GitHub-Delivery` over `Limits::idempotency_key` bytes or not visible ASCII | `{"error","trigger_id"}` |
 //! | 422 | the filter or mapping failed | `{"error","trigger_id","stage"}` (the jq error in `error`) |
 //! | 500 | the secret does not exist or may not be read, the binding does not compile, the agent's package or prompts cannot be read (nothing recorded), or the dispatch was recorded but not queued | `{"error","trigger_id"}` |
@@ -68,7 +68,7 @@ use http::HeaderMap;
 use serde_json::{Value, json};
 
 use crate::error::TriggerError;
-use crate::evaluate::{CompiledBinding, Outcome, evaluate_verified};
+use crate::evaluate::{CompiledBinding, Outcome, evaluate_verified, within_limit};
 use crate::idempotency::idempotency_key;
 use crate::secrets::SecretResolver;
 use crate::trust::{Trust, judge};
@@ -200,6 +200,10 @@ impl TriggerService {
             }
             Err(response) => return response,
         };
+        // Over the limit is 413 before the signature, signed or not (as `serve` answers).
+        if let Err(error) = within_limit(body, &self.limits) {
+            return trigger_error_response(trigger_id, &error);
+        }
         let verify = ready.compiled.spec.verify.clone().unwrap_or(Verify::Github);
         let verified = match verify_request(
             &verify,

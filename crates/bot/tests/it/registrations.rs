@@ -153,8 +153,8 @@ async fn each_registration_applies_its_own_agents(stores: Stores) {
         .zip([("main", "proj-triage"), ("release", "proj-reports")])
     {
         let command = format!(
-            "`'astrolift' 'register-repo' 'octo/agents' '--project-id' 'ID' '--ref' '{git_ref}' \
-             '--manifest-path' 'agents/gamma/astrolift.toml'`"
+            "`astrolift register-repo octo/agents --project-id ID --ref {git_ref} \
+             --manifest-path agents/gamma/astrolift.toml`"
         );
         assert!(summary.contains(&command), "{summary}");
         assert!(

@@ -12,7 +12,7 @@ use anyhow::Context;
 use astrolift_bot::config::Environment;
 use astrolift_cli::render;
 use astrolift_cli::render::plural;
-use astrolift_manifest::{DirTree, Limits, ValidateOptions};
+use astrolift_manifest::{DirTree, Limits, SourceTree, ValidateOptions};
 use astrolift_store::StateStore;
 use astrolift_store::state::RepoRegistration;
 use astrolift_sync::{Coverage, Mode, Report, SkillFetcher, Stores, SyncRequest, sync};
@@ -49,7 +49,7 @@ pub struct Args {
     commit_time: Option<i64>,
 
     /// Project for new agents when the repository is not registered.
-    #[arg(long, default_value = "local")]
+    #[arg(long, default_value = "local", value_parser = super::project_id)]
     project_id: String,
 
     /// Output format.
@@ -98,7 +98,18 @@ async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Re
         state: args.stores.state().await?,
     };
     let repository = repository_name(args)?;
-    let mode = if args.apply {
+    let config_paths = astrolift_sync::config_paths(stores.state.as_ref(), &repository).await?;
+    let mode = if args.apply && !registers_something(tree, &limits, &config_paths) {
+        // Registering a repository with nothing to register only makes a registration
+        // that later pushes sync for nothing (docs/reference.md §3).
+        eprintln!(
+            "nothing registered: no agent, workspace or config manifest is discovered in {} \
+             (an astrolift.toml at its root or in agents/<slug>/, an astrolift.agents.toml, or \
+             the config manifest of an env spec)",
+            args.dir.display()
+        );
+        Mode::Check
+    } else if args.apply {
         Mode::Apply {
             registrations: registrations_for_apply(stores.state.as_ref(), &repository, args)
                 .await?,
@@ -107,7 +118,6 @@ async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Re
         Mode::Check
     };
     let now = now();
-    let config_paths = astrolift_sync::config_paths(stores.state.as_ref(), &repository).await?;
     // Remote skills resolve through the App when its credentials are configured; without
     // them each reference is a `skill/unresolved` warning that says so.
     let fetcher = astrolift_bot::skills::fetcher_from_env(&Environment::new(), limits)
@@ -149,6 +159,20 @@ fn progress_bar() -> ProgressBar {
         bar.set_style(style);
     }
     bar
+}
+
+/// Whether the tree has anything a registration registers: an agent or a workspace
+/// manifest, or a config manifest an env spec names (`config_paths`).
+fn registers_something(tree: &DirTree, limits: &Limits, config_paths: &[String]) -> bool {
+    if config_paths.iter().any(|path| tree.is_file(path)) {
+        return true;
+    }
+    let options = ValidateOptions {
+        limits: *limits,
+        config_paths: Vec::new(),
+    };
+    let validation = astrolift_manifest::validate_repository(tree, &options);
+    !(validation.agents.is_empty() && validation.workspace_manifests.is_empty())
 }
 
 fn repository_name(args: &Args) -> anyhow::Result<String> {
@@ -274,8 +298,9 @@ fn summary_line(report: &Report) -> String {
     let action = match (&report.mode, report.applied, &report.skipped) {
         (_, _, Some(skipped)) => format!("skipped: {skipped}"),
         (Mode::Apply { .. }, true, None) => format!(
-            "applied: {} blob uploads, {} state writes",
-            report.counts.blob_puts, report.counts.state_writes
+            "applied: {}, {}",
+            plural(report.counts.blob_puts as usize, "blob upload"),
+            plural(report.counts.state_writes as usize, "state write")
         ),
         _ => "checked only (use --apply to register)".to_owned(),
     };

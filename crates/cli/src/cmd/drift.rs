@@ -1,4 +1,5 @@
-//! `astrolift drift OLD NEW [--format text|json]`: drift between two checkouts.
+//! `astrolift drift OLD NEW [--format human|json]`: drift between two checkouts
+//! (`text` is accepted for `human`, its name before every command said `human`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,13 +16,15 @@ pub struct Args {
     old: PathBuf,
     /// The new checkout (a directory).
     new: PathBuf,
-    #[arg(long, value_enum, default_value_t = DriftFormat::Text)]
+    /// `human` (`text` is accepted too) or `json`.
+    #[arg(long, value_enum, default_value_t = DriftFormat::Human)]
     format: DriftFormat,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum DriftFormat {
-    Text,
+    #[value(alias = "text")]
+    Human,
     Json,
 }
 
@@ -35,7 +38,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (old, new) = (open(&args.old)?, open(&args.new)?);
     let report = drift_between_trees(&old, &new, &limits);
     match args.format {
-        DriftFormat::Text => crate::output::text(&report.to_text())?,
+        DriftFormat::Human => crate::output::text(&report.to_text())?,
         DriftFormat::Json => outln!("{}", serde_json::to_string_pretty(&report)?)?,
     }
     Ok(if report.has_critical() {

@@ -56,7 +56,7 @@ pub enum ModeArg {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum OutputFormat {
-    /// One line per gap, then a summary.
+    /// One block per gap (as `validate` shows a diagnostic, without the source), then a summary.
     #[default]
     Human,
     /// `{"agents", "diagnostics", "files"}`: the validate document plus the files written.
@@ -143,11 +143,7 @@ fn read_and_import(args: &Args, options: &Options) -> anyhow::Result<Imported> {
             options,
         )?);
     }
-    let limit = if format == Format::AstroliftPackage {
-        options.limits.package.package_size
-    } else {
-        options.limits.source_bytes
-    };
+    let limit = astrolift_import::source_file_limit(format, &options.limits);
     let bytes = read_bounded(&args.source, limit)?;
     let file = SourceFile {
         path: &shown,
@@ -427,10 +423,10 @@ fn print_report(imported: &Imported, args: &Args) -> std::io::Result<()> {
             let counts = Counts::of(&imported.gaps);
             writeln!(
                 out,
-                "wrote {} files to {} ({} gaps to review)",
-                imported.files.len(),
+                "wrote {} to {} ({} to review)",
+                render::plural(imported.files.len(), "file"),
                 args.out.display(),
-                counts.errors + counts.warnings + counts.notices
+                render::plural(counts.errors + counts.warnings + counts.notices, "gap")
             )?;
             out.flush()
         }

@@ -4,6 +4,7 @@
 
 pub mod assemble;
 pub mod check;
+pub mod dispatches;
 pub mod drift;
 mod fix;
 pub mod import;
@@ -90,4 +91,18 @@ pub fn repo_relative(dir: &Path, path: &Path) -> anyhow::Result<String> {
         }
     }
     Ok(parts.join("/"))
+}
+
+/// The value parser of every `--project-id`: refused (exit 2) unless it can scope its
+/// secrets' names (`astrolift_trigger::secrets::valid_project_id`, docs/reference.md §15).
+pub fn project_id(value: &str) -> Result<String, String> {
+    if astrolift_trigger::secrets::valid_project_id(value) {
+        Ok(value.to_owned())
+    } else {
+        Err(
+            "a project id is 1-128 of A-Z, a-z, 0-9 and `_+=.@-` (not `.` or `..`): \
+             it names the project's secrets"
+                .to_owned(),
+        )
+    }
 }

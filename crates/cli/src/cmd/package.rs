@@ -1,5 +1,5 @@
 //! `astrolift package DIR|--tarball FILE --manifest PATH [--out FILE] [--max-size BYTES]`
-//! and `astrolift package --all DIR --store URL`.
+//! and `astrolift package --all DIR [--store URL]` (default: the `--blobs` default).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -43,12 +43,19 @@ pub struct Args {
     max_size: u64,
 
     /// Package every discovered agent into the blob store `--store`.
-    #[arg(long, requires = "store")]
+    #[arg(long)]
     all: bool,
 
-    /// Blob store for `--all`: `file:DIR` or `s3://BUCKET[/prefix]`.
-    #[arg(long, value_name = "URL", env = "ASTROLIFT_BLOBS")]
-    store: Option<String>,
+    /// Blob store for `--all`: `file:DIR` or `s3://BUCKET[/prefix]` (the `--blobs` of
+    /// every other command, with its default).
+    #[arg(
+        long,
+        alias = "blobs",
+        value_name = "URL",
+        env = "ASTROLIFT_BLOBS",
+        default_value = "file:.astrolift/blobs"
+    )]
+    store: String,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -65,8 +72,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
     );
     if args.all {
-        let store = args.store.as_deref().context("--all needs --store")?;
-        return runtime()?.block_on(package_all(tree.as_ref(), &validation, &limits, store));
+        return runtime()?.block_on(package_all(
+            tree.as_ref(),
+            &validation,
+            &limits,
+            &args.store,
+        ));
     }
     let manifest = args.manifest.as_deref().context("--manifest is required")?;
     let Some(index) = validation

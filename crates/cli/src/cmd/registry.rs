@@ -5,7 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use astrolift_store::StateStore;
-use astrolift_store::state::{Agent, AgentStatus, EnvSpec, RepoRegistration};
+use astrolift_store::state::{
+    Agent, AgentStatus, EnvSpec, RepoRegistration, covering_registration,
+};
+use astrolift_sync::commands::unregister_command;
 
 use super::stores::{StoreArgs, now, runtime};
 use crate::output::outln;
@@ -15,8 +18,8 @@ pub struct RegisterRepoArgs {
     /// The repository, `owner/name`.
     #[arg(value_name = "OWNER/REPO")]
     repository: String,
-    /// The project its agents belong to.
-    #[arg(long)]
+    /// The project its agents belong to (1-128 of `A-Z a-z 0-9 _+=.@-`).
+    #[arg(long, value_parser = super::project_id)]
     project_id: String,
     /// The ref whose pushes register agents; other refs are checked only.
     #[arg(long = "ref", default_value = "main")]
@@ -52,7 +55,7 @@ pub struct EnvSpecUpsertArgs {
     name: String,
     /// The project it belongs to: only agents registered under this project
     /// may name it (in a trigger's `env_spec` or at dispatch).
-    #[arg(long)]
+    #[arg(long, value_parser = super::project_id)]
     project_id: String,
     /// The agent type the runtime starts, e.g. `claude`.
     #[arg(long)]
@@ -367,6 +370,24 @@ pub fn teardown(args: AgentArgs) -> anyhow::Result<ExitCode> {
             torn.name,
             torn.key()
         )?;
+        // The registration that covers it registers it again at the next push while the
+        // manifest is in the repository: say so, and how to keep it away.
+        let registrations = state
+            .list_repository_registrations(&agent.repository)
+            .await?;
+        if let Some(covering) = covering_registration(&registrations, &agent.manifest_path) {
+            eprintln!(
+                "warning: {} is still registered (ref {}, project {}): while {} is in the \
+                 repository, the next push to {} registers the agent again. Remove the \
+                 manifest, or unregister it: `{}`",
+                agent.repository,
+                covering.registered_ref,
+                covering.project_id,
+                agent.manifest_path,
+                covering.registered_ref,
+                unregister_command(&agent.repository, covering.manifest_path.as_deref())
+            );
+        }
         Ok(())
     })
 }

@@ -14,7 +14,7 @@ use astrolift_dispatch::render::{
     DEFAULT_WORKSPACE, RenderOptions, RenderedDispatch, render_dispatch,
 };
 use astrolift_manifest::Limits;
-use astrolift_sync::commands::shell_quote;
+use astrolift_sync::commands::single_quoted;
 use serde_json::json;
 
 use super::stores::{StoreArgs, now, runtime};
@@ -47,6 +47,9 @@ pub struct Args {
     stores: StoreArgs,
 }
 
+/// The variable a dispatch without a callback route renders without (docs/reference.md §11).
+const CALLBACK_VARIABLE: &str = "AGENT_CALLBACK_URL";
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Some(controller_url) = args
         .controller_url
@@ -78,6 +81,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         for warning in &rendered.env.warnings {
             eprintln!("warning: {}: {}", warning.name, warning.message);
         }
+        if !rendered.env.vars.contains_key(CALLBACK_VARIABLE) {
+            eprintln!(
+                "warning: {CALLBACK_VARIABLE} is omitted: dispatch {} was recorded without a \
+                 callback route (ASTROLIFT_CALLBACK_BASE_URL was unset), so the runtime cannot \
+                 report back. Set ASTROLIFT_CALLBACK_BASE_URL to serve's base URL (for example \
+                 http://127.0.0.1:3000) and dispatch again",
+                rendered.dispatch_id
+            );
+        }
         match args.format {
             RenderFormat::Env => crate::output::text(&env_lines(&rendered))?,
             RenderFormat::Json => outln!("{}", render_json(&rendered))?,
@@ -96,7 +108,7 @@ pub fn env_lines(rendered: &RenderedDispatch) -> String {
         .filter(|(name, _)| !vars.contains_key(*name));
     vars.iter()
         .chain(secrets)
-        .map(|(name, value)| format!("{name}={}\n", shell_quote(value)))
+        .map(|(name, value)| format!("{name}={}\n", single_quoted(value)))
         .collect()
 }
 

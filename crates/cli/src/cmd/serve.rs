@@ -38,6 +38,7 @@ use super::stores::StoreArgs;
 use crate::output::outln;
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = SERVE_ENVIRONMENT)]
 pub struct Args {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:3000")]
@@ -49,6 +50,15 @@ pub struct Args {
     #[command(flatten)]
     pub stores: StoreArgs,
 }
+
+/// What `serve --help` says of the environment it starts with (docs/reference.md §13).
+const SERVE_ENVIRONMENT: &str = "Environment:
+  GITHUB_APP_ID                     the App id (required)
+  GITHUB_APP_PRIVATE_KEY[_FILE]     the App's private key, PEM, or a file holding it (required)
+  GITHUB_WEBHOOK_SECRET             the webhook secret (required); GITHUB_WEBHOOK_SECRET_PREVIOUS during a rotation
+  ASTROLIFT_CALLBACK_BASE_URL       this server's base URL, for the callback URL dispatches carry
+  ASTROLIFT_DISPATCH_QUEUE_URL      the SQS dispatch queue (unset: the local outbox)
+See docs/reference.md §13 for every variable.";
 
 /// Capacity bounds (README, docs/operations.md).
 #[derive(Debug, Clone, Copy, clap::Args)]
@@ -141,6 +151,8 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr().context("no local address")?;
+    // Before the line below: a signal sent as soon as it is read is caught, not fatal.
+    let signals = ShutdownSignals::install();
     // Tests and scripts read this line to learn the port of `--listen 127.0.0.1:0`.
     // A server keeps serving when no one reads its stdout any more.
     if let Err(error) = outln!("astrolift serve listening on http://{address}") {
@@ -155,7 +167,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let per_address = AddressSlots::new(args.capacity.connections_per_address);
     tokio::select! {
         result = accept_loop(listener, router, limits, per_address) => result,
-        () = shutdown_signal() => Ok(()),
+        () = signals.received() => Ok(()),
     }
 }
 
@@ -452,9 +464,40 @@ fn respond(answer: Answer) -> Response {
     answer.into_response()
 }
 
-async fn shutdown_signal() {
-    if tokio::signal::ctrl_c().await.is_err() {
-        std::future::pending::<()>().await;
+/// Ctrl-C (SIGINT) and SIGTERM (what a service manager sends), caught from
+/// [`ShutdownSignals::install`] on.
+struct ShutdownSignals {
+    interrupt: Option<tokio::signal::unix::Signal>,
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl ShutdownSignals {
+    fn install() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        Self {
+            interrupt: signal(SignalKind::interrupt()).ok(),
+            terminate: signal(SignalKind::terminate()).ok(),
+        }
     }
-    tracing::info!("shutting down; jobs still queued in memory are dropped");
+
+    /// Waits for either signal, then logs what the process leaves behind as it stops.
+    async fn received(mut self) {
+        async fn next(signal: Option<&mut tokio::signal::unix::Signal>) {
+            match signal {
+                Some(signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        }
+        let name = tokio::select! {
+            () = next(self.interrupt.as_mut()) => "SIGINT",
+            () = next(self.terminate.as_mut()) => "SIGTERM",
+        };
+        tracing::warn!(
+            signal = name,
+            "shutting down: sync jobs queued in memory and not yet run are dropped; GitHub must \
+             redeliver their webhooks (a delivery queued 15 minutes ago or more is queued again)"
+        );
+    }
 }

@@ -24,7 +24,7 @@ pub struct SkillRepoRegisterArgs {
     #[arg(value_name = "OWNER/REPO")]
     repository: String,
     /// The project whose agents may use the alias (aliases are per project).
-    #[arg(long)]
+    #[arg(long, value_parser = super::project_id)]
     project_id: String,
     /// `human` or `json` (the skill repository record).
     #[arg(long, value_enum, default_value_t = ListFormat::Human)]

@@ -32,8 +32,12 @@ use astrolift_manifest::model::AgentManifest;
 use astrolift_manifest::triggers::Verify;
 use astrolift_manifest::{DirTree, Limits, ValidateOptions, validate_repository};
 use astrolift_store::StateStore;
-use astrolift_store::state::{AgentStatus, DispatchTask, TaskStatus, env_spec_for_project};
-use astrolift_sync::commands::env_spec_upsert_command;
+use astrolift_store::state::{
+    AgentStatus, DispatchTask, EnvSpecRefusal, TaskStatus, env_spec_for_project,
+};
+use astrolift_sync::commands::{
+    EXAMPLE_AGENT_TYPE, EXAMPLE_RUNTIME, env_spec_upsert_command, env_spec_upsert_with_config,
+};
 use astrolift_trigger::secrets::{EnvSecretResolver, github_webhook_from_env};
 use astrolift_trigger::verify::verify_request;
 use astrolift_trigger::{CompiledBinding, Outcome, SecretResolver, evaluate_verified};
@@ -93,8 +97,8 @@ pub struct DispatchArgs {
     )]
     timeout: u64,
     /// The input, a JSON object (`{}` or `null` for none): `ASTROLIFT_TRIGGER_PAYLOAD`.
-    #[arg(long, value_name = "JSON")]
-    input: String,
+    #[arg(long, value_name = "JSON", required = true)]
+    input: Option<String>,
     /// Repeating a dispatch with the same key records it once.
     #[arg(long, value_name = "K")]
     idempotency_key: Option<String>,
@@ -137,7 +141,10 @@ pub fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
                         b.url_path()
                     )?;
                 }
-                outln!("{} trigger bindings", bindings.len())?;
+                outln!(
+                    "{}",
+                    astrolift_cli::render::plural(bindings.len(), "trigger binding")
+                )?;
             }
         }
         Ok(ExitCode::SUCCESS)
@@ -145,11 +152,13 @@ pub fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
+    // Required by clap unless a subcommand (`dispatch list|show`) was given instead.
+    let input = args.input.as_deref().context("--input is required")?;
     let agent_name = match (&args.agent, &args.workflow) {
         (_, Some(name)) => {
             return super::workflows::dispatch(super::workflows::WorkflowDispatch {
                 name,
-                input: &args.input,
+                input,
                 repository: args.repository.as_deref(),
                 tail: args.tail,
                 timeout: std::time::Duration::from_secs(args.timeout),
@@ -159,7 +168,7 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
         (Some(agent), None) => agent.clone(),
         (None, None) => bail!("name an agent, or a workflow with --workflow"),
     };
-    let input: Value = serde_json::from_str(&args.input).context("--input is not valid JSON")?;
+    let input: Value = serde_json::from_str(input).context("--input is not valid JSON")?;
     if !(input.is_object() || input.is_null()) {
         bail!("--input must be a JSON object (or `{{}}` / `null` for no input)");
     }
@@ -180,10 +189,10 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
             {
                 Ok(spec) => Some(spec),
                 Err(refusal) => {
-                    let upsert = env_spec_upsert_command(name, &agent.project_id);
+                    let next = env_spec_next_step(state.as_ref(), name, &agent.project_id, refusal)
+                        .await?;
                     bail!(
-                        "env spec {name} is not an env spec of project {} ({refusal}); define it with \
-                         `{upsert}`",
+                        "env spec {name} is not an env spec of project {} ({refusal}); {next}",
                         agent.project_id
                     );
                 }
@@ -477,4 +486,68 @@ fn print_env(rendered: &RenderedEnv, secrets: &BTreeSet<String>) -> std::io::Res
         eprintln!("warning: {}: {}", warning.name, warning.message);
     }
     Ok(())
+}
+
+/// What to do about `dispatch --env-spec NAME` refused for `project`: a command that
+/// runs as pasted (docs/reference.md §15). A missing spec is defined with the agent
+/// type and runtime of another spec of the project, or example values said to be
+/// examples; a spec of no project gets the project, keeping what it has; a spec of
+/// another project is left alone (redefining it would take it from its project).
+async fn env_spec_next_step(
+    state: &dyn StateStore,
+    name: &str,
+    project: &str,
+    refusal: EnvSpecRefusal,
+) -> anyhow::Result<String> {
+    let specs = state.list_env_specs().await?;
+    Ok(match refusal {
+        EnvSpecRefusal::OtherProject => format!(
+            "name an env spec of project {project} (`astrolift env-spec list`), or define one \
+             under another name with `astrolift env-spec upsert`"
+        ),
+        EnvSpecRefusal::NoProject => {
+            let spec = specs.iter().find(|spec| spec.name == name);
+            let agent_type = spec.and_then(|s| s.agent_type.as_deref());
+            let runtime = spec.and_then(|s| s.runtime.as_deref());
+            let upsert = env_spec_upsert_with_config(
+                name,
+                project,
+                agent_type.unwrap_or(EXAMPLE_AGENT_TYPE),
+                runtime.unwrap_or(EXAMPLE_RUNTIME),
+                spec.and_then(|s| s.config_manifest()),
+            );
+            let examples = if agent_type.is_some() && runtime.is_some() {
+                String::new()
+            } else {
+                format!(
+                    " (`{EXAMPLE_AGENT_TYPE}` and `{EXAMPLE_RUNTIME}` are examples: name the runtime's)"
+                )
+            };
+            format!("give it the project with `{upsert}`{examples}")
+        }
+        EnvSpecRefusal::Missing => {
+            let sibling = specs.iter().find_map(|spec| {
+                (spec.project_id.as_deref() == Some(project))
+                    .then(|| {
+                        Some((
+                            spec.name.as_str(),
+                            spec.agent_type.as_deref()?,
+                            spec.runtime.as_deref()?,
+                        ))
+                    })
+                    .flatten()
+            });
+            match sibling {
+                Some((other, agent_type, runtime)) => format!(
+                    "define it with `{}` (the agent type and runtime of env spec {other})",
+                    env_spec_upsert_command(name, project, agent_type, runtime)
+                ),
+                None => format!(
+                    "define it with `{}` (`{EXAMPLE_AGENT_TYPE}` and `{EXAMPLE_RUNTIME}` are \
+                     examples: name the runtime's)",
+                    env_spec_upsert_command(name, project, EXAMPLE_AGENT_TYPE, EXAMPLE_RUNTIME)
+                ),
+            }
+        }
+    })
 }

@@ -16,7 +16,7 @@
 //! something to fix (as `cargo fmt --check` and `ruff --diff` do).
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -24,8 +24,9 @@ use astrolift_bot::config::Environment;
 use astrolift_bot::skills::fetcher_from_env;
 use astrolift_cli::render::{self, Format, Report, Style};
 use astrolift_manifest::model::AgentManifest;
+use astrolift_manifest::paths::non_utf8_path_diagnostics;
 use astrolift_manifest::{
-    Diagnostic, DirTree, Limits, SourceTree, diagnostic, validate_repository,
+    Diagnostic, DirTree, Limits, SourceTree, ValidateOptions, diagnostic, validate_repository,
 };
 use astrolift_store::state::covering_registration;
 use astrolift_store::state_store_from_url;
@@ -85,11 +86,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let mut out = crate::output::stdout();
             super::fix::print_diff(&fixed, &mut out).context("cannot write the diff")?;
             out.flush().context("cannot write the diff")?;
-            return Ok(if fixed.files.is_empty() {
-                ExitCode::SUCCESS
-            } else {
-                super::EXIT_FINDINGS.into()
-            });
+            if fixed.files.is_empty() {
+                eprintln!("{}", nothing_to_fix(&args.dir, &tree, &options));
+                return Ok(ExitCode::SUCCESS);
+            }
+            return Ok(super::EXIT_FINDINGS.into());
         }
         super::fix::write(&args.dir, &fixed)?;
         super::fix::print_applied(&fixed, &mut std::io::stderr().lock())
@@ -98,6 +99,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         tree = super::open_dir(&args.dir, &limits)?;
     }
     let mut validation = validate_repository(&tree, &options);
+    // A file name that is not UTF-8 is an error on that file, not the end of the listing.
+    validation
+        .diagnostics
+        .extend(non_utf8_path_diagnostics(tree.non_utf8_paths()));
     if validation.agents.iter().any(has_remote_skills) {
         let found = runtime()?.block_on(remote_skills(&args, &validation.agents, limits))?;
         validation.diagnostics.extend(found);
@@ -121,6 +126,40 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// What `--fix --dry-run` says when it has no diff to print: nothing to fix, and, for a
+/// folder where no agent is discovered, why (it is not a repository's root: the
+/// manifests below it belong to repositories of their own).
+fn nothing_to_fix(dir: &Path, tree: &DirTree, options: &ValidateOptions) -> String {
+    let validation = validate_repository(tree, options);
+    let shown = dir.display();
+    if !validation.agents.is_empty() {
+        return format!("nothing to fix in {shown}");
+    }
+    let below: Vec<&str> = validation
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == "discovery/undiscovered-manifest")
+        .map(|d| d.path.as_str())
+        .collect();
+    match below.first() {
+        None => format!("nothing to fix: no agent manifest is discovered in {shown}"),
+        Some(first) => {
+            // The repository a manifest belongs to: above its `agents/`, or its folder.
+            let root = match first.split_once("/agents/") {
+                Some((root, _)) => root,
+                None => first.rsplit_once('/').map_or("", |(folder, _)| folder),
+            };
+            format!(
+                "nothing to fix: {shown} is not a repository's root, so none of the {} \
+                 below it is discovered; run it on each repository, for example \
+                 `astrolift validate --fix --dry-run {}`",
+                astrolift_cli::render::plural(below.len(), "manifest"),
+                astrolift_sync::commands::shell_quote(&dir.join(root).display().to_string())
+            )
+        }
+    }
 }
 
 fn has_remote_skills(manifest: &AgentManifest) -> bool {

@@ -8,6 +8,9 @@
 //!   a stage's terminal report, what the callback route does for a workflow
 //!   dispatch (for local runs and operators; the first report of a stage wins).
 //!
+//! A run that has already failed when `dispatch --workflow` returns (a stage
+//! refused as it started) exits 1, with or without `--tail`.
+//!
 //! `--tail` polls the run once a second and prints each stage change as one
 //! JSON line until the run is terminal (exit 0 when it succeeded, 1 when it
 //! failed) or `--timeout` passes (exit 1).
@@ -90,6 +93,17 @@ pub fn dispatch(request: WorkflowDispatch<'_>) -> anyhow::Result<ExitCode> {
         )
         .await?;
         outln!("{}", progress_json(&progress))?;
+        if progress.run.status == RunStatus::Failed {
+            // A stage failed as the run started (its payload, agent or env spec):
+            // the run is over, and `--tail` would only say so (docs/reference.md §3).
+            for (name, stage) in &progress.run.stages {
+                if let Some(error) = &stage.error {
+                    eprintln!("stage {name} failed: {error}");
+                }
+            }
+            eprintln!("workflow run {} failed as it started", progress.run.id);
+            return Ok(ExitCode::from(EXIT_FINDINGS));
+        }
         if !request.tail {
             return Ok(ExitCode::SUCCESS);
         }

@@ -4,6 +4,11 @@
 //! Colour is decided by the caller's stream (the binary strips ANSI codes where
 //! [`crate::colour`] says no); this module only chooses styled or plain.
 //!
+//! `discovery/undiscovered-manifest` notices beyond the first
+//! [`UNDISCOVERED_SHOWN`] are summarised in one line (a folder above several
+//! repositories has one per manifest); the summary line still counts each, and
+//! the machine formats list each.
+//!
 //! Quoting source could echo a plaintext secret, so every span of a
 //! `*/plaintext-secret` diagnostic is masked with `*` in the quoted text of
 //! its file, for every diagnostic of that file (see [`is_secret_value`]).
@@ -40,13 +45,37 @@ pub fn render_diagnostics(
         Style::Plain => Renderer::plain(),
     };
     let mut texts = SourceCache::new(sources, diagnostics);
+    let mut undiscovered = 0;
     for diagnostic in diagnostics {
+        if diagnostic.code == UNDISCOVERED {
+            undiscovered += 1;
+            if undiscovered > UNDISCOVERED_SHOWN {
+                continue;
+            }
+        }
         let text = texts.get(&diagnostic.path);
         let group = group(diagnostic, text);
         writeln!(out, "{}\n", renderer.render(&[group]))?;
     }
+    if let Some(more) = undiscovered
+        .checked_sub(UNDISCOVERED_SHOWN)
+        .filter(|n| *n > 0)
+    {
+        writeln!(
+            out,
+            "note: {more} more `{UNDISCOVERED}` {} not shown (`--format json` lists each). Is \
+             this a repository's root? Only its own astrolift.toml and \
+             agents/<slug>/astrolift.toml are discovered\n",
+            if more == 1 { "notice" } else { "notices" },
+        )?;
+    }
     Ok(())
 }
+
+/// The code whose notices are summarised past the first few.
+const UNDISCOVERED: &str = "discovery/undiscovered-manifest";
+/// How many `discovery/undiscovered-manifest` notices are shown in full.
+pub const UNDISCOVERED_SHOWN: usize = 3;
 
 /// True for a diagnostic whose span covers a plaintext secret value: its
 /// text must never be quoted. Every such code ends in `/plaintext-secret`

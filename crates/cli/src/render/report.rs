@@ -25,10 +25,13 @@ impl Report<'_> {
     }
 }
 
-/// `1 error`, `2 errors`: every count a summary prints.
+/// `1 error`, `2 errors`, `2 dispatches`: every count a summary prints (a noun ending in
+/// `s`, `x`, `ch` or `sh` takes `es`).
 pub fn plural(n: usize, noun: &str) -> String {
     if n == 1 {
         format!("{n} {noun}")
+    } else if ["s", "x", "ch", "sh"].iter().any(|end| noun.ends_with(end)) {
+        format!("{n} {noun}es")
     } else {
         format!("{n} {noun}s")
     }

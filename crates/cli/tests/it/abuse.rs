@@ -231,3 +231,18 @@ async fn an_event_for_a_deleted_installation_fails_its_job_and_serve_goes_on() {
     assert_eq!(status, 202);
     assert_eq!(completed_runs(&github, SHA, 1).await.len(), 1);
 }
+
+/// SIGTERM (what a service manager sends) stops serve with status 0 and a log line that
+/// says what it leaves: the jobs queued in memory, which GitHub must redeliver.
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_stops_serve_and_says_what_it_leaves() {
+    let github = fake_github_with(&[]).await;
+    let mut server = ServeProcess::start(&github, setup());
+    let (status, output) = server.terminate();
+    assert!(status.success(), "{status:?}: {output}");
+    assert!(output.contains("SIGTERM"), "{output}");
+    assert!(
+        output.contains("sync jobs queued in memory and not yet run are dropped"),
+        "{output}"
+    );
+}

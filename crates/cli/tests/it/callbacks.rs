@@ -181,6 +181,11 @@ async fn trigger_dispatch_render_callback_through_serve() {
         &[("ASTROLIFT_CONTROLLER_URL", CONTROLLER)],
     );
     assert_eq!(lines.code, 0, "{}", lines.stderr);
+    assert!(
+        !lines.stderr.contains("AGENT_CALLBACK_URL"),
+        "{}",
+        lines.stderr
+    );
     let system = sourced(&server, &lines.stdout, "AGENT_SYSTEM");
     assert_eq!(json!(system), env["AGENT_SYSTEM"]);
     assert!(system.contains('\''), "the brief holds a quote: {system}");

@@ -1,6 +1,8 @@
 //! The binary end to end: exit codes, formats and usage errors, on the
 //! fixture repositories under `tests/fixtures/`.
 
+use std::path::Path;
+
 use crate::sarif_schema::assert_valid_sarif;
 use crate::support::{astrolift, fixture, json, validate_fixture, without_version};
 
@@ -196,4 +198,203 @@ fn config_paths_reach_the_validator() {
             .collect();
         assert_eq!(paths, ["configs/missing.toml"], "{config:?}");
     }
+}
+
+/// A folder above several repositories: past the first three, the
+/// `discovery/undiscovered-manifest` notices are one line; the counts keep each.
+#[test]
+fn undiscovered_manifests_are_summarised_in_human_output() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for n in 0..6 {
+        let repo = dir.path().join(format!("repo-{n}"));
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        std::fs::write(repo.join("astrolift.toml"), "name = \"a\"\n").expect("writes");
+    }
+    let run = astrolift(["validate", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout
+            .matches("notice[discovery/undiscovered-manifest]")
+            .count(),
+        3
+    );
+    let tail = run.stdout.find("note: ").map_or("", |at| &run.stdout[at..]);
+    insta::assert_snapshot!(tail);
+    let document = json(
+        &astrolift([
+            "validate",
+            "--format",
+            "json",
+            dir.path().to_str().expect("utf-8"),
+        ])
+        .stdout,
+    );
+    let undiscovered = document["diagnostics"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|d| d["code"] == "discovery/undiscovered-manifest")
+        .count();
+    assert_eq!(undiscovered, 6);
+}
+
+/// `drift --format human` like every other command; `text`, its old name, still works.
+#[test]
+fn drift_formats_are_human_and_json() {
+    let monorepo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/monorepo");
+    let dir = monorepo.to_str().expect("utf-8");
+    let human = astrolift(["drift", dir, dir, "--format", "human"]);
+    assert_eq!(human.code, 0, "{}", human.stderr);
+    let text = astrolift(["drift", dir, dir, "--format", "text"]);
+    assert_eq!(
+        (text.code, &text.stdout),
+        (0, &human.stdout),
+        "{}",
+        text.stderr
+    );
+    assert_eq!(astrolift(["drift", dir, dir]).stdout, human.stdout);
+    let json = astrolift(["drift", dir, dir, "--format", "json"]);
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let help = astrolift(["drift", "--help"]);
+    assert!(help.stdout.contains("human"), "{}", help.stdout);
+}
+
+/// `serve --help` names the environment serve needs to start.
+#[test]
+fn serve_help_names_its_environment() {
+    let help = astrolift(["serve", "--help"]);
+    assert_eq!(help.code, 0, "{}", help.stderr);
+    for variable in [
+        "GITHUB_APP_ID",
+        "GITHUB_APP_PRIVATE_KEY[_FILE]",
+        "GITHUB_WEBHOOK_SECRET",
+        "ASTROLIFT_CALLBACK_BASE_URL",
+    ] {
+        assert!(
+            help.stdout.contains(variable),
+            "{variable}: {}",
+            help.stdout
+        );
+    }
+}
+
+/// A project id that cannot name the project's secrets is a usage error that says so.
+#[test]
+fn a_bad_project_id_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let state = format!("--state=sqlite:{}", dir.path().join("state.db").display());
+    for args in [
+        vec![
+            "register-repo",
+            "octo/agents",
+            "--project-id",
+            "Bad Project!",
+        ],
+        vec![
+            "env-spec",
+            "upsert",
+            "x",
+            "--project-id",
+            "Bad Project!",
+            "--agent-type",
+            "claude",
+            "--runtime",
+            "claude-code",
+        ],
+        vec![
+            "skill-repo",
+            "register",
+            "a",
+            "octo/skills",
+            "--project-id",
+            "..",
+        ],
+        vec!["check", ".", "--project-id", "a/b"],
+    ] {
+        let run = astrolift([&args[..], &[state.as_str()]].concat());
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("a project id is 1-128 of A-Z, a-z, 0-9 and `_+=.@-`"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    assert!(!dir.path().join("state.db").exists(), "nothing was opened");
+}
+
+/// `package --all` without `--store` uses the blob store every `--blobs` defaults to.
+#[test]
+fn package_all_defaults_to_the_embedded_blob_store() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let monorepo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/monorepo");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_astrolift"))
+        .args(["package", "--all"])
+        .arg(&monorepo)
+        .current_dir(dir.path())
+        .env_remove("ASTROLIFT_BLOBS")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the astrolift binary runs");
+    let run = crate::support::run_of(output);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        dir.path().join(".astrolift/blobs/packages/sha256").is_dir(),
+        "{}",
+        run.stdout
+    );
+}
+
+/// A file name that is not UTF-8 anywhere in the tree is a `path/not-utf8` error on that
+/// file; the rest is validated (exit 1, not 2).
+#[cfg(unix)]
+#[test]
+fn a_non_utf8_file_name_is_a_diagnostic() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    crate::support::copy_tree(&fixture("valid-single"), dir.path());
+    let bad = std::ffi::OsStr::from_bytes(b"notes-\xff.md");
+    std::fs::write(dir.path().join(bad), "x").expect("writes");
+    let run = astrolift([
+        "validate",
+        "--format",
+        "json",
+        dir.path().to_str().expect("utf-8"),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let document = json(&run.stdout);
+    assert_eq!(
+        document["agents"].as_array().map(Vec::len),
+        Some(1),
+        "{document}"
+    );
+    let error = document["diagnostics"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|d| d["code"] == "path/not-utf8")
+        .expect("the bad name is reported");
+    assert_eq!(error["path"], "notes-\u{fffd}.md");
+    assert_eq!(error["severity"], "error");
+}
+
+/// `assemble --origins`: the merged document and, per JSON Pointer, the file each value
+/// came from (docs/reference.md §3).
+#[test]
+fn assemble_origins_shape() {
+    let monorepo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/monorepo");
+    let root = monorepo.to_str().expect("utf-8");
+    let plain = astrolift(["assemble", "config/triage/config.toml", "--root", root]);
+    assert_eq!(plain.code, 0, "{}", plain.stderr);
+    let with = astrolift([
+        "assemble",
+        "config/triage/config.toml",
+        "--root",
+        root,
+        "--origins",
+    ]);
+    assert_eq!(with.code, 0, "{}", with.stderr);
+    let with = json(&with.stdout);
+    assert_eq!(with["document"], json(&plain.stdout));
+    insta::assert_json_snapshot!(with["origins"]);
 }

@@ -143,3 +143,37 @@ fn dry_run_requires_fix() {
     let run = astrolift(["validate", ".", "--dry-run"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
 }
+
+#[test]
+fn dry_run_on_a_folder_of_repositories_says_why_nothing_is_fixed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    copy_tree(&examples, &dir.path().join("examples"));
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_astrolift"))
+        .args(["validate", "--fix", "--dry-run", "examples/"])
+        .current_dir(dir.path())
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the astrolift binary runs");
+    let run = crate::support::run_of(output);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "");
+    insta::assert_snapshot!(run.stderr);
+    // The command it suggests runs as it is, from the same folder.
+    let suggested = run.stderr.split('`').nth(1).expect("a suggested command");
+    let args: Vec<&str> = suggested.split(' ').skip(1).collect();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_astrolift"))
+        .args(&args)
+        .current_dir(dir.path())
+        .output()
+        .expect("the astrolift binary runs");
+    let again = crate::support::run_of(output);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again
+            .stderr
+            .starts_with("nothing to fix in examples/monorepo"),
+        "{}",
+        again.stderr
+    );
+}

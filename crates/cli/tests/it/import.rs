@@ -253,6 +253,17 @@ fn bad_input_exits_2_and_writes_nothing() {
     let run = import("langflow", &huge, &out, &[]);
     assert_refused(&run, &out, "50 MiB");
     assert!(run.stderr.contains("over the"), "{}", run.stderr);
+    // An AGENTS.md becomes the brief: over the brief's 1 MiB it is refused, as a file and
+    // in a directory, so that no import writes a layout that cannot validate.
+    let agents_dir = dir.path().join("big");
+    std::fs::create_dir_all(&agents_dir).expect("mkdir");
+    let big = agents_dir.join("AGENTS.md");
+    std::fs::write(&big, format!("# Big\n{}\n", "x".repeat(2_000_000))).expect("writes");
+    for source in [&big, &agents_dir] {
+        let run = import("agents_md", source, &out, &[]);
+        assert_refused(&run, &out, "2 MB AGENTS.md");
+        assert!(run.stderr.contains("1048576-byte limit"), "{}", run.stderr);
+    }
     let run = import(
         "langflow",
         &import_fixture("langflow/single-agent.json"),
@@ -324,4 +335,47 @@ fn existing_files_need_force() {
         })
         .collect();
     assert!(leftovers.is_empty(), "the staging directory is removed");
+}
+
+/// One AGENTS.md imported alone carries none of the files it links: each such link is
+/// kept as text (`import/unresolved-link`), so the layout validates (docs/import.md).
+#[test]
+fn one_agents_md_with_links_gives_a_layout_that_validates() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let source = dir.path().join("AGENTS.md");
+    std::fs::write(
+        &source,
+        "# Proj\n\nSee [testing](docs/testing.md), [`api`](api.md) and [the site](https://example.com).\n",
+    )
+    .expect("writes");
+    let out = dir.path().join("out");
+    let run = import(
+        "agents_md",
+        &source,
+        &out,
+        &["--image", "ghcr.io/acme/agent:1"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout
+            .matches("warning[import/unresolved-link]")
+            .count(),
+        2,
+        "{}",
+        run.stdout
+    );
+    let brief = std::fs::read_to_string(out.join("brief/README.md")).expect("a brief");
+    assert_eq!(
+        brief,
+        "# Proj\n\nSee `[testing](docs/testing.md)`, ``[`api`](api.md)`` and [the site](https://example.com).\n"
+    );
+    let validated = astrolift(["validate".to_owned(), out.display().to_string()]);
+    assert_eq!(validated.code, 0, "{}", validated.stdout);
+    assert!(
+        validated
+            .stdout
+            .ends_with("0 errors, 0 warnings, 0 notices; 1 agent\n"),
+        "{}",
+        validated.stdout
+    );
 }

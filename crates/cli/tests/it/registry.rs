@@ -108,6 +108,20 @@ fn check_apply_twice_registers_then_shows_unchanged() {
 
     let torn = run(&["teardown", "triage"], dir.path());
     assert_eq!(torn.code, 0, "{}", torn.stderr);
+    // The registration of every manifest still covers it: the next push registers it again.
+    let repository = json(&first.stdout)["repository"]
+        .as_str()
+        .expect("a repository")
+        .to_owned();
+    assert_eq!(
+        torn.stderr,
+        format!(
+            "warning: {repository} is still registered (ref main, project local): while \
+             agents/triage/astrolift.toml is in the repository, the next push to main registers \
+             the agent again. Remove the manifest, or unregister it: `astrolift unregister-repo \
+             {repository}`\n"
+        )
+    );
     let history = run(&["history", "emr-triage", "--format", "json"], dir.path());
     let actions: Vec<_> = json(&history.stdout)
         .as_array()
@@ -480,4 +494,40 @@ fn package_prints_exactly_digest_size_files_and_writes_no_partial_archive() {
         refused.stderr
     );
     assert!(!small.exists());
+}
+
+/// `check --apply` of a directory without any manifest says so and registers nothing.
+#[test]
+fn check_apply_of_a_directory_without_manifests_registers_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let applied = run(
+        &[
+            "check",
+            "--apply",
+            empty.to_str().expect("utf-8"),
+            "--format",
+            "json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(applied.code, 0, "{}", applied.stderr);
+    assert!(
+        applied
+            .stderr
+            .starts_with("nothing registered: no agent, workspace or config manifest"),
+        "{}",
+        applied.stderr
+    );
+    let report = json(&applied.stdout);
+    assert_eq!(
+        (report["mode"].as_str(), report["applied"].as_bool()),
+        (Some("check"), Some(false))
+    );
+    let registrations = run(&["agents", "list", "--format", "json"], dir.path());
+    assert_eq!(json(&registrations.stdout), serde_json::json!([]));
+    // Nothing is registered, so a push would not sync it: no registration is listed.
+    let unregister = run(&["unregister-repo", "local/empty"], dir.path());
+    assert_ne!(unregister.code, 0, "{}", unregister.stdout);
 }

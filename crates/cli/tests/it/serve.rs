@@ -329,9 +329,7 @@ async fn an_unregistered_repository_is_checked_and_told_how_to_register() {
     let runs = completed_runs(&github, MAIN_SHA).await;
     let summary = runs[0].summary.clone().unwrap_or_default();
     assert!(
-        summary.contains(
-            "'astrolift' 'register-repo' 'octo/agents' '--project-id' 'ID' '--ref' 'main'"
-        ),
+        summary.contains("astrolift register-repo octo/agents --project-id ID --ref main"),
         "{summary}"
     );
     assert!(agents(&server).is_empty());

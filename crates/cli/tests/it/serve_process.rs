@@ -158,6 +158,22 @@ impl ServeProcess {
     /// Stops serve and returns everything it wrote on stdout and stderr.
     pub fn stop(&mut self) -> String {
         let _ = self.child.kill();
+        self.collect()
+    }
+
+    /// Sends serve SIGTERM (as a service manager stops it), waits for it to exit, and
+    /// returns its exit status and everything it wrote.
+    pub fn terminate(&mut self) -> (std::process::ExitStatus, String) {
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "kill -TERM failed");
+        let status = self.child.wait().expect("serve exits");
+        (status, self.collect())
+    }
+
+    fn collect(&mut self) -> String {
         let _ = self.child.wait();
         for reader in self.readers.drain(..) {
             let _ = reader.join();

@@ -223,3 +223,18 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// `ASTROLIFT_STATE` and `ASTROLIFT_BLOBS` for the embedded stores in `dir`
+/// (`state.db`, `blobs/`), for `Command::envs`.
+pub fn stores_env(dir: &Path) -> [(&'static str, String); 2] {
+    [
+        (
+            "ASTROLIFT_STATE",
+            format!("sqlite:{}", dir.join("state.db").display()),
+        ),
+        (
+            "ASTROLIFT_BLOBS",
+            format!("file:{}", dir.join("blobs").display()),
+        ),
+    ]
+}

@@ -7,7 +7,7 @@ use std::process::Command;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
-use crate::support::{Run, json, run_of};
+use crate::support::{Run, json, run_of, stores_env};
 
 const HOOK_VARIABLE: &str = "ASTROLIFT_SECRET_AGENTS_JIRA_HOOK";
 const HOOK_SECRET: &str = "cli-test-hook-secret";
@@ -288,6 +288,32 @@ fn dispatch_records_once_per_idempotency_key() {
         );
     }
 
+    // The missing spec's suggestion runs as pasted (with the agent type and runtime
+    // of the project's `triage-prod`), after which the dispatch goes through. A spec of
+    // another project is not redefined (that would take it from its project).
+    let with = |spec: &str| {
+        let args = [
+            "dispatch",
+            "emr-triage",
+            "--input",
+            "{}",
+            "--env-spec",
+            spec,
+        ];
+        astrolift(&args, dir.path())
+    };
+    let suggestion = suggested_command(&with("no-such-spec").stderr);
+    assert_eq!(
+        suggestion,
+        "astrolift env-spec upsert no-such-spec --project-id local --agent-type claude \
+         --runtime claude-code"
+    );
+    run_pasted(&suggestion, dir.path());
+    let now = with("no-such-spec");
+    assert_eq!(now.code, 0, "{}", now.stderr);
+    let other = with("other-prod").stderr;
+    assert!(!other.contains("upsert other-prod"), "{other}");
+
     for bad in [
         vec!["dispatch", "emr-triage", "--input", "[1]"],
         vec!["dispatch", "emr-triage", "--input", "{not json"],
@@ -349,5 +375,171 @@ fn an_outbox_file_beside_the_state_moves_inside_it() {
     assert_eq!(
         (rows(&beside, "outbox"), rows(&state, "dispatch_outbox")),
         (0, 2)
+    );
+}
+
+/// The command a message suggests: the first `astrolift …` code span of `stderr`.
+fn suggested_command(stderr: &str) -> String {
+    stderr
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .find(|span| span.starts_with("astrolift "))
+        .unwrap_or_else(|| panic!("no suggested command in {stderr}"))
+        .to_owned()
+}
+
+/// Runs `command` as a user pasting it into `sh` would, with `astrolift` on the PATH
+/// and the stores of `dir` in the environment; it must succeed.
+fn run_pasted(command: &str, dir: &Path) {
+    let bin = Path::new(env!("CARGO_BIN_EXE_astrolift"))
+        .parent()
+        .expect("the binary's folder");
+    let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("a PATH");
+    let output = Command::new("sh")
+        .args(["-c", command])
+        .env("PATH", path)
+        .envs(stores_env(dir))
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("sh runs");
+    let run = run_of(output);
+    assert_eq!(run.code, 0, "{command}: {}", run.stderr);
+}
+
+/// `text` with the values of a dispatch that change from run to run (ids, times, the
+/// temporary directory) replaced by their names.
+fn redacted(text: &str, shown: &serde_json::Value, dir: &Path) -> String {
+    let mut text = text.replace(&dir.display().to_string(), "[DIR]");
+    let created = shown["created_at"].as_i64().expect("created_at");
+    let expires = shown["message"]["package"]["expires_at"].as_i64();
+    for (value, name) in [
+        (
+            shown["dispatch_id"].as_str().map(str::to_owned),
+            "[DISPATCH_ID]",
+        ),
+        (shown["task_id"].as_str().map(str::to_owned), "[TASK_ID]"),
+        (expires.map(|e| e.to_string()), "[EXPIRES_AT]"),
+        (Some(created.to_string()), "[CREATED_AT]"),
+    ] {
+        if let Some(value) = value {
+            text = text.replace(&value, name);
+        }
+    }
+    // The human form's `YYYY-MM-DDTHH:MM:SSZ`.
+    text.lines()
+        .map(|line| match line.find("20") {
+            Some(at) if line[at..].len() >= 20 && line[at..at + 20].ends_with('Z') => {
+                format!("{}[CREATED]{}", &line[..at], &line[at + 20..])
+            }
+            _ => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn dispatch_list_and_show_print_what_was_dispatched() {
+    let dir = applied();
+    let input = r#"{"mode":"triage","issue":"OPS-1"}"#;
+    let first = astrolift(&["dispatch", "emr-triage", "--input", input], dir.path());
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let id = json(&first.stdout)["dispatch_id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+
+    let show = astrolift(&["dispatch", "show", &id, "--format", "json"], dir.path());
+    assert_eq!(show.code, 0, "{}", show.stderr);
+    let shown = json(&show.stdout);
+    assert_eq!(shown["dispatch_id"], id.as_str());
+    assert_eq!(shown["status"], "queued");
+    assert_eq!(shown["message"]["payload"]["issue"], "OPS-1");
+    assert_eq!(shown["message"]["schema"], "astrolift.dispatch/v1");
+    let human = astrolift(&["dispatch", "show", &id], dir.path());
+    assert_eq!(human.code, 0, "{}", human.stderr);
+    insta::assert_snapshot!(
+        "dispatch_show_human",
+        redacted(&human.stdout, &shown, dir.path())
+    );
+
+    let listed = astrolift(&["dispatch", "list", "--agent", "emr-triage"], dir.path());
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    insta::assert_snapshot!(
+        "dispatch_list_human",
+        redacted(&listed.stdout, &shown, dir.path())
+    );
+    let rows = json(&astrolift(&["dispatch", "list", "--format", "json"], dir.path()).stdout);
+    let mut row = rows[0].clone();
+    assert_eq!(rows.as_array().map(Vec::len), Some(1), "{rows}");
+    for (field, placeholder) in [
+        ("dispatch_id", "[DISPATCH_ID]"),
+        ("task_id", "[TASK_ID]"),
+        ("created_at", "[CREATED_AT]"),
+    ] {
+        row[field] = serde_json::json!(placeholder);
+    }
+    insta::assert_json_snapshot!("dispatch_list_json", row);
+
+    // A second dispatch comes first; --limit keeps the newest and says so.
+    let second = astrolift(&["dispatch", "triage", "--input", "{}"], dir.path());
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    let limited = astrolift(&["dispatch", "list", "--limit", "1"], dir.path());
+    assert!(
+        limited.stdout.ends_with("1 dispatch of 2 (--limit 1)\n"),
+        "{}",
+        limited.stdout
+    );
+
+    let unknown = astrolift(&["dispatch", "show", "d-nope"], dir.path());
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown.stderr.contains("no dispatch d-nope"),
+        "{}",
+        unknown.stderr
+    );
+}
+
+/// A dispatch recorded without `ASTROLIFT_CALLBACK_BASE_URL` renders without
+/// `AGENT_CALLBACK_URL`, and `render` says so and how to get one.
+#[test]
+fn render_says_when_the_callback_url_is_omitted() {
+    let dir = applied();
+    let run = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_astrolift"))
+            .args(args)
+            .envs(stores_env(dir.path()))
+            .env("ASTROLIFT_CONTROLLER_URL", "https://controller.example.com")
+            .env_remove("ASTROLIFT_CALLBACK_BASE_URL")
+            .env_remove("ASTROLIFT_DISPATCH_QUEUE_URL")
+            .env_remove("RUST_LOG")
+            .output()
+            .expect("the astrolift binary runs");
+        run_of(output)
+    };
+    let dispatched = run(&["dispatch", "emr-triage", "--input", "{}"]);
+    assert_eq!(dispatched.code, 0, "{}", dispatched.stderr);
+    let id = json(&dispatched.stdout)["dispatch_id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    let rendered = run(&["render", &id]);
+    assert_eq!(rendered.code, 0, "{}", rendered.stderr);
+    assert!(
+        !rendered.stdout.contains("AGENT_CALLBACK_URL="),
+        "{}",
+        rendered.stdout
+    );
+    assert_eq!(
+        rendered.stderr,
+        format!(
+            "warning: AGENT_CALLBACK_URL is omitted: dispatch {id} was recorded without a \
+             callback route (ASTROLIFT_CALLBACK_BASE_URL was unset), so the runtime cannot \
+             report back. Set ASTROLIFT_CALLBACK_BASE_URL to serve's base URL (for example \
+             http://127.0.0.1:3000) and dispatch again\n"
+        )
     );
 }

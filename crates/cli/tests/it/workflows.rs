@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::{Run, json, run_of};
+use crate::support::{Run, json, run_of, stores_env};
 
 pub(crate) const FLOW: &str = r#"schema = "astrolift.workflow/v1"
 name = "triage"
@@ -25,14 +25,7 @@ payload = '{summary: .stages.collect.result.summary}'
 fn astrolift(args: &[&str], dir: &Path) -> Run {
     let output = Command::new(env!("CARGO_BIN_EXE_astrolift"))
         .args(args)
-        .env(
-            "ASTROLIFT_STATE",
-            format!("sqlite:{}", dir.join("state.db").display()),
-        )
-        .env(
-            "ASTROLIFT_BLOBS",
-            format!("file:{}", dir.join("blobs").display()),
-        )
+        .envs(stores_env(dir))
         .env_remove("ASTROLIFT_DISPATCH_QUEUE_URL")
         .env_remove("RUST_LOG")
         .output()
@@ -194,4 +187,65 @@ fn a_workflow_runs_from_the_command_line() {
         assert_eq!(refused.code, 2, "{bad:?}: {}", refused.stdout);
         assert!(!refused.stderr.is_empty(), "{bad:?}");
     }
+}
+
+#[test]
+fn a_run_that_fails_as_it_starts_exits_1() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // The first stage's payload is a number, not an object: the stage fails at once.
+    let flow = FLOW.replace("payload = '{issue: .input.issue}'", "payload = '.input.n'");
+    let repo = repository(dir.path(), &flow);
+    let state = format!("--state=sqlite:{}", dir.path().join("state.db").display());
+    crate::support::define_triage_env_spec("local", "local/repo", &[&state]);
+    let check = astrolift(&["check", "--apply", &repo], dir.path());
+    assert_eq!(check.code, 0, "{}\n{}", check.stderr, check.stdout);
+    let started = astrolift(
+        &["dispatch", "--workflow", "triage", "--input", r#"{"n":1}"#],
+        dir.path(),
+    );
+    assert_eq!(started.code, 1, "{}", started.stderr);
+    assert_eq!(json(&started.stdout)["status"], "failed");
+    assert!(
+        started.stderr.contains("stage collect failed: "),
+        "{}",
+        started.stderr
+    );
+    assert!(
+        started.stderr.contains("failed as it started"),
+        "{}",
+        started.stderr
+    );
+}
+
+#[test]
+fn a_stage_naming_a_missing_env_spec_fails_check() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let flow = FLOW.replace(
+        "payload = '{issue: .input.issue}'",
+        "payload = '{issue: .input.issue}'\nenv_spec = \"no-such-spec\"",
+    );
+    let repo = repository(dir.path(), &flow);
+    let state = format!("--state=sqlite:{}", dir.path().join("state.db").display());
+    crate::support::define_triage_env_spec("local", "local/repo", &[&state]);
+    let check = astrolift(&["check", "--apply", "--format", "json", &repo], dir.path());
+    assert_eq!(check.code, 1, "{}\n{}", check.stderr, check.stdout);
+    let report = json(&check.stdout);
+    assert_eq!(report["workflows"][0]["status"], "failed", "{report}");
+    let error = report["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .find(|d| d["code"] == "workflow/env-spec-not-in-project")
+        .expect("the stage's env spec is reported");
+    assert_eq!(error["path"], "workflows/triage.toml");
+    assert_eq!(error["line"], 9, "{error}");
+    assert_eq!(error["severity"], "error");
+    // A check of the registered repository (no --apply) fails the same way.
+    let again = astrolift(&["check", &repo], dir.path());
+    assert_eq!(again.code, 1, "{}\n{}", again.stderr, again.stdout);
+    assert!(
+        again.stdout.contains("workflow/env-spec-not-in-project"),
+        "{}",
+        again.stdout
+    );
 }

@@ -24,4 +24,15 @@ pub trait DispatchStore: Send + Sync {
         &'a self,
         idempotency_key: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<Dispatch>>>;
+
+    /// Every dispatch, newest first (`created_at`, then id). For operators
+    /// (`astrolift dispatch list`), never on a request path: on DynamoDB it is a Scan of
+    /// the table, read in pages.
+    fn list_dispatches(&self) -> BoxFuture<'_, StoreResult<Vec<Dispatch>>>;
+}
+
+/// `dispatches` newest first (`created_at`, then id, both descending): the order of
+/// [`DispatchStore::list_dispatches`].
+pub fn newest_first(dispatches: &mut [Dispatch]) {
+    dispatches.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
 }

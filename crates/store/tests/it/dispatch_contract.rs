@@ -45,9 +45,27 @@ pub async fn dispatches_are_idempotent(subject: Subject) {
     );
     assert_eq!(
         store.get_dispatch("trg-1:delivery-9").await.unwrap(),
-        Some(dispatch)
+        Some(dispatch.clone())
     );
     assert_eq!(store.get_dispatch("other").await.unwrap(), None);
+
+    // Listed newest first, with every field.
+    let later = Dispatch {
+        id: "disp-3".into(),
+        idempotency_key: "manual:3".into(),
+        task_id: "0b0e7e57-0000-4000-8000-000000000003".into(),
+        created_at: NOW + 5,
+        report: None,
+        ..dispatch.clone()
+    };
+    assert_eq!(
+        store.record_dispatch(&later).await.unwrap(),
+        DispatchOutcome::New
+    );
+    assert_eq!(
+        store.list_dispatches().await.unwrap(),
+        vec![later, dispatch]
+    );
 }
 
 state_contract_tests!(dispatches_are_idempotent,);

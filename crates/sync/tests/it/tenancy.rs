@@ -89,7 +89,9 @@ async fn a_missing_env_spec_reads_the_same_as_another_projects(stores: &Stores) 
     );
     let help = errors[0].help.clone().unwrap_or_default();
     assert!(
-        help.contains("'astrolift' 'env-spec' 'upsert' 'nowhere' '--project-id' 'proj-1'"),
+        help.contains(
+            "`astrolift env-spec upsert nowhere --project-id proj-1 --agent-type claude --runtime claude-code`"
+        ),
         "{help}"
     );
 }

@@ -282,6 +282,9 @@ async fn refuses(fx: &Fixture) {
 
     let huge = vec![b' '; 1024 * 1024 + 1];
     assert_eq!(post(fx, JIRA, &huge).await.status, 413);
+    // Unsigned too: the size is checked before the signature (as `serve` does).
+    let unsigned_huge = fx.service.handle(JIRA, &headers(&[]), &huge).await;
+    assert_eq!(unsigned_huge.status, 413, "{unsigned_huge:?}");
     assert_eq!(post(fx, JIRA, b"{not json").await.status, 400);
 
     let keyless = br#"{"issue":{"fields":{"priority":{"name":"High"}}}}"#;

@@ -39,4 +39,40 @@ impl DispatchStore for DynamoStateStore {
     ) -> BoxFuture<'a, StoreResult<Option<Dispatch>>> {
         Box::pin(self.get(key(dispatch_pk(idempotency_key), "DISPATCH")))
     }
+
+    fn list_dispatches(&self) -> BoxFuture<'_, StoreResult<Vec<Dispatch>>> {
+        Box::pin(async move {
+            // No partition holds every dispatch: a Scan for the items whose sort key is
+            // `DISPATCH` (an operator's listing, never a request path).
+            let scan = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .filter_expression("#sk = :sk")
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_values(":sk", s("DISPATCH"));
+            let mut dispatches: Vec<Dispatch> = Vec::new();
+            let mut start: Option<Item> = None;
+            loop {
+                self.counters.read();
+                let page = scan
+                    .clone()
+                    .set_exclusive_start_key(start.take())
+                    .send()
+                    .await
+                    .map_err(|err| map_sdk_error(DYNAMODB, "Scan", err))?;
+                self.counters.read_records(page.items().len() as u64);
+                for item in page.items() {
+                    dispatches.push(item_record(item)?);
+                }
+                match page.last_evaluated_key() {
+                    Some(last) if !last.is_empty() => start = Some(last.clone()),
+                    _ => break,
+                }
+            }
+            crate::state::dispatches::newest_first(&mut dispatches);
+            Ok(dispatches)
+        })
+    }
 }

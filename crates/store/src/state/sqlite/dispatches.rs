@@ -31,4 +31,14 @@ impl DispatchStore for SqliteStateStore {
             )
         }))
     }
+
+    fn list_dispatches(&self) -> BoxFuture<'_, StoreResult<Vec<Dispatch>>> {
+        Box::pin(async move {
+            let mut dispatches: Vec<Dispatch> = self
+                .read(|c| query_bodies(c, "SELECT body FROM dispatches", []))
+                .await?;
+            crate::state::dispatches::newest_first(&mut dispatches);
+            Ok(dispatches)
+        })
+    }
 }
