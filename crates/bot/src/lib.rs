@@ -8,8 +8,12 @@
 //! - [`job`]: the sync job message and which events make one; the report job
 //!   that relays a terminal result from the trigger function to the worker.
 //! - [`queue`]: the job queues — SQS FIFO (group = repository id, dedupe =
-//!   delivery id), the in-process per-repository queue of `serve`, and a
+//!   delivery id), the in-process lanes of `serve`'s durable queue, and a
 //!   recording queue for tests.
+//! - [`durable`]: `serve`'s durable queue: jobs recorded in the state store
+//!   (`StateStore::jobs`) before they are queued, resumed at start in lane order, retried
+//!   as [`retry`] says, dead-lettered (`failed`) when it gives up, and queued again by
+//!   [`durable::retry_job`] (`astrolift jobs retry`); drained on SIGTERM.
 //! - [`runner`]: a job in → check run `in_progress` → tarball streamed →
 //!   [`astrolift_sync::sync`] in check or apply mode → for a pull request,
 //!   suggested fixes posted as a review ([`suggest`]) → check run completed.
@@ -86,6 +90,7 @@ pub mod check_run;
 pub mod commit_order;
 pub mod config;
 pub mod dependents;
+pub mod durable;
 pub mod ingress;
 pub mod job;
 mod job_error;

@@ -7,6 +7,7 @@ pub mod check;
 pub mod drift;
 mod fix;
 pub mod import;
+pub mod jobs;
 pub mod package;
 pub mod registry;
 pub mod render;

@@ -1,0 +1,297 @@
+//! `serve`'s durable queue (docs/operations.md, "Failed jobs on serve"), on a real
+//! process: a burst of accepted pushes survives `kill -9` and a restart and is applied
+//! once each, in order; SIGTERM lets the running job finish and leaves the rest for the
+//! next start; a job that keeps failing is dead-lettered, listed, and applied by
+//! `astrolift jobs retry` once the cause is gone.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use astrolift_fake_github::{FakeCheckRun, FakeGitHub, Fault, FaultKind};
+use serde_json::{Value, json};
+
+use crate::serve_process::{INSTALLATION, ServeProcess, ServeSetup};
+use crate::support::json as parse_json;
+
+const SECRET: &str = "durable-secret";
+
+/// The commit of push `n` (1-based); commit 0 is where the branch started.
+fn sha(n: usize) -> String {
+    format!("{n:040x}")
+}
+
+/// A one-agent repository whose agent's environment says which push it came from, so
+/// every push changes the agent (one audit event each).
+fn tree(root: &Path, n: usize) -> PathBuf {
+    let dir = root.join(format!("tree-{n}"));
+    std::fs::create_dir_all(dir.join("brief")).expect("dirs");
+    let manifest = format!(
+        "astrolift_version = 1\nname = \"burst\"\nbrief = \"brief/README.md\"\n\n\
+         [[workloads]]\nname = \"burst\"\nkind = \"agent\"\nrun_family = \"task\"\n\
+         max_retries = 1\ntool_timeout_seconds = 600\nresult_ttl_hours = 24\n\n\
+         [[workloads.containers]]\nname = \"agent\"\nis_primary = true\n\
+         image_ref = \"ghcr.io/calliopeai/astrolift-agent-claude-code:latest\"\n\n\
+         [environment]\nPUSH = \"{n}\"\n"
+    );
+    std::fs::write(dir.join("astrolift.toml"), manifest).expect("manifest");
+    std::fs::write(dir.join("brief/README.md"), format!("# Push {n}\n")).expect("brief");
+    dir
+}
+
+/// A fake GitHub serving `octo/agents` at commits 0..=pushes on `main`, each the parent
+/// of the next.
+async fn github_with_pushes(root: &Path, pushes: usize) -> FakeGitHub {
+    let github = FakeGitHub::start().await.expect("fake GitHub starts");
+    github.add_installation(INSTALLATION);
+    for n in 0..=pushes {
+        github.add_repo("octo", "agents", "main", &sha(n), tree(root, n));
+        let parents: Vec<String> = if n == 0 { vec![] } else { vec![sha(n - 1)] };
+        let parents: Vec<&str> = parents.iter().map(String::as_str).collect();
+        github.add_commit("octo", "agents", &sha(n), &parents);
+    }
+    github
+}
+
+/// Push `n`: `main` moves from commit `n - 1` to commit `n` (a fast-forward).
+fn push_body(n: usize) -> Vec<u8> {
+    let mut body: Value = serde_json::from_slice(&crate::serve_process::push_event(
+        "main",
+        &sha(n),
+        INSTALLATION,
+    ))
+    .expect("push JSON");
+    body["before"] = json!(sha(n - 1));
+    serde_json::to_vec(&body).expect("json")
+}
+
+/// Registers `octo/agents` at `main` (no installation id: any installation applies) in
+/// serve's stores, which `ServeSetup::register` would do under other refs and sources.
+fn register(serve: &ServeProcess) {
+    let run = serve.cli(&[
+        "register-repo",
+        "octo/agents",
+        "--project-id",
+        "durable",
+        "--ref",
+        "main",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+fn completed(github: &FakeGitHub) -> Vec<FakeCheckRun> {
+    let mut runs: Vec<FakeCheckRun> = github
+        .check_runs()
+        .into_iter()
+        .filter(|r| r.status == "completed")
+        .collect();
+    runs.sort_by_key(|r| r.id);
+    runs
+}
+
+/// Waits until `done` holds, for at most `seconds`.
+async fn wait_until(what: &str, seconds: u64, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits, for at most `seconds`, until the run of the last of `pushes` has completed.
+async fn last_push_completed(github: &FakeGitHub, pushes: usize, seconds: u64) {
+    wait_until("every push applied", seconds, || {
+        completed(github)
+            .iter()
+            .any(|run| run.head_sha == sha(pushes))
+    })
+    .await;
+}
+
+/// The JSON array `astrolift ARGS --format json` prints on serve's stores.
+fn json_list(serve: &ServeProcess, args: &[&str]) -> Vec<Value> {
+    let mut all = args.to_vec();
+    all.extend(["--format", "json"]);
+    let run = serve.cli(&all);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    parse_json(&run.stdout)
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The commits of the agent's audit events, oldest first.
+fn applied_commits(serve: &ServeProcess) -> Vec<String> {
+    json_list(serve, &["history", "burst"])
+        .iter()
+        .map(|event| event["commit"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn jobs(serve: &ServeProcess, args: &[&str]) -> Vec<Value> {
+    let mut all = vec!["jobs", "list"];
+    all.extend_from_slice(args);
+    json_list(serve, &all)
+}
+
+/// A fake GitHub with `pushes` commits after the first on `main`, each tarball answered
+/// after `delay`, and serve started on fresh stores where `octo/agents` is registered.
+async fn burst(pushes: usize, delay: Duration) -> (tempfile::TempDir, FakeGitHub, ServeProcess) {
+    let root = tempfile::tempdir().expect("temp dir");
+    let github = github_with_pushes(root.path(), pushes).await;
+    if !delay.is_zero() {
+        github.inject(Fault::delay(delay, usize::MAX).on("GET", "/repos/octo/agents/tarball"));
+    }
+    let setup = ServeSetup {
+        secret: SECRET,
+        env: vec![],
+        register: false,
+    };
+    let serve = ServeProcess::start(&github, setup);
+    register(&serve);
+    (root, github, serve)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_burst_of_accepted_pushes_survives_kill_9_and_is_applied_once_each_in_order() {
+    const PUSHES: usize = 100;
+    // Each tarball takes a while, so the kill lands while most jobs wait.
+    let (_root, github, serve) = burst(PUSHES, Duration::from_millis(40)).await;
+    for n in 1..=PUSHES {
+        let (status, answer) = serve
+            .deliver("push", &format!("burst-{n}"), push_body(n), SECRET)
+            .await;
+        assert_eq!(status, 202, "push {n}: {answer}");
+    }
+    // kill -9, at once: every push was accepted, few have run.
+    let mut serve = serve;
+    serve.stop();
+    let before_restart = completed(&github).len();
+    assert!(before_restart < PUSHES, "the kill came after every job ran");
+    let serve = serve.restart(&github, SECRET, vec![]);
+
+    last_push_completed(&github, PUSHES, 240).await;
+    // Nothing more runs after the last one.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let expected: Vec<String> = (1..=PUSHES).map(sha).collect();
+    let applied = applied_commits(&serve);
+    assert_eq!(
+        applied, expected,
+        "one audit event per push, in push order, none twice"
+    );
+    // Lane order: each push's run completed after the previous push's.
+    let mut last_seen = 0;
+    for run in completed(&github) {
+        let n = usize::from_str_radix(&run.head_sha, 16).expect("a push's sha");
+        assert!(n >= last_seen, "push {n} completed after push {last_seen}");
+        last_seen = n;
+        assert_ne!(run.conclusion.as_deref(), Some("failure"), "{run:#?}");
+    }
+    assert!(jobs(&serve, &[]).is_empty(), "no job left");
+    let mut serve = serve;
+    let output = serve.stop();
+    assert!(
+        output.contains("resumed the jobs queued before the last stop"),
+        "{output}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_finishes_the_running_job_and_leaves_the_rest_for_the_next_start() {
+    const PUSHES: usize = 6;
+    let (_root, github, mut serve) = burst(PUSHES, Duration::from_millis(700)).await;
+    for n in 1..=PUSHES {
+        let (status, _) = serve
+            .deliver("push", &format!("term-{n}"), push_body(n), SECRET)
+            .await;
+        assert_eq!(status, 202);
+    }
+    wait_until("the first job to start", 30, || {
+        !github.check_runs().is_empty()
+    })
+    .await;
+    serve.terminate();
+    let exited = serve
+        .wait_exit(Duration::from_secs(30))
+        .expect("serve exits");
+    assert!(exited.success(), "{exited:?}");
+    // The running job completed its check run; nothing was left in progress.
+    let runs = github.check_runs();
+    assert!(
+        runs.iter().all(|run| run.status == "completed"),
+        "{runs:#?}"
+    );
+    let done = runs.len();
+    assert!(done < PUSHES, "the drain started no new job");
+    let output = serve.output();
+    assert!(
+        output.contains(&format!("{} jobs wait for the next start", PUSHES - done)),
+        "{output}"
+    );
+
+    let serve = serve.restart(&github, SECRET, vec![]);
+    last_push_completed(&github, PUSHES, 120).await;
+    let expected: Vec<String> = (1..=PUSHES).map(sha).collect();
+    assert_eq!(applied_commits(&serve), expected);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_permanent_failure_is_dead_lettered_listed_and_retried_once_fixed() {
+    let (_root, github, serve) = burst(1, Duration::ZERO).await;
+    // GitHub refuses the tarball once (a 404): permanent, not retried.
+    github.inject(Fault::new(FaultKind::Status(404), 1).on("GET", "/repos/octo/agents/tarball"));
+    let (status, _) = serve.deliver("push", "dead-1", push_body(1), SECRET).await;
+    assert_eq!(status, 202);
+    wait_until("the job to be dead-lettered", 60, || {
+        !jobs(&serve, &["--state", "failed"]).is_empty()
+    })
+    .await;
+    let failed = jobs(&serve, &["--state", "failed"]);
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    let job = &failed[0];
+    assert_eq!(job["state"], "failed");
+    assert_eq!(job["attempts"], 1, "a permanent failure is not retried");
+    assert_eq!(job["job"]["delivery_id"], "dead-1");
+    assert!(
+        job["error"].as_str().is_some_and(|e| e.contains("404")),
+        "{job}"
+    );
+    assert!(
+        json_list(&serve, &["agents", "list"]).is_empty(),
+        "nothing applied"
+    );
+    let human = serve.cli(&["jobs", "list", "--state", "failed"]);
+    assert!(
+        human
+            .stdout
+            .contains("failed  1 attempts  push octo/agents@main"),
+        "{}",
+        human.stdout
+    );
+
+    // The cause is gone (the fault fired once); the operator queues it again.
+    let id = job["id"].as_str().expect("an id");
+    let retried = serve.cli(&["jobs", "retry", id]);
+    assert_eq!(retried.code, 0, "{}", retried.stderr);
+    wait_until("the retried job to apply", 60, || {
+        completed(&github)
+            .iter()
+            .any(|run| run.conclusion.as_deref() != Some("failure"))
+    })
+    .await;
+    assert_eq!(applied_commits(&serve), [sha(1)]);
+    wait_until("the job to be gone", 10, || jobs(&serve, &[]).is_empty()).await;
+    // Nothing left to retry.
+    let again = serve.cli(&["jobs", "retry", id]);
+    assert_eq!(again.code, 2);
+    assert!(again.stderr.contains("no job"), "{}", again.stderr);
+    let none = serve.cli(&["jobs", "retry", "--all-failed"]);
+    assert_eq!(none.code, 0, "{}", none.stderr);
+    assert!(
+        none.stdout.contains("0 failed jobs queued again"),
+        "{}",
+        none.stdout
+    );
+    let mut serve = serve;
+    let output = serve.stop();
+    assert!(output.contains("sync gave up"), "{output}");
+}
