@@ -9,7 +9,9 @@ use anyhow::bail;
 use astrolift_bot::durable::{Retried, retry_failed, retry_job};
 use astrolift_store::state::{JobRecord, JobState};
 
-use super::registry::{ListFormat, print_list, with_state};
+use astrolift_cli::render::plural;
+
+use super::registry::{ListFormat, with_state};
 use super::stores::{DEFAULT_STATE, StoreArgs, now};
 use crate::output::outln;
 
@@ -92,7 +94,16 @@ pub fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
     let (stores, filter) = args.split()?;
     with_state(&stores, async |state| {
         let jobs = state.jobs().list_jobs(filter).await?;
-        print_list(&jobs, args.format, describe, "jobs")
+        match args.format {
+            ListFormat::Json => outln!("{}", serde_json::to_string(&jobs)?)?,
+            ListFormat::Human => {
+                for job in &jobs {
+                    outln!("{}", describe(job))?;
+                }
+                outln!("{}", plural(jobs.len(), "job"))?;
+            }
+        }
+        Ok(())
     })
 }
 
@@ -104,7 +115,7 @@ pub fn retry(args: RetryArgs) -> anyhow::Result<ExitCode> {
             for id in &retried {
                 outln!("queued job {id} again")?;
             }
-            outln!("{} failed jobs queued again", retried.len())?;
+            outln!("{} queued again", plural(retried.len(), "failed job"))?;
             return Ok(());
         };
         match retry_job(jobs, id, now()).await? {
@@ -126,10 +137,13 @@ fn describe(record: &JobRecord) -> String {
     let field = |name: &str| record.job.get(name).and_then(|v| v.as_str()).unwrap_or("?");
     let head: String = field("head_sha").chars().take(12).collect();
     let mut line = format!(
-        "{}  {}  {} attempts  {} {}@{} {head}",
+        "{}  {}  {}  {} {}@{} {head}",
         record.id,
         record.state.as_str(),
-        record.attempts,
+        plural(
+            usize::try_from(record.attempts).unwrap_or(usize::MAX),
+            "attempt"
+        ),
         field("trigger"),
         field("repository"),
         record

@@ -263,7 +263,7 @@ async fn a_permanent_failure_is_dead_lettered_listed_and_retried_once_fixed() {
     assert!(
         human
             .stdout
-            .contains("failed  1 attempts  push octo/agents@main"),
+            .contains("failed  1 attempt  push octo/agents@main"),
         "{}",
         human.stdout
     );
@@ -294,4 +294,98 @@ async fn a_permanent_failure_is_dead_lettered_listed_and_retried_once_fixed() {
     let mut serve = serve;
     let output = serve.stop();
     assert!(output.contains("sync gave up"), "{output}");
+}
+
+/// `jobs list` in both formats and `jobs retry`'s answers, on records written as `serve`
+/// writes them (fixed ids and times, so the output is a snapshot).
+#[tokio::test(flavor = "multi_thread")]
+async fn jobs_list_and_retry_print_the_records() {
+    use astrolift_store::state::{JobRecord, JobState, SqliteStateStore, StateStore};
+    let home = tempfile::tempdir().expect("temp dir");
+    let path = home.path().join("state.db");
+    let state = SqliteStateStore::open(&path).await.expect("opens");
+    let job = |n: usize| {
+        json!({
+            "version": 1, "delivery_id": format!("delivery-{n}"), "trigger": "push",
+            "installation_id": INSTALLATION, "repository": "octo/agents", "repository_id": 4001,
+            "head_sha": sha(n), "branch": "main", "fork": false, "commit_time": 1_795_946_400,
+            "before": sha(n - 1), "default_branch": "main", "pull_request": null,
+        })
+    };
+    let failed = JobRecord {
+        id: "01795946400000000001".into(),
+        state: JobState::Failed,
+        attempts: 5,
+        job: job(1),
+        queued_at: 1_795_946_400,
+        updated_at: 1_795_946_415,
+        error: Some("GitHub answered 502 Bad Gateway to GET /repos/octo/agents/tarball".into()),
+    };
+    let queued = JobRecord {
+        id: "01795946400000000002".into(),
+        state: JobState::Queued,
+        attempts: 0,
+        job: job(2),
+        queued_at: 1_795_946_401,
+        updated_at: 1_795_946_401,
+        error: None,
+    };
+    for record in [&failed, &queued] {
+        state.jobs().put_job(record).await.expect("put");
+    }
+    drop(state);
+    let url = format!("sqlite:{}", path.display());
+    let run = |args: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--state", url.as_str()]);
+        crate::support::astrolift(all)
+    };
+    let human = run(&["jobs", "list"]);
+    assert_eq!(human.code, 0, "{}", human.stderr);
+    insta::assert_snapshot!("jobs_list_human", human.stdout);
+    let dead = run(&["jobs", "list", "--state", "failed", "--format", "json"]);
+    assert_eq!(dead.code, 0, "{}", dead.stderr);
+    insta::assert_json_snapshot!("jobs_list_failed_json", parse_json(&dead.stdout));
+
+    let not_failed = run(&["jobs", "retry", &queued.id]);
+    assert_eq!(not_failed.code, 2);
+    assert!(
+        not_failed.stderr.contains("is queued, not failed"),
+        "{}",
+        not_failed.stderr
+    );
+    let unknown = run(&["jobs", "list", "--state", "lost"]);
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown
+            .stderr
+            .contains("expected queued, running or failed"),
+        "{}",
+        unknown.stderr
+    );
+    let retried = run(&["jobs", "retry", "--all-failed"]);
+    assert_eq!(retried.code, 0, "{}", retried.stderr);
+    insta::assert_snapshot!("jobs_retry_all_failed", retried.stdout);
+    let listed = run(&["jobs", "list", "--format", "json"]);
+    let states: Vec<(String, String)> = parse_json(&listed.stdout)
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|j| {
+            (
+                j["id"].as_str().unwrap_or_default().to_owned(),
+                j["state"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            (failed.id.clone(), "queued".to_owned()),
+            (queued.id.clone(), "queued".to_owned())
+        ]
+    );
+    let neither = run(&["jobs", "retry"]);
+    assert_eq!(neither.code, 2, "JOB_ID or --all-failed is required");
 }
