@@ -9,8 +9,9 @@
 //!   run at once across lanes. A success deletes the record.
 //! - **Retried:** a failed attempt waits as [`RetryPolicy`] says (no sync slot held), then
 //!   runs again; when the policy gives up the record stays, `failed`, with the last error:
-//!   the dead letter, which `astrolift jobs list` shows and `astrolift jobs retry` queues
-//!   again ([`retry_job`]).
+//!   the dead letter, which `astrolift jobs list` shows, the check run reports with a
+//!   **Re-run** button (the [`DeadLetters`] hook), and `astrolift jobs retry` or the button
+//!   queue again ([`crate::dead_letter`]).
 //! - **Resumed:** at start, every `queued` and `running` record (a `running` one was cut
 //!   short by a stop) is queued again in id order, which is the order jobs were accepted;
 //!   then, every [`SWEEP_INTERVAL`], the `queued` records this process does not hold
@@ -24,7 +25,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use astrolift_store::state::{JobRecord, JobState, JobStore, StateStore, UnixSeconds};
+use astrolift_store::state::{JobRecord, JobState, StateStore};
 use astrolift_store::{BoxFuture, StoreError};
 use tokio::sync::{Notify, Semaphore, watch};
 
@@ -52,6 +53,10 @@ impl LaneItem for DurableJob {
 
 /// Runs one attempt of a job (`serve`: [`crate::SyncRunner::run`]).
 pub type Attempt = Arc<dyn Fn(SyncJob) -> BoxFuture<'static, Result<(), JobError>> + Send + Sync>;
+
+/// Told of each job the retry policy gave up on, once it is recorded `failed` (`serve`:
+/// [`crate::SyncRunner::report_dead_letter`], the check run with its **Re-run** button).
+pub type DeadLetters = Arc<dyn Fn(SyncJob, JobRecord) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// How a durable queue runs its jobs.
 #[derive(Debug, Clone, Copy)]
@@ -90,6 +95,7 @@ pub struct Drained {
 struct Shared {
     store: Arc<dyn StateStore>,
     attempt: Attempt,
+    dead_letters: Option<DeadLetters>,
     policy: RetryPolicy,
     syncs: Semaphore,
     /// Ids of the jobs this process holds (in a lane or running).
@@ -114,19 +120,22 @@ impl fmt::Debug for DurableJobQueue {
 }
 
 impl DurableJobQueue {
-    /// A queue on `store` that runs each job with `attempt`, after resuming the jobs a
-    /// stopped process left (returned: how many), and that sweeps for jobs queued by
-    /// others every `options.sweep`. Call it before accepting webhooks, so resumed jobs
-    /// keep their place ahead of new ones in each lane.
+    /// A queue on `store` that runs each job with `attempt` (and tells `dead_letters` of
+    /// each one it gives up on), after resuming the jobs a stopped process left (returned:
+    /// how many), and that sweeps for jobs queued by others every `options.sweep`. Call it
+    /// before accepting webhooks, so resumed jobs keep their place ahead of new ones in
+    /// each lane.
     pub async fn start(
         store: Arc<dyn StateStore>,
         attempt: Attempt,
+        dead_letters: Option<DeadLetters>,
         options: DurableOptions,
     ) -> Result<(Arc<Self>, usize), StoreError> {
         let (closing, _) = watch::channel(false);
         let shared = Arc::new(Shared {
             store,
             attempt,
+            dead_letters,
             policy: options.policy,
             syncs: Semaphore::new(options.syncs.max(1)),
             held: Mutex::new(HashSet::new()),
@@ -385,7 +394,10 @@ impl Shared {
                 error = %error,
                 "sync gave up: the job is recorded as failed; `astrolift jobs retry` queues it again"
             );
-            self.dead_letter(record.clone(), error.to_string()).await;
+            let failed = self.dead_letter(record.clone(), error.to_string()).await;
+            if let Some(report) = &self.dead_letters {
+                report(job.clone(), failed).await;
+            }
             return None;
         };
         record.state = JobState::Queued;
@@ -396,11 +408,12 @@ impl Shared {
     }
 
     /// Records `record` as failed with `reason`: the dead letter.
-    async fn dead_letter(&self, mut record: JobRecord, reason: String) {
+    async fn dead_letter(&self, mut record: JobRecord, reason: String) -> JobRecord {
         record.state = JobState::Failed;
         record.error = Some(reason);
         record.updated_at = now();
         self.write(&record).await;
+        record
     }
 
     /// Best effort: a store that cannot record a step is logged; the record keeps its
@@ -441,56 +454,4 @@ impl JobIds {
             *last = (*last).max(seen);
         }
     }
-}
-
-/// What `astrolift jobs retry` did with one job.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Retried {
-    /// Queued again: `serve` runs it (within [`SWEEP_INTERVAL`], or at its next start).
-    Queued,
-    /// Not failed: it is still queued or running.
-    NotFailed(JobState),
-    NotFound,
-}
-
-/// Queues the failed job `id` again, with every attempt of the retry policy ahead of it.
-pub async fn retry_job(
-    jobs: &dyn JobStore,
-    id: &str,
-    at: UnixSeconds,
-) -> Result<Retried, StoreError> {
-    let Some(record) = jobs.get_job(id).await? else {
-        return Ok(Retried::NotFound);
-    };
-    if record.state != JobState::Failed {
-        return Ok(Retried::NotFailed(record.state));
-    }
-    Ok(if requeue(jobs, record, at).await? {
-        Retried::Queued
-    } else {
-        Retried::NotFound
-    })
-}
-
-/// Queues every failed job again; returns their ids, in id order.
-pub async fn retry_failed(jobs: &dyn JobStore, at: UnixSeconds) -> Result<Vec<String>, StoreError> {
-    let mut retried = Vec::new();
-    for record in jobs.list_jobs(Some(JobState::Failed)).await? {
-        let id = record.id.clone();
-        if requeue(jobs, record, at).await? {
-            retried.push(id);
-        }
-    }
-    Ok(retried)
-}
-
-async fn requeue(
-    jobs: &dyn JobStore,
-    mut record: JobRecord,
-    at: UnixSeconds,
-) -> Result<bool, StoreError> {
-    record.state = JobState::Queued;
-    record.attempts = 0;
-    record.updated_at = at;
-    jobs.update_job(&record).await
 }

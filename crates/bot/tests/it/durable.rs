@@ -5,9 +5,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use astrolift_bot::durable::{
-    Attempt, DurableJobQueue, DurableOptions, Retried, retry_failed, retry_job,
-};
+use astrolift_bot::dead_letter::{Retried, retry_failed, retry_job};
+use astrolift_bot::durable::{Attempt, DurableJobQueue, DurableOptions};
 use astrolift_bot::queue::{LOCAL_QUEUE_CAPACITY, QueueError};
 use astrolift_bot::retry::RetryPolicy;
 use astrolift_bot::{JobError, JobQueue, SyncJob};
@@ -104,7 +103,7 @@ async fn a_lane_takes_256_waiting_jobs_and_refuses_the_next_without_recording_it
     let gate = Arc::new(Semaphore::new(0));
     let ends = Arc::new(Mutex::new(Ends::Succeeds));
     let (attempt, started) = attempts(Some(Arc::clone(&gate)), ends);
-    let (queue, resumed) = DurableJobQueue::start(stores.state.clone(), attempt, options())
+    let (queue, resumed) = DurableJobQueue::start(stores.state.clone(), attempt, None, options())
         .await
         .expect("starts");
     assert_eq!(resumed, 0);
@@ -152,7 +151,7 @@ async fn jobs_left_by_a_stopped_queue_are_resumed_in_lane_order_by_the_next() {
         Some(Arc::clone(&gate)),
         Arc::new(Mutex::new(Ends::Succeeds)),
     );
-    let (first, _) = DurableJobQueue::start(stores.state.clone(), attempt, options())
+    let (first, _) = DurableJobQueue::start(stores.state.clone(), attempt, None, options())
         .await
         .expect("starts");
     for n in 1..=5 {
@@ -176,7 +175,7 @@ async fn jobs_left_by_a_stopped_queue_are_resumed_in_lane_order_by_the_next() {
     assert!(recorded[1..].iter().all(|(_, s)| *s == JobState::Queued));
 
     let (attempt, resumed_log) = attempts(None, Arc::new(Mutex::new(Ends::Succeeds)));
-    let (second, resumed) = DurableJobQueue::start(stores.state.clone(), attempt, options())
+    let (second, resumed) = DurableJobQueue::start(stores.state.clone(), attempt, None, options())
         .await
         .expect("starts again");
     assert_eq!(resumed, 5);
@@ -218,7 +217,7 @@ async fn a_job_that_gives_up_is_dead_lettered_and_jobs_retry_runs_it_again() {
     let (stores, _dir) = embedded_stores().await;
     let ends = Arc::new(Mutex::new(Ends::Retryable));
     let (attempt, started) = attempts(None, Arc::clone(&ends));
-    let (queue, _) = DurableJobQueue::start(stores.state.clone(), attempt, options())
+    let (queue, _) = DurableJobQueue::start(stores.state.clone(), attempt, None, options())
         .await
         .expect("starts");
     queue.enqueue(&push("flaky")).await.expect("queued");
@@ -278,4 +277,32 @@ async fn a_job_that_gives_up_is_dead_lettered_and_jobs_retry_runs_it_again() {
         *started.lock().expect("log"),
         ["flaky", "flaky", "flaky", "refused", "flaky", "refused"]
     );
+}
+
+/// The check run of a job the queue gave up on: `failure`, the reason (escaped as
+/// repository text), and a Re-run button whose identifier is the job id.
+#[test]
+fn the_check_run_of_a_dead_lettered_job_offers_re_run() {
+    let (conclusion, output) = astrolift_bot::check_run::dead_letter(
+        "01795946400000000001",
+        5,
+        "GitHub answered 502 Bad Gateway to GET /repos/octo/agents/tarball/[x](y)",
+    );
+    assert_eq!(conclusion, astrolift_forge::github::Conclusion::Failure);
+    insta::assert_json_snapshot!("dead_letter_check_run", output);
+    assert!(astrolift_bot::dead_letter::is_job_id(
+        "01795946400000000001"
+    ));
+    // The identifier GitHub allows is 20 characters: exactly 20 digits, nothing else.
+    for not_an_id in [
+        "0179594640000000001",
+        "017959464000000000011",
+        "accept-drift",
+        "0179594640000000000a",
+    ] {
+        assert!(
+            !astrolift_bot::dead_letter::is_job_id(not_an_id),
+            "{not_an_id}"
+        );
+    }
 }

@@ -1,12 +1,12 @@
 //! `astrolift jobs list|retry`: `serve`'s durable queue and its dead letter, on the state
 //! store `serve` runs on (docs/operations.md, "Failed jobs on serve"). `retry` queues a
-//! failed job again through `astrolift_bot::durable`; a running `serve` picks it up within
+//! failed job again through `astrolift_bot::dead_letter`; a running `serve` picks it up within
 //! seconds, else its next start does.
 
 use std::process::ExitCode;
 
 use anyhow::bail;
-use astrolift_bot::durable::{Retried, retry_failed, retry_job};
+use astrolift_bot::dead_letter::{Retried, retry_failed, retry_job};
 use astrolift_store::state::{JobRecord, JobState};
 
 use astrolift_cli::render::plural;
@@ -126,7 +126,9 @@ pub fn retry(args: RetryArgs) -> anyhow::Result<ExitCode> {
                     state.as_str()
                 )
             }
-            Retried::NotFound => bail!("no job {id} (`astrolift jobs list` shows the jobs)"),
+            Retried::NotFound | Retried::OtherRepository => {
+                bail!("no job {id} (`astrolift jobs list` shows the jobs)")
+            }
         }
         Ok(())
     })

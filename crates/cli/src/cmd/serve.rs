@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use astrolift_bot::config::Environment;
-use astrolift_bot::durable::{Attempt, DurableJobQueue, DurableOptions};
+use astrolift_bot::durable::{Attempt, DeadLetters, DurableJobQueue, DurableOptions};
 use astrolift_bot::routes::{self, BodyOf, ReadBody};
 use astrolift_bot::triggers::service_from_env;
 use astrolift_bot::{Answer, Ingress, JobQueue, LateJobQueue, SyncRunner};
@@ -282,7 +282,8 @@ async fn build(args: &Args) -> anyhow::Result<App> {
     });
     let (jobs, resumed) = DurableJobQueue::start(
         stores.state.clone(),
-        attempt(runner),
+        attempt(Arc::clone(&runner)),
+        Some(dead_letters(runner)),
         DurableOptions::serve(args.capacity.syncs),
     )
     .await
@@ -310,6 +311,15 @@ async fn build(args: &Args) -> anyhow::Result<App> {
         limits,
         bodies: BodyBudget::new(args.capacity.body_budget),
         jobs,
+    })
+}
+
+/// A job the queue gave up on: its check run concludes `failure` with the reason and a
+/// **Re-run** button (best effort: the runner logs a failure to say so).
+fn dead_letters(runner: Arc<SyncRunner>) -> DeadLetters {
+    Arc::new(move |job, record| {
+        let runner = Arc::clone(&runner);
+        Box::pin(async move { runner.report_dead_letter(&job, &record).await })
     })
 }
 

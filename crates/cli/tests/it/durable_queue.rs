@@ -237,15 +237,7 @@ async fn sigterm_finishes_the_running_job_and_leaves_the_rest_for_the_next_start
 #[tokio::test(flavor = "multi_thread")]
 async fn a_permanent_failure_is_dead_lettered_listed_and_retried_once_fixed() {
     let (_root, github, serve) = burst(1, Duration::ZERO).await;
-    // GitHub refuses the tarball once (a 404): permanent, not retried.
-    github.inject(Fault::new(FaultKind::Status(404), 1).on("GET", "/repos/octo/agents/tarball"));
-    let (status, _) = serve.deliver("push", "dead-1", push_body(1), SECRET).await;
-    assert_eq!(status, 202);
-    wait_until("the job to be dead-lettered", 60, || {
-        !jobs(&serve, &["--state", "failed"]).is_empty()
-    })
-    .await;
-    let failed = jobs(&serve, &["--state", "failed"]);
+    let failed = dead_lettered_push(&github, &serve, "dead-1").await;
     assert_eq!(failed.len(), 1, "{failed:#?}");
     let job = &failed[0];
     assert_eq!(job["state"], "failed");
@@ -259,6 +251,13 @@ async fn a_permanent_failure_is_dead_lettered_listed_and_retried_once_fixed() {
         json_list(&serve, &["agents", "list"]).is_empty(),
         "nothing applied"
     );
+    // Its check run concludes `failure` with the reason and a Re-run button.
+    let id = job["id"].as_str().expect("an id");
+    let run = dead_letter_run(&github, id).await;
+    assert!(
+        run.summary.as_deref().is_some_and(|s| s.contains("404")),
+        "{run:#?}"
+    );
     let human = serve.cli(&["jobs", "list", "--state", "failed"]);
     assert!(
         human
@@ -269,7 +268,6 @@ async fn a_permanent_failure_is_dead_lettered_listed_and_retried_once_fixed() {
     );
 
     // The cause is gone (the fault fired once); the operator queues it again.
-    let id = job["id"].as_str().expect("an id");
     let retried = serve.cli(&["jobs", "retry", id]);
     assert_eq!(retried.code, 0, "{}", retried.stderr);
     wait_until("the retried job to apply", 60, || {
@@ -294,6 +292,112 @@ async fn a_permanent_failure_is_dead_lettered_listed_and_retried_once_fixed() {
     let mut serve = serve;
     let output = serve.stop();
     assert!(output.contains("sync gave up"), "{output}");
+}
+
+/// The completed `failure` run that offers **Re-run** of job `id`, once it exists.
+async fn dead_letter_run(github: &FakeGitHub, id: &str) -> FakeCheckRun {
+    let offers_rerun = |run: &FakeCheckRun| {
+        run.conclusion.as_deref() == Some("failure")
+            && run.actions.iter().any(|a| a["identifier"] == id)
+    };
+    wait_until("the Re-run button", 30, || {
+        completed(github).iter().any(offers_rerun)
+    })
+    .await;
+    let run = completed(github)
+        .into_iter()
+        .find(offers_rerun)
+        .expect("the run");
+    assert_eq!(
+        run.title.as_deref(),
+        Some("Astrolift gave up after 1 attempt")
+    );
+    assert_eq!(run.actions[0]["label"], "Re-run");
+    run
+}
+
+/// Push 1, whose tarball GitHub refuses once (a 404: permanent, not retried), delivered as
+/// `delivery`; the failed jobs once it is dead-lettered.
+async fn dead_lettered_push(
+    github: &FakeGitHub,
+    serve: &ServeProcess,
+    delivery: &str,
+) -> Vec<Value> {
+    github.inject(Fault::new(FaultKind::Status(404), 1).on("GET", "/repos/octo/agents/tarball"));
+    let (status, _) = serve.deliver("push", delivery, push_body(1), SECRET).await;
+    assert_eq!(status, 202);
+    wait_until("the job to be dead-lettered", 60, || {
+        !jobs(serve, &["--state", "failed"]).is_empty()
+    })
+    .await;
+    jobs(serve, &["--state", "failed"])
+}
+
+/// A click on **Re-run** of `run` in `octo/agents`, as GitHub delivers it (the repository,
+/// installation and sender of a push).
+fn rerun_click(run: &FakeCheckRun, identifier: &str) -> Vec<u8> {
+    let mut body: Value = serde_json::from_slice(&push_body(1)).expect("push JSON");
+    let Some(fields) = body.as_object_mut() else {
+        panic!("a push is an object");
+    };
+    fields.retain(|name, _| ["repository", "installation", "sender"].contains(&name.as_str()));
+    fields.insert("action".into(), json!("requested_action"));
+    fields.insert(
+        "check_run".into(),
+        json!({ "id": run.id, "head_sha": run.head_sha, "name": "Astrolift",
+                "check_suite": { "id": 1, "head_sha": run.head_sha, "head_branch": "main" } }),
+    );
+    fields.insert(
+        "requested_action".into(),
+        json!({ "identifier": identifier }),
+    );
+    serde_json::to_vec(&body).expect("json")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn re_run_on_the_check_run_of_a_dead_lettered_job_queues_it_again() {
+    let (_root, github, serve) = burst(1, Duration::ZERO).await;
+    let failed = dead_lettered_push(&github, &serve, "rerun-1").await;
+    let id = failed[0]["id"].as_str().expect("an id").to_owned();
+    let run = dead_letter_run(&github, &id).await;
+
+    // Another repository's click, or an unknown job, queues nothing.
+    let mut elsewhere: Value = serde_json::from_slice(&rerun_click(&run, &id)).expect("json");
+    elsewhere["repository"]["full_name"] = json!("octo/other");
+    let body = serde_json::to_vec(&elsewhere).expect("json");
+    let (status, answer) = serve.deliver("check_run", "click-0", body, SECRET).await;
+    assert_eq!(
+        (status, &answer["status"]),
+        (200, &json!("ignored")),
+        "{answer}"
+    );
+    let unknown = rerun_click(&run, "00000000000000000000");
+    let (status, _) = serve.deliver("check_run", "click-1", unknown, SECRET).await;
+    assert_eq!(status, 200);
+    assert_eq!(jobs(&serve, &["--state", "failed"]).len(), 1);
+
+    let (status, answer) = serve
+        .deliver("check_run", "click-2", rerun_click(&run, &id), SECRET)
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    assert_eq!(answer["job_id"], json!(id));
+    wait_until("the re-run to apply", 60, || {
+        completed(&github)
+            .iter()
+            .any(|run| run.conclusion.as_deref() == Some("success"))
+    })
+    .await;
+    assert_eq!(applied_commits(&serve), [sha(1)]);
+    wait_until("the job to be gone", 10, || jobs(&serve, &[]).is_empty()).await;
+    // A second click finds nothing to queue.
+    let (status, answer) = serve
+        .deliver("check_run", "click-3", rerun_click(&run, &id), SECRET)
+        .await;
+    assert_eq!(
+        (status, &answer["status"]),
+        (200, &json!("ignored")),
+        "{answer}"
+    );
 }
 
 /// `jobs list` in both formats and `jobs retry`'s answers, on records written as `serve`
