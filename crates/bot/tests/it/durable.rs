@@ -17,6 +17,28 @@ use tokio::sync::Semaphore;
 
 use crate::support::{embedded_stores, push_job};
 
+/// Runs `$helper` on a SQLite state store as test `$test`, and on DynamoDB (moto) as
+/// `$test` in module `dynamodb` when `AWS_ENDPOINT_URL` is set.
+macro_rules! on_sqlite_and_dynamodb {
+    ($test:ident, $helper:ident) => {
+        #[tokio::test(flavor = "multi_thread")]
+        async fn $test() {
+            let (stores, _dir) = embedded_stores().await;
+            $helper(stores.state).await;
+        }
+
+        mod $test {
+            #[tokio::test(flavor = "multi_thread")]
+            async fn on_dynamodb() {
+                let test = concat!(stringify!($test), "_on_dynamodb");
+                if let Some(stores) = crate::support::aws_stores(test).await {
+                    super::$helper(stores.state).await;
+                }
+            }
+        }
+    };
+}
+
 /// How each attempt of a delivery ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ends {
@@ -143,15 +165,18 @@ async fn a_lane_takes_256_waiting_jobs_and_refuses_the_next_without_recording_it
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn jobs_left_by_a_stopped_queue_are_resumed_in_lane_order_by_the_next() {
-    let (stores, _dir) = embedded_stores().await;
+on_sqlite_and_dynamodb!(
+    jobs_left_by_a_stopped_queue_are_resumed_in_lane_order_by_the_next,
+    resumed_in_lane_order
+);
+
+async fn resumed_in_lane_order(state: Arc<dyn StateStore>) {
     let gate = Arc::new(Semaphore::new(0));
     let (attempt, started) = attempts(
         Some(Arc::clone(&gate)),
         Arc::new(Mutex::new(Ends::Succeeds)),
     );
-    let (first, _) = DurableJobQueue::start(stores.state.clone(), attempt, None, options())
+    let (first, _) = DurableJobQueue::start(Arc::clone(&state), attempt, None, options())
         .await
         .expect("starts");
     for n in 1..=5 {
@@ -170,12 +195,12 @@ async fn jobs_left_by_a_stopped_queue_are_resumed_in_lane_order_by_the_next() {
     assert_eq!(drained.waiting, 5);
     let refused = first.enqueue(&push("after-the-drain")).await;
     assert!(matches!(refused, Err(QueueError::Closed)), "{refused:?}");
-    let recorded = states(stores.state.as_ref()).await;
+    let recorded = states(state.as_ref()).await;
     assert_eq!(recorded[0], ("push-1".to_owned(), JobState::Running));
     assert!(recorded[1..].iter().all(|(_, s)| *s == JobState::Queued));
 
     let (attempt, resumed_log) = attempts(None, Arc::new(Mutex::new(Ends::Succeeds)));
-    let (second, resumed) = DurableJobQueue::start(stores.state.clone(), attempt, None, options())
+    let (second, resumed) = DurableJobQueue::start(Arc::clone(&state), attempt, None, options())
         .await
         .expect("starts again");
     assert_eq!(resumed, 5);
@@ -188,7 +213,7 @@ async fn jobs_left_by_a_stopped_queue_are_resumed_in_lane_order_by_the_next() {
         ["push-1", "push-2", "push-3", "push-4", "push-5"]
     );
     wait_for("the records to go", || {
-        futures_done(states(stores.state.as_ref())).is_empty()
+        futures_done(states(state.as_ref())).is_empty()
     })
     .await;
     // A new job after the resumed ones gets a later id.
@@ -212,16 +237,19 @@ fn futures_done<T>(future: impl std::future::Future<Output = T>) -> T {
     tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(future))
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_job_that_gives_up_is_dead_lettered_and_jobs_retry_runs_it_again() {
-    let (stores, _dir) = embedded_stores().await;
+on_sqlite_and_dynamodb!(
+    a_job_that_gives_up_is_dead_lettered_and_jobs_retry_runs_it_again,
+    dead_lettered_and_retried
+);
+
+async fn dead_lettered_and_retried(state: Arc<dyn StateStore>) {
     let ends = Arc::new(Mutex::new(Ends::Retryable));
     let (attempt, started) = attempts(None, Arc::clone(&ends));
-    let (queue, _) = DurableJobQueue::start(stores.state.clone(), attempt, None, options())
+    let (queue, _) = DurableJobQueue::start(Arc::clone(&state), attempt, None, options())
         .await
         .expect("starts");
     queue.enqueue(&push("flaky")).await.expect("queued");
-    let jobs = stores.state.jobs();
+    let jobs = state.jobs();
     let failed = dead_letters(jobs, 1).await;
     assert_eq!(failed[0].attempts, 3, "every attempt of the policy");
     assert!(
