@@ -54,9 +54,11 @@ impl LaneItem for DurableJob {
 /// Runs one attempt of a job (`serve`: [`crate::SyncRunner::run`]).
 pub type Attempt = Arc<dyn Fn(SyncJob) -> BoxFuture<'static, Result<(), JobError>> + Send + Sync>;
 
-/// Told of each job the retry policy gave up on, once it is recorded `failed` (`serve`:
-/// [`crate::SyncRunner::report_dead_letter`], the check run with its **Re-run** button).
-pub type DeadLetters = Arc<dyn Fn(SyncJob, JobRecord) -> BoxFuture<'static, ()> + Send + Sync>;
+/// Told of each job the retry policy gave up on, with its last error, once it is recorded
+/// `failed` (`serve`: [`crate::SyncRunner::report_dead_letter`], the check run with its
+/// **Re-run** button).
+pub type DeadLetters =
+    Arc<dyn Fn(SyncJob, JobRecord, JobError) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// How a durable queue runs its jobs.
 #[derive(Debug, Clone, Copy)]
@@ -177,7 +179,10 @@ impl DurableJobQueue {
     /// many.
     async fn resume(&self, at_start: bool) -> Result<usize, StoreError> {
         let jobs = self.shared.store.jobs();
-        let records = jobs.list_jobs(None).await?;
+        // A sweep reads only the queued ones: the dead letter may be long.
+        let records = jobs
+            .list_jobs((!at_start).then_some(JobState::Queued))
+            .await?;
         if let Some(last) = records.last() {
             self.shared.ids.after(&last.id);
         }
@@ -204,7 +209,9 @@ impl DurableJobQueue {
                 Ok(job) => job,
                 Err(error) => {
                     let reason = format!("the recorded job cannot be read: {error}");
+                    let id = record.id.clone();
                     self.shared.dead_letter(record, reason).await;
+                    self.shared.release(&id);
                     continue;
                 }
             };
@@ -396,7 +403,7 @@ impl Shared {
             );
             let failed = self.dead_letter(record.clone(), error.to_string()).await;
             if let Some(report) = &self.dead_letters {
-                report(job.clone(), failed).await;
+                report(job.clone(), failed, error).await;
             }
             return None;
         };

@@ -84,12 +84,16 @@ impl SyncRunner {
         }
     }
 
-    /// Reports a job `serve`'s queue gave up on: a new `Astrolift` run on its head commit,
-    /// concluded `failure` with the reason and a **Re-run** button
-    /// ([`crate::check_run::dead_letter`]); GitHub shows the newest run of a name. Best
-    /// effort: a failure to report is logged, and the job stays listed by `astrolift jobs
-    /// list`.
-    pub async fn report_dead_letter(&self, job: &SyncJob, record: &JobRecord) {
+    /// Reports a job `serve`'s queue gave up on (`error`, its last): a new `Astrolift` run
+    /// on its head commit, concluded `failure` with the reason and a **Re-run** button
+    /// ([`crate::check_run::dead_letter`]); GitHub shows the newest run of a name. Nothing
+    /// when GitHub refused the installation's token (no run can be written). Best effort: a
+    /// failure to report is logged, and the job stays listed by `astrolift jobs list`.
+    pub async fn report_dead_letter(&self, job: &SyncJob, record: &JobRecord, error: &JobError) {
+        if error.is_installation_refused() {
+            tracing::info!(job_id = %record.id, "no check run for the failed job: its installation's token was refused");
+            return;
+        }
         let reason = record.error.as_deref().unwrap_or("an unknown error");
         let (conclusion, output) = dead_letter(&record.id, record.attempts, reason);
         let installation = self.github.installation(job.installation_id);

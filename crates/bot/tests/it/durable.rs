@@ -221,6 +221,11 @@ async fn resumed_in_lane_order(state: Arc<dyn StateStore>) {
     wait_for("push-6", || resumed_log.lock().expect("log").len() == 6).await;
 }
 
+/// A record's last error ("" before one).
+fn error_of(record: &JobRecord) -> &str {
+    record.error.as_deref().unwrap_or_default()
+}
+
 /// The failed jobs, once there are `count`.
 async fn dead_letters(jobs: &dyn JobStore, count: usize) -> Vec<JobRecord> {
     wait_for("the dead letter", || {
@@ -252,13 +257,7 @@ async fn dead_lettered_and_retried(state: Arc<dyn StateStore>) {
     let jobs = state.jobs();
     let failed = dead_letters(jobs, 1).await;
     assert_eq!(failed[0].attempts, 3, "every attempt of the policy");
-    assert!(
-        failed[0]
-            .error
-            .as_deref()
-            .is_some_and(|e| e.contains("busy")),
-        "{failed:?}"
-    );
+    assert!(error_of(&failed[0]).contains("busy"), "{failed:?}");
     assert_eq!(started.lock().expect("log").len(), 3);
 
     // A permanent failure gives up after one attempt.
@@ -266,12 +265,7 @@ async fn dead_lettered_and_retried(state: Arc<dyn StateStore>) {
     queue.enqueue(&push("refused")).await.expect("queued");
     let failed = dead_letters(jobs, 2).await;
     assert_eq!(failed[1].attempts, 1);
-    assert!(
-        failed[1]
-            .error
-            .as_deref()
-            .is_some_and(|e| e.contains("404"))
-    );
+    assert!(error_of(&failed[1]).contains("404"));
 
     // The cause is gone: one retried by id, then the rest; the running queue takes them.
     *ends.lock().expect("ends") = Ends::Succeeds;
@@ -333,4 +327,33 @@ fn the_check_run_of_a_dead_lettered_job_offers_re_run() {
             "{not_an_id}"
         );
     }
+}
+
+/// A recorded job that does not read as a sync job (written by a later version, or
+/// damaged) is not run: at start it goes to the dead letter, saying why.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recorded_job_that_cannot_be_read_is_dead_lettered_at_start() {
+    let (stores, _dir) = embedded_stores().await;
+    let unreadable = JobRecord {
+        id: "00000000000000000001".into(),
+        state: JobState::Queued,
+        attempts: 0,
+        job: serde_json::json!({ "version": 99, "what": "not a sync job" }),
+        queued_at: 0,
+        updated_at: 0,
+        error: None,
+    };
+    stores.state.jobs().put_job(&unreadable).await.expect("put");
+    let (attempt, started) = attempts(None, Arc::new(Mutex::new(Ends::Succeeds)));
+    let (_queue, resumed) = DurableJobQueue::start(stores.state.clone(), attempt, None, options())
+        .await
+        .expect("starts");
+    assert_eq!(resumed, 0);
+    let failed = dead_letters(stores.state.jobs(), 1).await;
+    assert_eq!(failed[0].id, unreadable.id);
+    assert!(
+        error_of(&failed[0]).starts_with("the recorded job cannot be read"),
+        "{failed:?}"
+    );
+    assert!(started.lock().expect("log").is_empty());
 }

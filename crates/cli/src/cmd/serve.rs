@@ -317,9 +317,9 @@ async fn build(args: &Args) -> anyhow::Result<App> {
 /// A job the queue gave up on: its check run concludes `failure` with the reason and a
 /// **Re-run** button (best effort: the runner logs a failure to say so).
 fn dead_letters(runner: Arc<SyncRunner>) -> DeadLetters {
-    Arc::new(move |job, record| {
+    Arc::new(move |job, record, error| {
         let runner = Arc::clone(&runner);
-        Box::pin(async move { runner.report_dead_letter(&job, &record).await })
+        Box::pin(async move { runner.report_dead_letter(&job, &record, &error).await })
     })
 }
 
