@@ -123,16 +123,9 @@ impl Ingress {
                 .map(|id| (id, run.repository.full_name.as_str())),
             _ => None,
         };
-        let answer = match job_for_event(&accepted.delivery_id, &accepted.event) {
-            _ if let Some((id, repository)) = rerun => self.rerun(id, repository).await,
-            Ok(job) => {
-                tracing::Span::current().record("commit", job.head_sha.as_str());
-                self.queue_once(&accepted.delivery_id, &job).await
-            }
-            Err(reason) => Answer::new(
-                if dispatched > 0 { 202 } else { 200 },
-                json!({ "status": "ignored", "reason": no_job_reason(&reason), "dispatched": dispatched }),
-            ),
+        let answer = match rerun {
+            Some((id, repository)) => self.rerun(id, repository).await,
+            None => self.sync_job(accepted, dispatched).await,
         };
         if fan_out.unavailable == 0 || answer.status >= 500 {
             return answer;
@@ -142,6 +135,20 @@ impl Ingress {
             fan_out.unavailable
         );
         self.unavailable(&what, &"evaluation slots or a store unavailable")
+    }
+
+    /// The sync job the event asks for, queued once; or why there is none.
+    async fn sync_job(&self, accepted: &Accepted, dispatched: usize) -> Answer {
+        match job_for_event(&accepted.delivery_id, &accepted.event) {
+            Ok(job) => {
+                tracing::Span::current().record("commit", job.head_sha.as_str());
+                self.queue_once(&accepted.delivery_id, &job).await
+            }
+            Err(reason) => Answer::new(
+                if dispatched > 0 { 202 } else { 200 },
+                json!({ "status": "ignored", "reason": no_job_reason(&reason), "dispatched": dispatched }),
+            ),
+        }
     }
 
     async fn fan_out(&self, accepted: &Accepted) -> FanOutSummary {

@@ -145,7 +145,7 @@ pub const LOCAL_QUEUE_CAPACITY: usize = 256;
 pub const LOCAL_WORKER_IDLE: Duration = Duration::from_secs(60);
 
 /// A lane of a repository: (repository id, [`SyncJob::lane`]).
-pub type LaneKey = (u64, String);
+type LaneKey = (u64, String);
 
 /// What the in-process queue holds: a [`SyncJob`], or a job of the durable queue
 /// ([`crate::durable`]) that carries its id beside it.

@@ -174,10 +174,14 @@ async fn a_burst_of_accepted_pushes_survives_kill_9_and_is_applied_once_each_in_
     tokio::time::sleep(Duration::from_secs(1)).await;
     let expected: Vec<String> = (1..=PUSHES).map(sha).collect();
     let applied = applied_commits(&serve);
-    assert_eq!(
-        applied, expected,
-        "one audit event per push, in push order, none twice"
-    );
+    if applied != expected {
+        let left = jobs(&serve, &[]);
+        let mut serve = serve;
+        panic!(
+            "one audit event per push, in push order, none twice: {applied:?}\njobs: {left:#?}\n{}",
+            serve.stop()
+        );
+    }
     // Lane order: each push's run completed after the previous push's.
     let mut last_seen = 0;
     for run in completed(&github) {
