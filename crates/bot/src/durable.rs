@@ -333,9 +333,19 @@ impl Shared {
             Ok(Some(record)) if record.state != JobState::Failed => record,
             // Gone (retried by hand and already run) or dead-lettered meanwhile.
             Ok(_) => return,
+            // Run it now, in its lane's order, rather than let a later sweep take it out of
+            // order; its attempts count again from here.
             Err(error) => {
-                tracing::warn!(%error, job_id = %queued.id, "cannot read the job; it waits for the next start");
-                return;
+                tracing::warn!(%error, job_id = %queued.id, "cannot read the job's record; running it as queued");
+                JobRecord {
+                    id: queued.id.clone(),
+                    state: JobState::Queued,
+                    attempts: 0,
+                    job: serde_json::to_value(&queued.job).unwrap_or_default(),
+                    queued_at: now(),
+                    updated_at: now(),
+                    error: None,
+                }
             }
         };
         let mut closing = self.closing.subscribe();
