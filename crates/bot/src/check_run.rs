@@ -738,6 +738,31 @@ fn cell(code_span: &str) -> String {
     code_span.replace('|', "\\|")
 }
 
+/// The run of a job `serve`'s queue gave up on (docs/reference.md §9, "A job that gave
+/// up"): `failure`, the last error and the attempts, and a **Re-run** button whose
+/// identifier is the job's id ([`crate::dead_letter`] queues it again on a click).
+pub fn dead_letter(job_id: &str, attempts: u32, reason: &str) -> (Conclusion, CheckRunOutput) {
+    let attempts = usize::try_from(attempts).unwrap_or(usize::MAX);
+    let output = CheckRunOutput {
+        title: format!("Astrolift gave up after {}", plural(attempts, "attempt")),
+        summary: format!(
+            "Astrolift could not finish the sync of this commit and stopped trying: {}.\n\n\
+             Fix the cause, then click **Re-run** to queue it again (or run {} on the \
+             server).",
+            text(reason),
+            code(&format!("astrolift jobs retry {job_id}")),
+        ),
+        text: None,
+        annotations: Vec::new(),
+        actions: vec![CheckRunAction {
+            label: "Re-run".to_owned(),
+            description: "Queue this failed sync again".to_owned(),
+            identifier: job_id.to_owned(),
+        }],
+    };
+    (Conclusion::Failure, output)
+}
+
 /// Repository text as plain Markdown text: every ASCII punctuation
 /// character backslash-escaped (so no emphasis, link, image, HTML, entity,
 /// heading, list, table cell or autolink can start), control characters and

@@ -19,6 +19,7 @@ pub use astrolift_trigger::GithubDelivery;
 use serde_json::{Value, json};
 use tracing::{Instrument as _, field};
 
+use crate::dead_letter::{Retried, is_job_id, rerun};
 use crate::job::{NoJob, job_for_event};
 use crate::queue::JobQueue;
 use crate::telemetry::{self, Metric};
@@ -115,15 +116,16 @@ impl Ingress {
     async fn route(&self, accepted: &Accepted) -> Answer {
         let fan_out = self.fan_out(accepted).await;
         let dispatched = fan_out.dispatched;
-        let answer = match job_for_event(&accepted.delivery_id, &accepted.event) {
-            Ok(job) => {
-                tracing::Span::current().record("commit", job.head_sha.as_str());
-                self.queue_once(&accepted.delivery_id, &job).await
-            }
-            Err(reason) => Answer::new(
-                if dispatched > 0 { 202 } else { 200 },
-                json!({ "status": "ignored", "reason": no_job_reason(&reason), "dispatched": dispatched }),
-            ),
+        let rerun = match &accepted.event {
+            Event::CheckRun(run) => run
+                .requested_identifier()
+                .filter(|id| is_job_id(id))
+                .map(|id| (id, run.repository.full_name.as_str())),
+            _ => None,
+        };
+        let answer = match rerun {
+            Some((id, repository)) => self.rerun(id, repository).await,
+            None => self.sync_job(accepted, dispatched).await,
         };
         if fan_out.unavailable == 0 || answer.status >= 500 {
             return answer;
@@ -133,6 +135,20 @@ impl Ingress {
             fan_out.unavailable
         );
         self.unavailable(&what, &"evaluation slots or a store unavailable")
+    }
+
+    /// The sync job the event asks for, queued once; or why there is none.
+    async fn sync_job(&self, accepted: &Accepted, dispatched: usize) -> Answer {
+        match job_for_event(&accepted.delivery_id, &accepted.event) {
+            Ok(job) => {
+                tracing::Span::current().record("commit", job.head_sha.as_str());
+                self.queue_once(&accepted.delivery_id, &job).await
+            }
+            Err(reason) => Answer::new(
+                if dispatched > 0 { 202 } else { 200 },
+                json!({ "status": "ignored", "reason": no_job_reason(&reason), "dispatched": dispatched }),
+            ),
+        }
     }
 
     async fn fan_out(&self, accepted: &Accepted) -> FanOutSummary {
@@ -177,6 +193,27 @@ impl Ingress {
             return self.unavailable("cannot queue the sync job", &error);
         }
         Answer::new(202, json!({ "status": "queued" }))
+    }
+
+    /// A click on the **Re-run** button of a job `serve`'s queue gave up on
+    /// ([`crate::check_run::dead_letter`]): the job, if it is this repository's and still
+    /// failed, is queued again (`202`); anything else is acknowledged (`200`).
+    async fn rerun(&self, job_id: &str, repository: &str) -> Answer {
+        match rerun(self.state.jobs(), job_id, repository, now()).await {
+            Ok(Retried::Queued) => {
+                tracing::info!(job_id, "Re-run clicked: the failed job is queued again");
+                Answer::new(202, json!({ "status": "queued", "job_id": job_id }))
+            }
+            Ok(Retried::NotFailed(state)) => Answer::new(
+                200,
+                json!({ "status": "ignored", "reason": format!("the job is {}", state.as_str()) }),
+            ),
+            Ok(Retried::NotFound | Retried::OtherRepository) => Answer::new(
+                200,
+                json!({ "status": "ignored", "reason": "no such failed job" }),
+            ),
+            Err(error) => self.unavailable("cannot queue the failed job again", &error),
+        }
     }
 
     fn unavailable(&self, what: &str, error: &dyn fmt::Display) -> Answer {

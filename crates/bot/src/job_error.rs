@@ -47,6 +47,16 @@ impl JobError {
         }
     }
 
+    /// True when GitHub refused the installation's token (the installation is deleted,
+    /// suspended, or not this App's): nothing can be said on the repository's check runs.
+    pub fn is_installation_refused(&self) -> bool {
+        matches!(
+            self,
+            JobError::GitHub(GitHubError::Status { path, status, .. })
+                if path.ends_with("/access_tokens") && status.is_client_error()
+        )
+    }
+
     /// The wait GitHub asked for before the next try (a rate limit's reset or
     /// `Retry-After` longer than the client's own retry budget), when it named one.
     pub fn retry_after(&self) -> Option<std::time::Duration> {

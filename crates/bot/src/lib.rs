@@ -8,8 +8,15 @@
 //! - [`job`]: the sync job message and which events make one; the report job
 //!   that relays a terminal result from the trigger function to the worker.
 //! - [`queue`]: the job queues — SQS FIFO (group = repository id, dedupe =
-//!   delivery id), the in-process per-repository queue of `serve`, and a
+//!   delivery id), the in-process lanes of `serve`'s durable queue, and a
 //!   recording queue for tests.
+//! - [`durable`]: `serve`'s durable queue: jobs recorded in the state store
+//!   (`StateStore::jobs`) before they are queued, resumed at start in lane order, retried
+//!   as [`retry`] says, dead-lettered (`failed`) when it gives up, its check run then
+//!   concluded `failure` with a **Re-run** button; drained on SIGTERM.
+//! - [`dead_letter`]: a failed job queued again, by `astrolift jobs retry` or a click on
+//!   **Re-run** (a `check_run.requested_action` whose identifier is the job id, which
+//!   ingress hands over).
 //! - [`runner`]: a job in → check run `in_progress` → tarball streamed →
 //!   [`astrolift_sync::sync`] in check or apply mode → for a pull request,
 //!   suggested fixes posted as a review ([`suggest`]) → check run completed.
@@ -57,7 +64,8 @@
 //!   the job failed or was lost (queued or running for 15 minutes).
 //! - **No run left `in_progress`.** Once the runner has created a check
 //!   run, every path completes it: with the report, or as `failure` with a
-//!   plain explanation (retried while GitHub is down).
+//!   plain explanation (retried while GitHub is down); a process killed
+//!   mid-sync aside, whose job runs again, in a new run.
 //! - **Dependents follow, bounded.** Only pushes queue re-syncs (a re-sync queues none, so
 //!   none loop), at most 32 per push, and an organization skill repository re-syncs only
 //!   the registrations of the projects that registered it.
@@ -85,7 +93,9 @@ pub mod annotations;
 pub mod check_run;
 pub mod commit_order;
 pub mod config;
+pub mod dead_letter;
 pub mod dependents;
+pub mod durable;
 pub mod ingress;
 pub mod job;
 mod job_error;

@@ -1,11 +1,13 @@
-//! Where sync jobs wait: an SQS FIFO queue on AWS, an in-process queue in
-//! `serve`, a recording queue in tests. Every implementation keeps the jobs
+//! Where sync jobs wait: an SQS FIFO queue on AWS, the in-process lanes that
+//! `serve`'s durable queue ([`crate::durable`]) runs its jobs in, a recording queue in
+//! tests. Every implementation keeps the jobs
 //! of one lane of a repository in order ([`SyncJob::lane`]: the registered
 //! ref's pushes never wait behind forks or other branches) and runs
 //! different lanes and repositories independently.
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,6 +28,8 @@ pub enum QueueError {
     Closed,
     #[error("cannot encode the job: {0}")]
     Encode(#[from] serde_json::Error),
+    #[error("cannot record the job: {0}")]
+    Store(#[from] astrolift_store::StoreError),
 }
 
 /// A queue of sync jobs.
@@ -132,7 +136,7 @@ impl JobQueue for LateJobQueue {
 }
 
 /// Runs one job; the in-process queue calls it.
-pub type JobHandler = Arc<dyn Fn(SyncJob) -> BoxFuture<'static, ()> + Send + Sync>;
+pub type JobHandler<J = SyncJob> = Arc<dyn Fn(J) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// Jobs waiting per lane before the queue refuses more (bounded memory).
 pub const LOCAL_QUEUE_CAPACITY: usize = 256;
@@ -142,33 +146,54 @@ pub const LOCAL_WORKER_IDLE: Duration = Duration::from_secs(60);
 
 /// A lane of a repository: (repository id, [`SyncJob::lane`]).
 type LaneKey = (u64, String);
-type Workers = Arc<Mutex<HashMap<LaneKey, mpsc::Sender<SyncJob>>>>;
 
-/// The in-process queue of `serve`: one worker task per lane of a
-/// repository, which runs that lane's jobs one at a time, in order; lanes
-/// and repositories run concurrently. Each lane's backlog is bounded, and a
-/// worker idle for [`LOCAL_WORKER_IDLE`] stops and is forgotten, so the
-/// queue holds only the lanes that have work.
-pub struct LocalJobQueue {
-    handler: JobHandler,
-    idle: Duration,
-    workers: Workers,
+/// What the in-process queue holds: a [`SyncJob`], or a job of the durable queue
+/// ([`crate::durable`]) that carries its id beside it.
+pub trait LaneItem: Clone + Send + 'static {
+    /// The sync job.
+    fn sync_job(&self) -> &SyncJob;
 }
 
-impl fmt::Debug for LocalJobQueue {
+impl LaneItem for SyncJob {
+    fn sync_job(&self) -> &SyncJob {
+        self
+    }
+}
+
+/// A lane's worker: where its jobs go, and how many wait (the bound is checked here, not
+/// by the channel, so that jobs resumed from a durable queue are never refused).
+struct Lane<J> {
+    sender: mpsc::UnboundedSender<J>,
+    waiting: Arc<AtomicUsize>,
+}
+
+type Workers<J> = Arc<Mutex<HashMap<LaneKey, Lane<J>>>>;
+
+/// The in-process lanes (under `serve`'s durable queue): one worker task per lane of a
+/// repository, which runs that lane's jobs one at a time, in order; lanes
+/// and repositories run concurrently. Each lane's backlog is bounded
+/// ([`LOCAL_QUEUE_CAPACITY`]), and a worker idle for [`LOCAL_WORKER_IDLE`] stops and is
+/// forgotten, so the queue holds only the lanes that have work.
+pub struct LocalJobQueue<J: LaneItem = SyncJob> {
+    handler: JobHandler<J>,
+    idle: Duration,
+    workers: Workers<J>,
+}
+
+impl<J: LaneItem> fmt::Debug for LocalJobQueue<J> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LocalJobQueue").finish_non_exhaustive()
     }
 }
 
-impl LocalJobQueue {
+impl<J: LaneItem> LocalJobQueue<J> {
     /// A queue that runs each job with `handler` (on the current Tokio runtime).
-    pub fn new(handler: JobHandler) -> Self {
+    pub fn new(handler: JobHandler<J>) -> Self {
         Self::with_idle(handler, LOCAL_WORKER_IDLE)
     }
 
     /// A queue whose workers stop after `idle` without a job.
-    pub fn with_idle(handler: JobHandler, idle: Duration) -> Self {
+    pub fn with_idle(handler: JobHandler<J>, idle: Duration) -> Self {
         Self {
             handler,
             idle,
@@ -181,35 +206,58 @@ impl LocalJobQueue {
         self.workers.lock().map(|w| w.len()).unwrap_or(0)
     }
 
-    /// Sends `job` to its lane's worker, starting one if there is none. The
-    /// send happens under the lock, so that a worker stopping for idleness
+    /// Sends `job` to its lane's worker, starting one if there is none; refused
+    /// ([`QueueError::Full`]) when [`LOCAL_QUEUE_CAPACITY`] jobs of its lane wait already.
+    pub fn push(&self, job: &J) -> Result<(), QueueError> {
+        self.send(job.clone(), true)
+    }
+
+    /// Sends `job` to its lane's worker whatever its backlog: a job accepted earlier
+    /// (resumed from a durable queue), which was counted against the bound then.
+    pub fn push_resumed(&self, job: J) -> Result<(), QueueError> {
+        self.send(job, false)
+    }
+
+    /// The send happens under the lock, so that a worker stopping for idleness
     /// (which also takes the lock) can never drop a job sent to it.
-    fn send(&self, job: &SyncJob) -> Result<(), QueueError> {
+    fn send(&self, job: J, bounded: bool) -> Result<(), QueueError> {
         let mut workers = self.workers.lock().map_err(|_| QueueError::Closed)?;
-        let key = (job.repository_id, job.lane());
-        let sender = match workers.get(&key).filter(|s| !s.is_closed()) {
-            Some(sender) => sender.clone(),
+        let sync = job.sync_job();
+        let key = (sync.repository_id, sync.lane());
+        let repository_id = sync.repository_id;
+        let lane = match workers.get(&key).filter(|l| !l.sender.is_closed()) {
+            Some(lane) => lane,
             None => {
-                let sender = self.start_worker(key.clone());
-                workers.insert(key, sender.clone());
-                sender
+                let lane = self.start_worker(key.clone());
+                workers.insert(key.clone(), lane);
+                workers.get(&key).ok_or(QueueError::Closed)?
             }
         };
-        sender.try_send(job.clone()).map_err(|error| match error {
-            mpsc::error::TrySendError::Full(_) => QueueError::Full(job.repository_id),
-            mpsc::error::TrySendError::Closed(_) => QueueError::Closed,
+        if bounded && lane.waiting.load(Ordering::SeqCst) >= LOCAL_QUEUE_CAPACITY {
+            return Err(QueueError::Full(repository_id));
+        }
+        // Counted before it is sent: the worker takes it off the count once received.
+        lane.waiting.fetch_add(1, Ordering::SeqCst);
+        lane.sender.send(job).map_err(|_| {
+            lane.waiting.fetch_sub(1, Ordering::SeqCst);
+            QueueError::Closed
         })
     }
 
-    fn start_worker(&self, key: LaneKey) -> mpsc::Sender<SyncJob> {
-        let (sender, mut receiver) = mpsc::channel::<SyncJob>(LOCAL_QUEUE_CAPACITY);
+    fn start_worker(&self, key: LaneKey) -> Lane<J> {
+        let (sender, mut receiver) = mpsc::unbounded_channel::<J>();
+        let waiting = Arc::new(AtomicUsize::new(0));
         let handler = Arc::clone(&self.handler);
         let workers = Arc::clone(&self.workers);
         let idle = self.idle;
+        let counted = Arc::clone(&waiting);
         tokio::spawn(async move {
             loop {
                 match tokio::time::timeout(idle, receiver.recv()).await {
-                    Ok(Some(job)) => handler(job).await,
+                    Ok(Some(job)) => {
+                        counted.fetch_sub(1, Ordering::SeqCst);
+                        handler(job).await;
+                    }
                     Ok(None) => return,
                     Err(_) => {
                         // Senders send under this lock: if nothing is queued
@@ -225,12 +273,12 @@ impl LocalJobQueue {
                 }
             }
         });
-        sender
+        Lane { sender, waiting }
     }
 }
 
-impl JobQueue for LocalJobQueue {
+impl JobQueue for LocalJobQueue<SyncJob> {
     fn enqueue<'a>(&'a self, job: &'a SyncJob) -> BoxFuture<'a, Result<(), QueueError>> {
-        Box::pin(async move { self.send(job) })
+        Box::pin(async move { self.push(job) })
     }
 }

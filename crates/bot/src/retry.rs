@@ -16,7 +16,8 @@ pub struct RetryPolicy {
     pub base: Duration,
     /// No wait is longer than this: a jittered one is cut to it, and when GitHub asks
     /// for longer (a primary rate limit's reset can be an hour away) the job gives up
-    /// rather than sleep past its delivery's lease; a redelivery runs it later.
+    /// rather than sleep past its delivery's lease: it is dead-lettered
+    /// ([`crate::durable`]), and `astrolift jobs retry` or **Re-run** runs it later.
     pub cap: Duration,
 }
 

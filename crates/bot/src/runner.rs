@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 use astrolift_forge::github::{CheckRunOutput, Conclusion, GitHubApp, Installation, RepoPath};
 use astrolift_manifest::{Limits, SourceTree, ValidateOptions};
 use astrolift_package::{TarballOptions, TarballTree};
-use astrolift_store::state::{DeliveryState, RepoRegistration};
+use astrolift_store::state::{DeliveryState, JobRecord, RepoRegistration};
 use astrolift_sync::commands::register_command;
 
-use crate::check_run::{CheckOnlyReason, RenderContext, render};
+use crate::check_run::{CheckOnlyReason, RenderContext, dead_letter, render};
 use astrolift_dispatch::report::report_recorded;
 use astrolift_sync::{Coverage, Mode, Report, Stores, SyncRequest, sync};
 use tracing::Instrument as _;
@@ -81,6 +81,40 @@ impl SyncRunner {
         let state = self.stores.state.as_ref();
         if let Err(why) = report_recorded(state, &reporter, &job.task_id).await {
             tracing::warn!(task_id = %job.task_id, %why, "report failed");
+        }
+    }
+
+    /// Reports a job `serve`'s queue gave up on (`error`, its last): a new `Astrolift` run
+    /// on its head commit, concluded `failure` with the reason and a **Re-run** button
+    /// ([`crate::check_run::dead_letter`]); GitHub shows the newest run of a name. Nothing
+    /// when GitHub refused the installation's token (no run can be written). Best effort: a
+    /// failure to report is logged, and the job stays listed by `astrolift jobs list`.
+    pub async fn report_dead_letter(&self, job: &SyncJob, record: &JobRecord, error: &JobError) {
+        if error.is_installation_refused() {
+            tracing::info!(job_id = %record.id, "no check run for the failed job: its installation's token was refused");
+            return;
+        }
+        let reason = record.error.as_deref().unwrap_or("an unknown error");
+        let (conclusion, output) = dead_letter(&record.id, record.attempts, reason);
+        let installation = self.github.installation(job.installation_id);
+        let reported = async {
+            let repo = RepoPath::parse(&job.repository)?;
+            let run_id = installation
+                .create_in_progress(&repo, &job.head_sha, CHECK_NAME)
+                .await?;
+            installation
+                .complete(&repo, run_id, conclusion, output)
+                .await?;
+            Ok::<_, JobError>(run_id)
+        };
+        match reported.await {
+            Ok(run_id) => {
+                telemetry::count(self.function, Metric::CheckRuns, 1);
+                tracing::info!(job_id = %record.id, run_id, "the failed job's check run offers Re-run");
+            }
+            Err(error) => {
+                tracing::warn!(job_id = %record.id, %error, "cannot report the failed job on its check run");
+            }
         }
     }
 

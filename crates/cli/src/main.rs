@@ -82,6 +82,17 @@ enum Command {
     Import(cmd::import::Args),
     /// Run the GitHub App locally: webhooks, triggers and the sync queue in one process.
     Serve(cmd::serve::Args),
+    /// List serve's queued and failed sync jobs, or queue failed ones again.
+    #[command(subcommand)]
+    Jobs(JobsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum JobsCommand {
+    /// List the jobs of serve's queue (--state failed: the ones it gave up on).
+    List(cmd::jobs::ListArgs),
+    /// Queue a failed job again (JOB_ID, or --all-failed).
+    Retry(cmd::jobs::RetryArgs),
 }
 
 /// `dispatch AGENT …`, or one of its subcommands (a subcommand's name wins over an
@@ -218,6 +229,8 @@ fn main() -> ExitCode {
         Command::WorkflowRun(WorkflowRunCommand::Report(args)) => cmd::workflows::report(args),
         Command::Import(args) => cmd::import::run(args),
         Command::Serve(args) => cmd::serve::run(args),
+        Command::Jobs(JobsCommand::List(args)) => cmd::jobs::list(args),
+        Command::Jobs(JobsCommand::Retry(args)) => cmd::jobs::retry(args),
     };
     let code = result.unwrap_or_else(|error| {
         if output::stdout_closed() {

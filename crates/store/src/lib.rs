@@ -16,7 +16,8 @@
 //!   [`state::RegistrationStore`], [`state::InstallationStore`], [`state::AgentStore`],
 //!   [`state::DeliveryStore`], [`state::EnvSpecStore`], [`state::TriggerBindingStore`] and
 //!   [`state::DispatchStore`], and reaches the others (tasks, workflows, workspaces,
-//!   config packages, skill sources, the outbox) through accessors.
+//!   config packages, skill sources, the outbox, and [`state::jobs`], the jobs of
+//!   `serve`'s durable queue and its dead letter) through accessors.
 //! - The fault-injecting wrappers of [`testing`] (feature `testing`), for crash tests.
 //!
 //! # Invariants

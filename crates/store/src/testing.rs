@@ -243,6 +243,10 @@ impl StateStore for FaultyStateStore {
     fn skills(&self) -> &dyn crate::state::SkillSourceStore {
         self.inner.skills()
     }
+
+    fn jobs(&self) -> &dyn crate::state::JobStore {
+        self.inner.jobs()
+    }
 }
 
 impl RegistrationStore for FaultyStateStore {

@@ -4,6 +4,7 @@
 mod ancestry;
 mod dependents;
 mod drift;
+mod durable;
 mod faults;
 mod ingress;
 mod queue;

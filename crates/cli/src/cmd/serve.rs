@@ -8,9 +8,11 @@
 //! `serve` adds is capacity: the connection bounds, the header-read timeout
 //! and a body reader ([`BudgetedBody`]) that charges bodies to the body
 //! budget and bounds their read time.
-//! The queue lives in memory: jobs queued but not yet run when the process
-//! stops are lost, and their deliveries must be redelivered (README): a delivery queued
-//! 15 minutes ago or more is queued again (`astrolift_store::state::deliveries`).
+//! The queue is durable (`astrolift_bot::durable`): each job is recorded in the state
+//! store before the webhook is answered `202`, resumed at the next start when the process
+//! stops first, and recorded as failed (the dead letter, `astrolift jobs`) when its retries
+//! give up. SIGTERM or Ctrl-C stops accepting, lets the running jobs finish for up to
+//! `--shutdown-grace`, and logs how many jobs wait for the next start.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -19,11 +21,10 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use astrolift_bot::config::Environment;
-use astrolift_bot::queue::JobHandler;
-use astrolift_bot::retry::{RetryPolicy, jitter};
+use astrolift_bot::durable::{Attempt, DeadLetters, DurableJobQueue, DurableOptions};
 use astrolift_bot::routes::{self, BodyOf, ReadBody};
 use astrolift_bot::triggers::service_from_env;
-use astrolift_bot::{Answer, Ingress, JobQueue, LateJobQueue, LocalJobQueue, SyncRunner};
+use astrolift_bot::{Answer, Ingress, JobQueue, LateJobQueue, SyncRunner};
 use astrolift_manifest::Limits;
 use astrolift_sync::Stores;
 use astrolift_trigger::TriggerService;
@@ -86,15 +87,48 @@ pub struct CapacityArgs {
     /// packages); more wait in their repository's queue.
     #[arg(long, env = "ASTROLIFT_SERVE_SYNCS", default_value_t = 2)]
     pub syncs: usize,
+
+    /// On SIGTERM or Ctrl-C, how long running sync jobs may take to finish
+    /// (`20`, `20s`, `2m`); jobs still running or queued then wait, recorded,
+    /// for the next start.
+    #[arg(
+        long,
+        env = "ASTROLIFT_SERVE_SHUTDOWN_GRACE",
+        default_value = "20s",
+        value_parser = parse_grace
+    )]
+    pub shutdown_grace: Duration,
 }
 
-/// The parts the routes are built from.
+/// Longest `--shutdown-grace`: an hour (a sync runs for minutes at most).
+pub const MAX_SHUTDOWN_GRACE: Duration = Duration::from_secs(3600);
+
+/// `N` or `Ns` seconds, or `Nm` minutes, at most [`MAX_SHUTDOWN_GRACE`].
+pub fn parse_grace(text: &str) -> Result<Duration, String> {
+    let (digits, unit) = match text.strip_suffix('m') {
+        Some(minutes) => (minutes, 60),
+        None => (text.strip_suffix('s').unwrap_or(text), 1),
+    };
+    let grace = digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .map(Duration::from_secs)
+        .ok_or_else(|| format!("`{text}` is not a duration such as 20, 20s or 2m"))?;
+    if grace > MAX_SHUTDOWN_GRACE {
+        return Err(format!("`{text}` is longer than an hour"));
+    }
+    Ok(grace)
+}
+
+/// The parts the routes are built from, and the queue to drain.
 #[derive(Debug)]
 struct App {
     ingress: Arc<Ingress>,
     triggers: Arc<TriggerService>,
     limits: Limits,
     bodies: Arc<BodyBudget>,
+    jobs: Arc<DurableJobQueue>,
 }
 
 /// Blocking threads besides the syncs': the SQLite state store and the
@@ -116,7 +150,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(serve(args))?;
+    let served = runtime.block_on(serve(args));
+    // A sync cut short by the grace time may still hold a blocking thread: it is
+    // recorded as running, and the next start runs it again.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    served?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -147,6 +185,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         "--connections must be at least 1"
     );
     let app = build(&args).await?;
+    let jobs = Arc::clone(&app.jobs);
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -167,7 +206,18 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let per_address = AddressSlots::new(args.capacity.connections_per_address);
     tokio::select! {
         result = accept_loop(listener, router, limits, per_address) => result,
-        () = signals.received() => Ok(()),
+        () = signals.received() => {
+            let grace = args.capacity.shutdown_grace;
+            tracing::info!(grace_seconds = grace.as_secs(), "shutting down: no new jobs; waiting for the running ones");
+            let drained = jobs.drain(grace).await;
+            tracing::info!(
+                cut_short = drained.running,
+                waiting = drained.waiting,
+                "stopped: {} jobs wait for the next start",
+                drained.waiting
+            );
+            Ok(())
+        }
     }
 }
 
@@ -242,9 +292,18 @@ async fn build(args: &Args) -> anyhow::Result<App> {
         fail_run_patience: Duration::from_secs(60),
         jobs: Some(dependents.clone()),
     });
-    let syncs = Arc::new(tokio::sync::Semaphore::new(args.capacity.syncs));
-    let jobs: Arc<dyn JobQueue> = Arc::new(LocalJobQueue::new(job_handler(runner, syncs)));
-    dependents.set(Arc::clone(&jobs));
+    let (jobs, resumed) = DurableJobQueue::start(
+        stores.state.clone(),
+        attempt(Arc::clone(&runner)),
+        Some(dead_letters(runner)),
+        DurableOptions::serve(args.capacity.syncs),
+    )
+    .await
+    .context("cannot resume the queued jobs")?;
+    if resumed > 0 {
+        tracing::info!(resumed, "resumed the jobs queued before the last stop");
+    }
+    dependents.set(Arc::clone(&jobs) as Arc<dyn JobQueue>);
     let triggers = Arc::new(
         service_from_env(&environment, stores.state.clone(), stores.blobs.clone())
             .await
@@ -253,7 +312,7 @@ async fn build(args: &Args) -> anyhow::Result<App> {
     let ingress = Ingress {
         state: stores.state.clone(),
         secrets,
-        jobs,
+        jobs: Arc::clone(&jobs) as Arc<dyn JobQueue>,
         triggers: Some(triggers.clone()),
         limits,
         function: "serve",
@@ -263,47 +322,26 @@ async fn build(args: &Args) -> anyhow::Result<App> {
         triggers,
         limits,
         bodies: BodyBudget::new(args.capacity.body_budget),
+        jobs,
     })
 }
 
-/// Runs each job to completion, at most `syncs` at once across all
-/// repositories; failures are logged by the runner and, as on Lambda, a
-/// retryable failure is tried again ([`RetryPolicy::SERVE`]: backoff with jitter,
-/// or the wait GitHub asked for, without a sync slot while it waits). A job that
-/// gives up says so, once.
-fn job_handler(runner: Arc<SyncRunner>, syncs: Arc<tokio::sync::Semaphore>) -> JobHandler {
+/// A job the queue gave up on: its check run concludes `failure` with the reason and a
+/// **Re-run** button (best effort: the runner logs a failure to say so).
+fn dead_letters(runner: Arc<SyncRunner>) -> DeadLetters {
+    Arc::new(move |job, record, error| {
+        let runner = Arc::clone(&runner);
+        Box::pin(async move { runner.report_dead_letter(&job, &record, &error).await })
+    })
+}
+
+/// One attempt of a job: the runner logs how it went; the durable queue retries a
+/// retryable failure ([`astrolift_bot::retry::RetryPolicy::SERVE`]) and records the job as
+/// failed when it gives up.
+fn attempt(runner: Arc<SyncRunner>) -> Attempt {
     Arc::new(move |job| {
         let runner = Arc::clone(&runner);
-        let syncs = Arc::clone(&syncs);
-        Box::pin(async move {
-            let policy = RetryPolicy::SERVE;
-            for attempt in 1.. {
-                // A slot per attempt, released while waiting: one repository's retries never
-                // hold a sync slot other repositories need. The semaphore is never closed;
-                // if it were, run unbounded rather than drop the job.
-                let running = syncs.acquire().await.ok();
-                let outcome = runner.run(&job).await;
-                drop(running);
-                let Err(error) = outcome else {
-                    return;
-                };
-                match policy.wait_after(&error, attempt, jitter()) {
-                    Some(wait) => tokio::time::sleep(wait).await,
-                    None => {
-                        tracing::error!(
-                            delivery = %job.delivery_id,
-                            repository = %job.repository,
-                            attempts = attempt,
-                            retryable = error.is_retryable(),
-                            error = %error,
-                            "sync gave up: the delivery is recorded as failed, and a redelivery \
-                             from the App's settings queues it again"
-                        );
-                        return;
-                    }
-                }
-            }
-        })
+        Box::pin(async move { runner.run(&job).await.map(drop) })
     })
 }
 
@@ -480,7 +518,7 @@ impl ShutdownSignals {
         }
     }
 
-    /// Waits for either signal, then logs what the process leaves behind as it stops.
+    /// Waits for either signal and logs which one came; the caller drains the jobs.
     async fn received(mut self) {
         async fn next(signal: Option<&mut tokio::signal::unix::Signal>) {
             match signal {
@@ -494,10 +532,27 @@ impl ShutdownSignals {
             () = next(self.interrupt.as_mut()) => "SIGINT",
             () = next(self.terminate.as_mut()) => "SIGTERM",
         };
-        tracing::warn!(
-            signal = name,
-            "shutting down: sync jobs queued in memory and not yet run are dropped; GitHub must \
-             redeliver their webhooks (a delivery queued 15 minutes ago or more is queued again)"
-        );
+        tracing::info!(signal = name, "{name} received");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shutdown_grace_is_seconds_or_minutes_up_to_an_hour() {
+        assert_eq!(parse_grace("20"), Ok(Duration::from_secs(20)));
+        assert_eq!(parse_grace("20s"), Ok(Duration::from_secs(20)));
+        assert_eq!(parse_grace("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_grace("0"), Ok(Duration::ZERO));
+        // At the limit, and just past it.
+        assert_eq!(parse_grace("3600"), Ok(MAX_SHUTDOWN_GRACE));
+        assert_eq!(parse_grace("60m"), Ok(MAX_SHUTDOWN_GRACE));
+        assert!(parse_grace("3601").is_err());
+        assert!(parse_grace("61m").is_err());
+        for bad in ["", "s", "-1", "1h", "1.5s", "99999999999999999999m"] {
+            assert!(parse_grace(bad).is_err(), "{bad}");
+        }
     }
 }

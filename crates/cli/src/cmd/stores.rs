@@ -7,6 +7,9 @@ use astrolift_store::{
     BlobStore, StateLocation, StateStore, blob_store_from_url, open_state_store,
 };
 
+/// The state store when neither `--state` nor `ASTROLIFT_STATE` names one.
+pub const DEFAULT_STATE: &str = "sqlite:.astrolift/state.db";
+
 /// Where state and blobs live (docs/reference.md §3).
 #[derive(Debug, Clone, clap::Args)]
 pub struct StoreArgs {
@@ -14,7 +17,7 @@ pub struct StoreArgs {
     #[arg(
         long = "state",
         env = "ASTROLIFT_STATE",
-        default_value = "sqlite:.astrolift/state.db"
+        default_value = DEFAULT_STATE
     )]
     pub state: String,
 

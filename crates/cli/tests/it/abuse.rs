@@ -233,7 +233,7 @@ async fn an_event_for_a_deleted_installation_fails_its_job_and_serve_goes_on() {
 }
 
 /// SIGTERM (what a service manager sends) stops serve with status 0 and a log line that
-/// says what it leaves: the jobs queued in memory, which GitHub must redeliver.
+/// says what it leaves: how many accepted jobs wait, on the state store, for the next start.
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_stops_serve_and_says_what_it_leaves() {
     let github = fake_github_with(&[]).await;
@@ -242,7 +242,7 @@ async fn sigterm_stops_serve_and_says_what_it_leaves() {
     assert!(status.success(), "{status:?}: {output}");
     assert!(output.contains("SIGTERM"), "{output}");
     assert!(
-        output.contains("sync jobs queued in memory and not yet run are dropped"),
+        output.contains("stopped: 0 jobs wait for the next start"),
         "{output}"
     );
 }

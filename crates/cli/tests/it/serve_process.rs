@@ -74,6 +74,60 @@ impl ServeProcess {
     /// [`ServeProcess::start`] with another `astrolift` binary (a release build).
     pub fn start_binary(binary: &Path, github: &FakeGitHub, setup: ServeSetup<'_>) -> Self {
         let home = tempfile::tempdir().expect("temp dir");
+        Self::start_in(binary, home, github, setup)
+    }
+
+    /// Stops this serve (if it still runs) and starts another on the same stores, with
+    /// `env`; what the first wrote is kept, before the second's output.
+    pub fn restart(mut self, github: &FakeGitHub, secret: &str, env: Vec<(&str, &str)>) -> Self {
+        let earlier = self.stop();
+        let home = std::mem::replace(&mut self.home, tempfile::tempdir().expect("temp dir"));
+        let setup = ServeSetup {
+            secret,
+            env,
+            register: false,
+        };
+        let binary = Path::new(env!("CARGO_BIN_EXE_astrolift"));
+        let next = Self::start_in(binary, home, github, setup);
+        next.output
+            .lock()
+            .expect("output")
+            .splice(0..0, earlier.into_bytes());
+        next
+    }
+
+    /// Sends SIGTERM (what a service manager sends to stop it).
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+    }
+
+    /// Waits up to `timeout` for serve to exit on its own; its exit status.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// What serve wrote on stdout and stderr so far.
+    pub fn output(&self) -> String {
+        String::from_utf8_lossy(&self.output.lock().expect("output")).into_owned()
+    }
+
+    fn start_in(
+        binary: &Path,
+        home: tempfile::TempDir,
+        github: &FakeGitHub,
+        setup: ServeSetup<'_>,
+    ) -> Self {
         let state = format!("sqlite:{}", home.path().join("state.db").display());
         let blobs = format!("file:{}", home.path().join("blobs").display());
         if setup.register {

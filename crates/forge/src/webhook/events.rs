@@ -141,6 +141,14 @@ pub struct CheckRunEvent {
 }
 
 impl CheckRunEvent {
+    /// The identifier of the button clicked, on `requested_action`.
+    pub fn requested_identifier(&self) -> Option<&str> {
+        (self.action == "requested_action")
+            .then_some(self.requested_action.as_ref())
+            .flatten()
+            .map(|a| a.identifier.as_str())
+    }
+
     /// A click on our "Accept drift" button
     /// ([`crate::github::ACCEPT_DRIFT`]); another app's identifier is not ours.
     pub fn requests_accept_drift(&self) -> bool {

@@ -37,6 +37,7 @@ mod deliveries;
 mod dispatches;
 mod env_specs;
 mod installations;
+mod jobs;
 mod registrations;
 mod skills;
 mod tasks;
@@ -1121,6 +1122,10 @@ impl StateStore for DynamoStateStore {
     }
 
     fn skills(&self) -> &dyn super::skills::SkillSourceStore {
+        self
+    }
+
+    fn jobs(&self) -> &dyn super::jobs::JobStore {
         self
     }
 }

@@ -24,6 +24,7 @@ mod deliveries;
 mod dispatches;
 mod env_specs;
 mod installations;
+mod jobs;
 mod outbox;
 mod registrations;
 mod rows;
@@ -211,6 +212,7 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
     connection
         .execute_batch(outbox::SCHEMA)
         .map_err(sql_error)?;
+    connection.execute_batch(jobs::SCHEMA).map_err(sql_error)?;
     migrate(&connection)?;
     migrate_registrations(&connection)?;
     Ok(connection)
@@ -453,6 +455,10 @@ impl StateStore for SqliteStateStore {
     }
 
     fn skills(&self) -> &dyn super::skills::SkillSourceStore {
+        self
+    }
+
+    fn jobs(&self) -> &dyn super::jobs::JobStore {
         self
     }
 

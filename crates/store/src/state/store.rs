@@ -11,6 +11,7 @@ use super::deliveries::DeliveryStore;
 use super::dispatches::DispatchStore;
 use super::env_specs::EnvSpecStore;
 use super::installations::InstallationStore;
+use super::jobs::JobStore;
 use super::model::*;
 use super::outbox::DispatchOutbox;
 use super::registrations::RegistrationStore;
@@ -107,6 +108,9 @@ pub trait StateStore:
 
     /// Organization skill repositories and the catalogue ([`skills`](super::skills)).
     fn skills(&self) -> &dyn SkillSourceStore;
+
+    /// The jobs of `serve`'s durable queue and its dead letter ([`jobs`](super::jobs)).
+    fn jobs(&self) -> &dyn JobStore;
 
     /// The dispatch outbox kept inside the store ([`outbox`](super::outbox)): SQLite's; `None` for a
     /// store without one (DynamoDB, whose dispatches go to SQS).

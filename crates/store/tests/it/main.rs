@@ -65,6 +65,7 @@ mod dispatch_contract;
 mod env_spec_contract;
 mod fs_blob;
 mod installation_contract;
+mod job_contract;
 mod locations;
 mod outbox_contract;
 mod registration_contract;

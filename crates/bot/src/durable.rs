@@ -1,0 +1,474 @@
+//! `serve`'s durable job queue (docs/operations.md, "Failed jobs on serve"): every job
+//! is recorded in the state store (`astrolift_store::state::jobs`) before it is queued, so
+//! that a job accepted with `202` survives `kill -9` and a restart.
+//!
+//! - **Queued:** the job is recorded `queued`, then handed to its lane of the in-process
+//!   queue ([`LocalJobQueue`]), which runs each lane in order (at most
+//!   [`LOCAL_QUEUE_CAPACITY`](crate::queue::LOCAL_QUEUE_CAPACITY) waiting per lane).
+//! - **Running:** each attempt records `running` and its number; at most `syncs` attempts
+//!   run at once across lanes. A success deletes the record.
+//! - **Retried:** a failed attempt waits as [`RetryPolicy`] says (no sync slot held), then
+//!   runs again; when the policy gives up the record stays, `failed`, with the last error:
+//!   the dead letter, which `astrolift jobs list` shows, the check run reports with a
+//!   **Re-run** button (the [`DeadLetters`] hook), and `astrolift jobs retry` or the button
+//!   queue again ([`crate::dead_letter`]).
+//! - **Resumed:** at start, every `queued` and `running` record (a `running` one was cut
+//!   short by a stop) is queued again in id order, which is the order jobs were accepted;
+//!   then, every [`SWEEP_INTERVAL`], the `queued` records this process does not hold
+//!   (those `astrolift jobs retry` queued) join their lanes.
+//! - **Drained:** [`DurableJobQueue::drain`] refuses new jobs, starts no more attempts, waits
+//!   for the running ones up to a grace time and reports what waits for the next start.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use astrolift_store::state::{JobRecord, JobState, StateStore};
+use astrolift_store::{BoxFuture, StoreError};
+use tokio::sync::{Notify, Semaphore, watch};
+
+use crate::ingress::now;
+use crate::job::SyncJob;
+use crate::job_error::JobError;
+use crate::queue::{JobHandler, JobQueue, LaneItem, LocalJobQueue, QueueError};
+use crate::retry::{RetryPolicy, jitter};
+
+/// How often the queue looks for jobs queued by another process (`astrolift jobs retry`).
+pub const SWEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+/// A recorded job in its lane: the record's id beside the job.
+#[derive(Debug, Clone)]
+pub struct DurableJob {
+    pub id: String,
+    pub job: SyncJob,
+}
+
+impl LaneItem for DurableJob {
+    fn sync_job(&self) -> &SyncJob {
+        &self.job
+    }
+}
+
+/// Runs one attempt of a job (`serve`: [`crate::SyncRunner::run`]).
+pub type Attempt = Arc<dyn Fn(SyncJob) -> BoxFuture<'static, Result<(), JobError>> + Send + Sync>;
+
+/// Told of each job the retry policy gave up on, with its last error, once it is recorded
+/// `failed` (`serve`: [`crate::SyncRunner::report_dead_letter`], the check run with its
+/// **Re-run** button).
+pub type DeadLetters =
+    Arc<dyn Fn(SyncJob, JobRecord, JobError) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// How a durable queue runs its jobs.
+#[derive(Debug, Clone, Copy)]
+pub struct DurableOptions {
+    pub policy: RetryPolicy,
+    /// Attempts running at once, across every lane.
+    pub syncs: usize,
+    /// How long a lane's worker waits for another job before it stops.
+    pub idle: Duration,
+    /// How often it looks for jobs queued by another process.
+    pub sweep: Duration,
+}
+
+impl DurableOptions {
+    /// `serve`'s: [`RetryPolicy::SERVE`], `syncs` at once.
+    pub fn serve(syncs: usize) -> Self {
+        DurableOptions {
+            policy: RetryPolicy::SERVE,
+            syncs,
+            idle: crate::queue::LOCAL_WORKER_IDLE,
+            sweep: SWEEP_INTERVAL,
+        }
+    }
+}
+
+/// What a drain left for the next start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Drained {
+    /// Attempts still running when the grace time ran out.
+    pub running: usize,
+    /// Jobs recorded `queued` or `running`: what the next start resumes.
+    pub waiting: usize,
+}
+
+/// What the lanes' handler shares with the queue.
+struct Shared {
+    store: Arc<dyn StateStore>,
+    attempt: Attempt,
+    dead_letters: Option<DeadLetters>,
+    policy: RetryPolicy,
+    syncs: Semaphore,
+    /// Ids of the jobs this process holds (in a lane or running).
+    held: Mutex<HashSet<String>>,
+    /// Attempts running now.
+    running: AtomicUsize,
+    finished: Notify,
+    closing: watch::Sender<bool>,
+    ids: JobIds,
+}
+
+/// The durable queue of `serve`. Built with [`DurableJobQueue::start`].
+pub struct DurableJobQueue {
+    shared: Arc<Shared>,
+    lanes: LocalJobQueue<DurableJob>,
+}
+
+impl fmt::Debug for DurableJobQueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DurableJobQueue").finish_non_exhaustive()
+    }
+}
+
+impl DurableJobQueue {
+    /// A queue on `store` that runs each job with `attempt` (and tells `dead_letters` of
+    /// each one it gives up on), after resuming the jobs a stopped process left (returned:
+    /// how many), and that sweeps for jobs queued by others every `options.sweep`. Call it
+    /// before accepting webhooks, so resumed jobs keep their place ahead of new ones in
+    /// each lane.
+    pub async fn start(
+        store: Arc<dyn StateStore>,
+        attempt: Attempt,
+        dead_letters: Option<DeadLetters>,
+        options: DurableOptions,
+    ) -> Result<(Arc<Self>, usize), StoreError> {
+        let (closing, _) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            store,
+            attempt,
+            dead_letters,
+            policy: options.policy,
+            syncs: Semaphore::new(options.syncs.max(1)),
+            held: Mutex::new(HashSet::new()),
+            running: AtomicUsize::new(0),
+            finished: Notify::new(),
+            closing,
+            ids: JobIds::default(),
+        });
+        let handler: JobHandler<DurableJob> = {
+            let shared = Arc::clone(&shared);
+            Arc::new(move |job| Box::pin(Arc::clone(&shared).run(job)))
+        };
+        let queue = Arc::new(DurableJobQueue {
+            shared,
+            lanes: LocalJobQueue::with_idle(handler, options.idle),
+        });
+        let resumed = queue.resume(true).await?;
+        let sweeper = Arc::downgrade(&queue);
+        let mut closing = queue.shared.closing.subscribe();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(options.sweep) => {}
+                    _ = closing.wait_for(|closing| *closing) => return,
+                }
+                let Some(queue) = sweeper.upgrade() else {
+                    return;
+                };
+                if let Err(error) = queue.resume(false).await {
+                    tracing::warn!(%error, "cannot look for queued jobs");
+                }
+            }
+        });
+        Ok((queue, resumed))
+    }
+
+    /// Queues the recorded jobs this process does not hold, in id order: `queued` ones,
+    /// and at start (`at_start`) `running` ones too (their process stopped). Returns how
+    /// many.
+    async fn resume(&self, at_start: bool) -> Result<usize, StoreError> {
+        let jobs = self.shared.store.jobs();
+        // A sweep reads only the queued ones: the dead letter may be long.
+        let records = jobs
+            .list_jobs((!at_start).then_some(JobState::Queued))
+            .await?;
+        if let Some(last) = records.last() {
+            self.shared.ids.after(&last.id);
+        }
+        let mut resumed = 0;
+        for record in records {
+            let waiting = match record.state {
+                JobState::Queued => true,
+                JobState::Running => at_start,
+                JobState::Failed => false,
+            };
+            if !waiting || !self.shared.hold(&record.id) {
+                continue;
+            }
+            // Listed before a job of this process finished and let go of it: only a job
+            // still queued now is one to take.
+            if !at_start {
+                let current = jobs.get_job(&record.id).await;
+                if !matches!(&current, Ok(Some(r)) if r.state == JobState::Queued) {
+                    self.shared.release(&record.id);
+                    continue;
+                }
+            }
+            let job = match serde_json::from_value::<SyncJob>(record.job.clone()) {
+                Ok(job) => job,
+                Err(error) => {
+                    let reason = format!("the recorded job cannot be read: {error}");
+                    let id = record.id.clone();
+                    self.shared.dead_letter(record, reason).await;
+                    self.shared.release(&id);
+                    continue;
+                }
+            };
+            let id = record.id.clone();
+            if let Err(error) = self.lanes.push_resumed(DurableJob { id, job }) {
+                self.shared.release(&record.id);
+                return Err(StoreError::Unavailable(error.to_string()));
+            }
+            resumed += 1;
+        }
+        Ok(resumed)
+    }
+
+    /// Refuses new jobs, starts no more attempts, and waits up to `grace` for the running
+    /// ones; what is left is recorded and waits for the next start.
+    pub async fn drain(&self, grace: Duration) -> Drained {
+        self.shared.closing.send_replace(true);
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let finished = self.shared.finished.notified();
+            if self.shared.running.load(Ordering::SeqCst) == 0 {
+                break;
+            }
+            if tokio::time::timeout_at(deadline, finished).await.is_err() {
+                break;
+            }
+        }
+        let running = self.shared.running.load(Ordering::SeqCst);
+        let waiting = match self.shared.store.jobs().list_jobs(None).await {
+            Ok(jobs) => jobs.iter().filter(|j| j.state != JobState::Failed).count(),
+            Err(error) => {
+                tracing::warn!(%error, "cannot count the jobs left");
+                0
+            }
+        };
+        Drained { running, waiting }
+    }
+
+    /// Workers alive now (one per lane with work, or recently with work).
+    pub fn workers(&self) -> usize {
+        self.lanes.workers()
+    }
+
+    fn closing(&self) -> bool {
+        *self.shared.closing.borrow()
+    }
+
+    async fn record_and_queue(&self, job: &SyncJob) -> Result<(), QueueError> {
+        if self.closing() {
+            return Err(QueueError::Closed);
+        }
+        let id = self.shared.ids.next();
+        let at = now();
+        let record = JobRecord {
+            id: id.clone(),
+            state: JobState::Queued,
+            attempts: 0,
+            job: serde_json::to_value(job)?,
+            queued_at: at,
+            updated_at: at,
+            error: None,
+        };
+        // Held before it is recorded, so that a sweep never takes it as another's.
+        self.shared.hold(&id);
+        if let Err(error) = self.shared.store.jobs().put_job(&record).await {
+            self.shared.release(&id);
+            return Err(QueueError::Store(error));
+        }
+        let queued = self.lanes.push(&DurableJob {
+            id: id.clone(),
+            job: job.clone(),
+        });
+        if let Err(refused) = queued {
+            // Not accepted: its record goes, so no start ever runs it.
+            if let Err(error) = self.shared.store.jobs().delete_job(&id).await {
+                tracing::warn!(%error, job_id = %id, "cannot delete the record of a refused job");
+            }
+            self.shared.release(&id);
+            return Err(refused);
+        }
+        Ok(())
+    }
+}
+
+impl JobQueue for DurableJobQueue {
+    fn enqueue<'a>(&'a self, job: &'a SyncJob) -> BoxFuture<'a, Result<(), QueueError>> {
+        Box::pin(self.record_and_queue(job))
+    }
+}
+
+impl Shared {
+    /// Takes `id` as this process's; `false` when it holds it already.
+    fn hold(&self, id: &str) -> bool {
+        self.held
+            .lock()
+            .map(|mut held| held.insert(id.to_owned()))
+            .unwrap_or(false)
+    }
+
+    fn release(&self, id: &str) {
+        if let Ok(mut held) = self.held.lock() {
+            held.remove(id);
+        }
+    }
+
+    fn closing(&self) -> bool {
+        *self.closing.borrow()
+    }
+
+    /// Runs a job's attempts to success or to the dead letter; a drain leaves it recorded.
+    async fn run(self: Arc<Self>, queued: DurableJob) {
+        self.attempts(&queued).await;
+        self.release(&queued.id);
+    }
+
+    async fn attempts(&self, queued: &DurableJob) {
+        let jobs = self.store.jobs();
+        let mut record = match jobs.get_job(&queued.id).await {
+            Ok(Some(record)) if record.state != JobState::Failed => record,
+            // Gone (retried by hand and already run) or dead-lettered meanwhile.
+            Ok(_) => return,
+            // Run it now, in its lane's order, rather than let a later sweep take it out of
+            // order; its attempts count again from here.
+            Err(error) => {
+                tracing::warn!(%error, job_id = %queued.id, "cannot read the job's record; running it as queued");
+                JobRecord {
+                    id: queued.id.clone(),
+                    state: JobState::Queued,
+                    attempts: 0,
+                    job: serde_json::to_value(&queued.job).unwrap_or_default(),
+                    queued_at: now(),
+                    updated_at: now(),
+                    error: None,
+                }
+            }
+        };
+        let mut closing = self.closing.subscribe();
+        loop {
+            let slot = tokio::select! {
+                slot = self.syncs.acquire() => slot.ok(),
+                _ = closing.wait_for(|closing| *closing) => return,
+            };
+            // Counted before the check, so that a drain (which closes, then counts) either
+            // sees this attempt running or this attempt sees it closing.
+            self.running.fetch_add(1, Ordering::SeqCst);
+            if self.closing() {
+                self.running.fetch_sub(1, Ordering::SeqCst);
+                self.finished.notify_waiters();
+                return;
+            }
+            record.attempts = record.attempts.saturating_add(1);
+            record.state = JobState::Running;
+            record.updated_at = now();
+            self.write(&record).await;
+            let outcome = (self.attempt)(queued.job.clone()).await;
+            drop(slot);
+            // Settled before the attempt stops counting as running, so that a drain that
+            // sees none running counts what is left correctly.
+            let next = self.settle(&mut record, &queued.job, outcome).await;
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            self.finished.notify_waiters();
+            let Some(wait) = next else {
+                return;
+            };
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                _ = closing.wait_for(|closing| *closing) => return,
+            }
+        }
+    }
+
+    /// Records how an attempt ended: a success deletes the job; a failure the policy
+    /// retries is `queued` again with its error (the wait before the next attempt
+    /// returned); one it gives up on is dead-lettered.
+    async fn settle(
+        &self,
+        record: &mut JobRecord,
+        job: &SyncJob,
+        outcome: Result<(), JobError>,
+    ) -> Option<Duration> {
+        let error = match outcome {
+            Ok(()) => {
+                if let Err(error) = self.store.jobs().delete_job(&record.id).await {
+                    tracing::warn!(%error, job_id = %record.id, "cannot delete a finished job; the next start runs it again");
+                }
+                return None;
+            }
+            Err(error) => error,
+        };
+        let Some(wait) = self.policy.wait_after(&error, record.attempts, jitter()) else {
+            tracing::error!(
+                job_id = %record.id,
+                delivery = %job.delivery_id,
+                repository = %job.repository,
+                attempts = record.attempts,
+                retryable = error.is_retryable(),
+                error = %error,
+                "sync gave up: the job is recorded as failed; `astrolift jobs retry` queues it again"
+            );
+            let failed = self.dead_letter(record.clone(), error.to_string()).await;
+            if let Some(report) = &self.dead_letters {
+                report(job.clone(), failed, error).await;
+            }
+            return None;
+        };
+        record.state = JobState::Queued;
+        record.error = Some(error.to_string());
+        record.updated_at = now();
+        self.write(record).await;
+        Some(wait)
+    }
+
+    /// Records `record` as failed with `reason`: the dead letter.
+    async fn dead_letter(&self, mut record: JobRecord, reason: String) -> JobRecord {
+        record.state = JobState::Failed;
+        record.error = Some(reason);
+        record.updated_at = now();
+        self.write(&record).await;
+        record
+    }
+
+    /// Best effort: a store that cannot record a step is logged; the record keeps its
+    /// earlier state, which a start resumes.
+    async fn write(&self, record: &JobRecord) {
+        if let Err(error) = self.store.jobs().update_job(record).await {
+            tracing::warn!(%error, job_id = %record.id, state = record.state.as_str(), "cannot record the job's state");
+        }
+    }
+}
+
+/// Job ids: nanoseconds since the epoch, 20 digits, each greater than the last one this
+/// process made or saw recorded, so that ids sort in the order jobs were accepted.
+#[derive(Debug, Default)]
+struct JobIds {
+    last: Mutex<u64>,
+}
+
+impl JobIds {
+    fn next(&self) -> String {
+        let clock = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+            .unwrap_or(0);
+        let id = match self.last.lock() {
+            Ok(mut last) => {
+                *last = clock.max(last.saturating_add(1));
+                *last
+            }
+            Err(_) => clock,
+        };
+        format!("{id:020}")
+    }
+
+    /// Makes later ids sort after `id` (a recorded one).
+    fn after(&self, id: &str) {
+        if let (Ok(seen), Ok(mut last)) = (id.parse::<u64>(), self.last.lock()) {
+            *last = (*last).max(seen);
+        }
+    }
+}

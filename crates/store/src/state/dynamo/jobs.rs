@@ -1,0 +1,49 @@
+//! The jobs concern on DynamoDB ([`JobStore`]), in the one table: a job at `pk = JOBS`,
+//! `sk = JOB#<id>`. One partition, listed with one Query in sort-key order, which is id
+//! order: the durable queue is `serve`'s, one process, so the partition is not hot.
+
+use super::{DynamoStateStore, key, record_item};
+use crate::state::jobs::{JobRecord, JobState, JobStore};
+use crate::{BoxFuture, StoreError, StoreResult};
+
+const JOBS: &str = "JOBS";
+const JOB_PREFIX: &str = "JOB#";
+
+fn job_sk(id: &str) -> String {
+    format!("{JOB_PREFIX}{id}")
+}
+
+impl JobStore for DynamoStateStore {
+    fn put_job<'a>(&'a self, job: &'a JobRecord) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let item = record_item(job, key(JOBS, job_sk(&job.id)))?;
+            if self.put_if(item, "attribute_not_exists(#pk)", &[]).await? {
+                return Ok(());
+            }
+            Err(StoreError::Conflict(format!("job {} exists", job.id)))
+        })
+    }
+
+    fn update_job<'a>(&'a self, job: &'a JobRecord) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let item = record_item(job, key(JOBS, job_sk(&job.id)))?;
+            self.put_if(item, "attribute_exists(#pk)", &[]).await
+        })
+    }
+
+    fn delete_job<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(self.delete_returning(key(JOBS, job_sk(id))))
+    }
+
+    fn get_job<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<JobRecord>>> {
+        Box::pin(self.get(key(JOBS, job_sk(id))))
+    }
+
+    fn list_jobs(&self, state: Option<JobState>) -> BoxFuture<'_, StoreResult<Vec<JobRecord>>> {
+        Box::pin(async move {
+            let mut jobs: Vec<JobRecord> = self.query_partition(JOBS, Some(JOB_PREFIX)).await?;
+            jobs.retain(|job| state.is_none_or(|state| job.state == state));
+            Ok(jobs)
+        })
+    }
+}

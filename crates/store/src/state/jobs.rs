@@ -1,0 +1,86 @@
+//! Sync jobs waiting in `serve`'s durable queue (docs/reference.md §8, "The job queue"),
+//! and the failed ones it gave up on (the dead letter).
+//!
+//! A job is recorded `queued` before `serve` answers its webhook `202`, moves to `running`
+//! while an attempt runs, and is deleted once it succeeds; one that its retry policy gave
+//! up on stays `failed`, with its last error, until `astrolift jobs retry` queues it
+//! again. So what a stopped process leaves behind is exactly what its next start resumes.
+//! Ids sort in the order jobs were queued: listings come out in that order, and a lane's
+//! jobs are resumed in it.
+//!
+//! One concern of the state store, reached through
+//! [`StateStore::jobs`](super::StateStore::jobs); its contract suite is
+//! `crates/store/tests/it/job_contract.rs`, run on SQLite and DynamoDB.
+
+use serde::{Deserialize, Serialize};
+
+use super::model::UnixSeconds;
+use crate::{BoxFuture, StoreResult};
+
+/// Where a recorded job is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    /// Waiting in its lane.
+    Queued,
+    /// An attempt is running (or was, when its process stopped: the next start resumes it).
+    Running,
+    /// Its retry policy gave up: the dead letter.
+    Failed,
+}
+
+impl JobState {
+    /// The state as stored and shown (`queued`, `running`, `failed`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Failed => "failed",
+        }
+    }
+
+    /// Every state, in lifecycle order.
+    pub const ALL: [JobState; 3] = [JobState::Queued, JobState::Running, JobState::Failed];
+}
+
+/// One recorded job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// Sorts in the order jobs were queued (fixed-width digits).
+    pub id: String,
+    pub state: JobState,
+    /// Attempts started so far.
+    pub attempts: u32,
+    /// The job itself, as the queue's caller encoded it (opaque to the store).
+    pub job: serde_json::Value,
+    pub queued_at: UnixSeconds,
+    /// When its state, attempts or error last changed.
+    pub updated_at: UnixSeconds,
+    /// The last attempt's error, once one failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The jobs of a durable queue. Dyn-compatible.
+///
+/// Contract (the contract suite runs it on SQLite and DynamoDB):
+/// - `put_job` records a new id only (`StoreError::Conflict` for an id recorded already);
+/// - `update_job` replaces a recorded job whole, and writes nothing for one not recorded;
+/// - listings are in id order and see the last write.
+pub trait JobStore: Send + Sync {
+    /// Records a new job.
+    fn put_job<'a>(&'a self, job: &'a JobRecord) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// Replaces the recorded job of `job.id`; `Ok(false)`, writing nothing, when there is
+    /// none (deleted meanwhile).
+    fn update_job<'a>(&'a self, job: &'a JobRecord) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// Deletes a job; `Ok(false)` when there was none.
+    fn delete_job<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// The job `id`, if recorded.
+    fn get_job<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<JobRecord>>>;
+
+    /// The recorded jobs (only those in `state`, when given), in id order.
+    fn list_jobs(&self, state: Option<JobState>) -> BoxFuture<'_, StoreResult<Vec<JobRecord>>>;
+}

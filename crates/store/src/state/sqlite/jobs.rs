@@ -1,0 +1,80 @@
+//! The jobs concern on SQLite ([`JobStore`]): the table `jobs`, keyed by id, with the state
+//! indexed and the record as JSON in `body`. Created with the rest of the schema when a file
+//! is opened, so a file written before it gets it empty (nothing to backfill).
+
+use rusqlite::params;
+
+use super::rows::{SqliteStateStore, query_bodies, query_body, sql_error, text, to_json};
+use crate::state::jobs::{JobRecord, JobState, JobStore};
+use crate::{BoxFuture, StoreError, StoreResult};
+
+/// Created with the rest of the schema when a file is opened.
+pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS jobs (id TEXT PRIMARY KEY, state TEXT NOT NULL, body TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, id);
+";
+
+impl JobStore for SqliteStateStore {
+    fn put_job<'a>(&'a self, job: &'a JobRecord) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let (id, state, body) = (job.id.clone(), job.state.as_str(), to_json(job)?);
+            let inserted = self
+                .with_connection(move |c| {
+                    c.execute(
+                        "INSERT INTO jobs (id, state, body) VALUES (?1, ?2, ?3) \
+                         ON CONFLICT (id) DO NOTHING",
+                        params![id, state, body],
+                    )
+                    .map_err(sql_error)
+                })
+                .await?;
+            if inserted == 0 {
+                return Err(StoreError::Conflict(format!("job {} exists", job.id)));
+            }
+            self.counters.wrote(1);
+            Ok(())
+        })
+    }
+
+    fn update_job<'a>(&'a self, job: &'a JobRecord) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let values = vec![
+                text(job.id.as_str()),
+                text(job.state.as_str()),
+                text(to_json(job)?),
+            ];
+            let written = self
+                .write_rows(
+                    "UPDATE jobs SET state = ?2, body = ?3 WHERE id = ?1",
+                    values,
+                )
+                .await?;
+            Ok(written == 1)
+        })
+    }
+
+    fn delete_job<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let written = self
+                .write_rows("DELETE FROM jobs WHERE id = ?1", vec![text(id)])
+                .await?;
+            Ok(written == 1)
+        })
+    }
+
+    fn get_job<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<JobRecord>>> {
+        let id = id.to_owned();
+        Box::pin(self.read(move |c| query_body(c, "SELECT body FROM jobs WHERE id = ?1", [id])))
+    }
+
+    fn list_jobs(&self, state: Option<JobState>) -> BoxFuture<'_, StoreResult<Vec<JobRecord>>> {
+        Box::pin(self.read(move |c| match state {
+            Some(state) => query_bodies(
+                c,
+                "SELECT body FROM jobs WHERE state = ?1 ORDER BY id",
+                [state.as_str()],
+            ),
+            None => query_bodies(c, "SELECT body FROM jobs ORDER BY id", []),
+        }))
+    }
+}

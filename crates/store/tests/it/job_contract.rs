@@ -1,0 +1,104 @@
+//! The JobStore contract, run against SQLite and DynamoDB (moto): `serve`'s durable queue
+//! and its dead letter.
+
+use astrolift_store::state::*;
+use serde_json::json;
+
+use crate::state_contract::Subject;
+
+const NOW: UnixSeconds = 1_767_225_600;
+
+fn job(id: &str, state: JobState) -> JobRecord {
+    JobRecord {
+        id: id.into(),
+        state,
+        attempts: 0,
+        job: json!({"version": 1, "delivery_id": format!("d-{id}"), "repository": "octo/agents",
+                    "repository_id": 4001, "branch": "main", "pull_request": null}),
+        queued_at: NOW,
+        updated_at: NOW,
+        error: None,
+    }
+}
+
+fn ids(jobs: &[JobRecord]) -> Vec<&str> {
+    jobs.iter().map(|j| j.id.as_str()).collect()
+}
+
+/// A job is put once, listed in id order (whatever order it was put in), replaced whole,
+/// and gone once deleted.
+pub async fn jobs_are_put_once_and_listed_in_id_order(subject: Subject) {
+    let store = subject.store.jobs();
+    for id in [
+        "00000000000000000003",
+        "00000000000000000001",
+        "00000000000000000002",
+    ] {
+        store.put_job(&job(id, JobState::Queued)).await.unwrap();
+    }
+    let again = store
+        .put_job(&job("00000000000000000001", JobState::Queued))
+        .await
+        .unwrap_err();
+    assert!(again.is_conflict(), "{again}");
+    let listed = store.list_jobs(None).await.unwrap();
+    assert_eq!(
+        ids(&listed),
+        [
+            "00000000000000000001",
+            "00000000000000000002",
+            "00000000000000000003"
+        ]
+    );
+    assert_eq!(listed[0], job("00000000000000000001", JobState::Queued));
+
+    let mut failed = job("00000000000000000002", JobState::Failed);
+    failed.attempts = 5;
+    failed.updated_at = NOW + 30;
+    failed.error = Some("GitHub answered 404 Not Found".into());
+    assert!(store.update_job(&failed).await.unwrap());
+    assert_eq!(
+        store.get_job("00000000000000000002").await.unwrap(),
+        Some(failed.clone())
+    );
+    assert_eq!(
+        store.list_jobs(Some(JobState::Failed)).await.unwrap(),
+        [failed]
+    );
+    assert_eq!(
+        ids(&store.list_jobs(Some(JobState::Queued)).await.unwrap()),
+        ["00000000000000000001", "00000000000000000003"]
+    );
+
+    assert!(store.delete_job("00000000000000000001").await.unwrap());
+    assert!(!store.delete_job("00000000000000000001").await.unwrap());
+    assert_eq!(store.get_job("00000000000000000001").await.unwrap(), None);
+    // An update of a deleted job writes nothing: it does not come back.
+    let gone = job("00000000000000000001", JobState::Running);
+    assert!(!store.update_job(&gone).await.unwrap());
+    assert_eq!(store.get_job("00000000000000000001").await.unwrap(), None);
+    assert_eq!(
+        ids(&store.list_jobs(None).await.unwrap()),
+        ["00000000000000000002", "00000000000000000003"]
+    );
+}
+
+/// More jobs than one DynamoDB page holds come back whole, in order.
+pub async fn a_long_queue_is_listed_whole(subject: Subject) {
+    let store = subject.store.jobs();
+    let mut record = job("x", JobState::Queued);
+    // ~4 KiB per record: 300 of them are past one 1 MB Query page.
+    record.job["padding"] = json!("p".repeat(4096));
+    for n in (0..300u32).rev() {
+        record.id = format!("{n:020}");
+        store.put_job(&record).await.unwrap();
+    }
+    let listed = store.list_jobs(Some(JobState::Queued)).await.unwrap();
+    assert_eq!(listed.len(), 300);
+    assert!(listed.windows(2).all(|w| w[0].id < w[1].id));
+}
+
+state_contract_tests!(
+    jobs_are_put_once_and_listed_in_id_order,
+    a_long_queue_is_listed_whole,
+);
