@@ -238,7 +238,7 @@ async fn an_event_for_a_deleted_installation_fails_its_job_and_serve_goes_on() {
 async fn sigterm_stops_serve_and_says_what_it_leaves() {
     let github = fake_github_with(&[]).await;
     let mut server = ServeProcess::start(&github, setup());
-    let (status, output) = server.terminate();
+    let (status, output) = server.terminate_and_wait();
     assert!(status.success(), "{status:?}: {output}");
     assert!(output.contains("SIGTERM"), "{output}");
     assert!(

@@ -215,14 +215,10 @@ impl ServeProcess {
         self.collect()
     }
 
-    /// Sends serve SIGTERM (as a service manager stops it), waits for it to exit, and
-    /// returns its exit status and everything it wrote.
-    pub fn terminate(&mut self) -> (std::process::ExitStatus, String) {
-        let sent = std::process::Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(sent.success(), "kill -TERM failed");
+    /// Sends serve SIGTERM, waits for it to exit, and returns its exit status and
+    /// everything it wrote.
+    pub fn terminate_and_wait(&mut self) -> (std::process::ExitStatus, String) {
+        self.terminate();
         let status = self.child.wait().expect("serve exits");
         (status, self.collect())
     }
