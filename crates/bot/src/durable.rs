@@ -112,7 +112,7 @@ struct Shared {
 /// The durable queue of `serve`. Built with [`DurableJobQueue::start`].
 pub struct DurableJobQueue {
     shared: Arc<Shared>,
-    lanes: LocalJobQueue<DurableJob>,
+    lanes: Arc<LocalJobQueue<DurableJob>>,
 }
 
 impl fmt::Debug for DurableJobQueue {
@@ -152,7 +152,7 @@ impl DurableJobQueue {
         };
         let queue = Arc::new(DurableJobQueue {
             shared,
-            lanes: LocalJobQueue::with_idle(handler, options.idle),
+            lanes: Arc::new(LocalJobQueue::with_idle(handler, options.idle)),
         });
         let resumed = queue.resume(true).await?;
         let sweeper = Arc::downgrade(&queue);
@@ -276,24 +276,47 @@ impl DurableJobQueue {
         };
         // Held before it is recorded, so that a sweep never takes it as another's.
         self.shared.hold(&id);
-        if let Err(error) = self.shared.store.jobs().put_job(&record).await {
-            self.shared.release(&id);
-            return Err(QueueError::Store(error));
-        }
-        let queued = self.lanes.push(&DurableJob {
-            id: id.clone(),
+        // Recorded and queued by a task of its own, which the caller only waits for: a
+        // caller dropped meanwhile (a webhook whose sender hung up) must not leave the job
+        // recorded but in no lane, held here and never run, and run by the next start
+        // after the later jobs of its lane.
+        let (shared, lanes) = (Arc::clone(&self.shared), Arc::clone(&self.lanes));
+        let job = DurableJob {
+            id,
             job: job.clone(),
-        });
-        if let Err(refused) = queued {
-            // Not accepted: its record goes, so no start ever runs it.
-            if let Err(error) = self.shared.store.jobs().delete_job(&id).await {
-                tracing::warn!(%error, job_id = %id, "cannot delete the record of a refused job");
-            }
-            self.shared.release(&id);
-            return Err(refused);
-        }
-        Ok(())
+        };
+        tokio::spawn(async move { record_and_push(&shared, &lanes, &record, &job).await })
+            .await
+            .map_err(|error| {
+                QueueError::Store(StoreError::Unavailable(format!(
+                    "the job's recording stopped: {error}"
+                )))
+            })?
     }
+}
+
+/// Records `job` (`record`, held already) and pushes it to its lane; a job its lane
+/// refuses is deleted again, and either failure lets go of it.
+async fn record_and_push(
+    shared: &Shared,
+    lanes: &LocalJobQueue<DurableJob>,
+    record: &JobRecord,
+    job: &DurableJob,
+) -> Result<(), QueueError> {
+    let id = &job.id;
+    if let Err(error) = shared.store.jobs().put_job(record).await {
+        shared.release(id);
+        return Err(QueueError::Store(error));
+    }
+    if let Err(refused) = lanes.push(job) {
+        // Not accepted: its record goes, so no start ever runs it.
+        if let Err(error) = shared.store.jobs().delete_job(id).await {
+            tracing::warn!(%error, job_id = %id, "cannot delete the record of a refused job");
+        }
+        shared.release(id);
+        return Err(refused);
+    }
+    Ok(())
 }
 
 impl JobQueue for DurableJobQueue {

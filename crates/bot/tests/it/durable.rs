@@ -357,3 +357,41 @@ async fn a_recorded_job_that_cannot_be_read_is_dead_lettered_at_start() {
     );
     assert!(started.lock().expect("log").is_empty());
 }
+
+/// An enqueue whose caller goes away once the record is being written (a webhook sender
+/// that hung up: the connection's handler is dropped) still queues the job. Left recorded
+/// but in no lane, this process would hold it and never run it, and the next start would
+/// run it after the later jobs of its lane (a push then skipped as older than the
+/// registered commit).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_whose_caller_went_away_while_it_was_recorded_still_runs() {
+    let (stores, _dir) = embedded_stores().await;
+    let (attempt, started) = attempts(None, Arc::new(Mutex::new(Ends::Succeeds)));
+    let (queue, _) = DurableJobQueue::start(stores.state.clone(), attempt, None, options())
+        .await
+        .expect("starts");
+    const JOBS: usize = 5;
+    for n in 1..=JOBS {
+        // Polled once: the record's write has started when the caller drops the future.
+        let job = push(&format!("push-{n}"));
+        let _ = tokio::time::timeout(Duration::ZERO, queue.enqueue(&job)).await;
+    }
+    wait_for("every recorded job to run", || {
+        started.lock().expect("log").len() == JOBS
+    })
+    .await;
+    // The callers did not wait for one another, so their jobs may join the lane in any
+    // order; each runs once.
+    let mut ran = started.lock().expect("log").clone();
+    ran.sort();
+    let expected: Vec<String> = (1..=JOBS).map(|n| format!("push-{n}")).collect();
+    assert_eq!(ran, expected);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !states(stores.state.as_ref()).await.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for no job left"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
