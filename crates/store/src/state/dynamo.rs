@@ -395,22 +395,56 @@ impl DynamoStateStore {
         &self,
         query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
     ) -> StoreResult<Vec<T>> {
+        self.all_pages(|start| {
+            let page = query.clone().set_exclusive_start_key(start);
+            async move {
+                let page = page
+                    .send()
+                    .await
+                    .map_err(|err| map_sdk_error(DYNAMODB, "Query", err))?;
+                Ok((page.items.unwrap_or_default(), page.last_evaluated_key))
+            }
+        })
+        .await
+    }
+
+    /// Every record a Scan finds (an operator's listing: no partition holds what it reads).
+    async fn scan_all<T: DeserializeOwned>(
+        &self,
+        scan: aws_sdk_dynamodb::operation::scan::builders::ScanFluentBuilder,
+    ) -> StoreResult<Vec<T>> {
+        self.all_pages(|start| {
+            let page = scan.clone().set_exclusive_start_key(start);
+            async move {
+                let page = page
+                    .send()
+                    .await
+                    .map_err(|err| map_sdk_error(DYNAMODB, "Scan", err))?;
+                Ok((page.items.unwrap_or_default(), page.last_evaluated_key))
+            }
+        })
+        .await
+    }
+
+    /// The records of every page `fetch` returns (the page's items and the key to go on
+    /// from), page after page until a page has no key to go on from.
+    async fn all_pages<T, Fetch, Page>(&self, mut fetch: Fetch) -> StoreResult<Vec<T>>
+    where
+        T: DeserializeOwned,
+        Fetch: FnMut(Option<Item>) -> Page,
+        Page: std::future::Future<Output = StoreResult<(Vec<Item>, Option<Item>)>>,
+    {
         let mut records = Vec::new();
         let mut start: Option<Item> = None;
         loop {
             self.counters.read();
-            let page = query
-                .clone()
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|err| map_sdk_error(DYNAMODB, "Query", err))?;
-            self.counters.read_records(page.items().len() as u64);
-            for item in page.items() {
+            let (items, last) = fetch(start.take()).await?;
+            self.counters.read_records(items.len() as u64);
+            for item in &items {
                 records.push(item_record(item)?);
             }
-            match page.last_evaluated_key() {
-                Some(last) if !last.is_empty() => start = Some(last.clone()),
+            match last {
+                Some(last) if !last.is_empty() => start = Some(last),
                 _ => return Ok(records),
             }
         }

@@ -52,25 +52,7 @@ impl DispatchStore for DynamoStateStore {
                 .filter_expression("#sk = :sk")
                 .expression_attribute_names("#sk", SK)
                 .expression_attribute_values(":sk", s("DISPATCH"));
-            let mut dispatches: Vec<Dispatch> = Vec::new();
-            let mut start: Option<Item> = None;
-            loop {
-                self.counters.read();
-                let page = scan
-                    .clone()
-                    .set_exclusive_start_key(start.take())
-                    .send()
-                    .await
-                    .map_err(|err| map_sdk_error(DYNAMODB, "Scan", err))?;
-                self.counters.read_records(page.items().len() as u64);
-                for item in page.items() {
-                    dispatches.push(item_record(item)?);
-                }
-                match page.last_evaluated_key() {
-                    Some(last) if !last.is_empty() => start = Some(last.clone()),
-                    _ => break,
-                }
-            }
+            let mut dispatches: Vec<Dispatch> = self.scan_all(scan).await?;
             crate::state::dispatches::newest_first(&mut dispatches);
             Ok(dispatches)
         })
