@@ -11,6 +11,7 @@
 mod cmd;
 mod error_summary;
 mod output;
+mod progress;
 
 use std::process::ExitCode;
 

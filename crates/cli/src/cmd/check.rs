@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use crate::progress::Progress;
 use anyhow::Context;
 use astrolift_bot::config::Environment;
 use astrolift_cli::render;
@@ -16,7 +17,6 @@ use astrolift_manifest::{DirTree, Limits, SourceTree, ValidateOptions};
 use astrolift_store::StateStore;
 use astrolift_store::state::RepoRegistration;
 use astrolift_sync::{Coverage, Mode, Report, SkillFetcher, Stores, SyncRequest, sync};
-use indicatif::{ProgressBar, ProgressStyle};
 
 use super::stores::{StoreArgs, now, runtime};
 
@@ -140,25 +140,12 @@ async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Re
         },
         skills,
     };
-    let progress = progress_bar();
+    let progress = Progress::bar("packaging", "agents", args.format == CheckFormat::Human);
     let report = sync(tree, &request, &stores, &|done, total| {
-        progress.set_length(total as u64);
-        progress.set_position(done as u64);
+        progress.set(done, total)
     })
     .await?;
-    progress.finish_and_clear();
     Ok(report)
-}
-
-/// A bar on a terminal's stderr; nothing at all when stderr is piped.
-fn progress_bar() -> ProgressBar {
-    let bar = ProgressBar::new(0);
-    if let Ok(style) =
-        ProgressStyle::with_template("{spinner} packaging {pos}/{len} agents {wide_bar} {elapsed}")
-    {
-        bar.set_style(style);
-    }
-    bar
 }
 
 /// Whether the tree has anything a registration registers: an agent or a workspace

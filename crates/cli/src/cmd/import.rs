@@ -16,6 +16,7 @@ use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::progress::Progress;
 use anyhow::{Context, bail};
 use astrolift_cli::render::{self, Report, Style};
 use astrolift_import::{Format, Imported, Mode, Options, Source, SourceFile, import};
@@ -111,6 +112,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }),
         ..Options::default()
     };
+    let progress = Progress::spinner(
+        &format!("importing {}", args.source.display()),
+        args.format == OutputFormat::Human,
+    );
     let imported = match read_and_import(&args, &options) {
         Ok(imported) => imported,
         Err(error) => {
@@ -119,7 +124,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Ok(super::EXIT_FAILURE.into());
         }
     };
-    if let Err(error) = write_layout(&imported, &args.out, args.force) {
+    let written = write_layout(&imported, &args.out, args.force);
+    drop(progress);
+    if let Err(error) = written {
         eprintln!("error: {error:#}");
         eprintln!("nothing was written");
         return Ok(super::EXIT_FAILURE.into());

@@ -1,6 +1,7 @@
 //! `astrolift package DIR|--tarball FILE --manifest PATH [--out FILE] [--max-size BYTES]`
 //! and `astrolift package --all DIR [--store URL]` (default: the `--blobs` default).
 
+use crate::progress::Progress;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -176,7 +177,12 @@ async fn package_all(
     let spool_dir = tempfile::tempdir().context("cannot create a temp dir")?;
     let mut failed = false;
     let mut out = crate::output::stdout();
+    // `package` has no --format: its lines are for programs on stdout, its progress for
+    // a person watching stderr.
+    let progress = Progress::bar("packaging", "agents", true);
+    let total = validation.agents.len();
     for (index, agent) in validation.agents.iter().enumerate() {
+        progress.set(index, total);
         let errors = validation.errors_of(index);
         let path = spool_dir.path().join("archive.tar.gz");
         let result = if errors.is_empty() {
@@ -206,6 +212,7 @@ async fn package_all(
         };
         writeln!(out, "{line}")?;
     }
+    drop(progress);
     Ok(if failed {
         super::EXIT_FINDINGS.into()
     } else {

@@ -112,3 +112,41 @@ async fn serve_on_local_stores_reads_no_aws_configuration() {
     assert!(!output.contains("aws_config"), "{output}");
     assert!(!output.contains("WARN"), "{output}");
 }
+
+/// Progress (docs/reference.md §3, "Progress") is for a person at a terminal: with stderr
+/// a pipe, `check`, `package --all` and `import` write no bar, spinner or carriage return.
+#[test]
+fn no_progress_is_drawn_when_stderr_is_a_pipe() {
+    let repo = monorepo();
+    let repo = repo.to_str().expect("utf-8");
+    let export = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../import/tests/fixtures/flowise/chatflow-tool-agent.json");
+    let export = export.to_str().expect("utf-8");
+    let state = tempfile::tempdir().expect("temp dir");
+    let cases: [&[&str]; 4] = [
+        &["check", repo],
+        &["check", repo, "--format", "json"],
+        &["package", "--all", repo],
+        &["import", "--from", "flowise", export, "--out", "imported"],
+    ];
+    for args in cases {
+        let output = Command::new(env!("CARGO_BIN_EXE_astrolift"))
+            .args(args)
+            .current_dir(state.path())
+            .stdin(Stdio::null())
+            .env_remove("RUST_LOG")
+            .env_remove("ASTROLIFT_STATE")
+            .env_remove("ASTROLIFT_BLOBS")
+            .output()
+            .expect("the astrolift binary runs");
+        let run = run_of(output);
+        assert!(matches!(run.code, 0 | 1), "{args:?}: {}", run.stderr);
+        for drawn in ["\r", "\u{1b}[", "packaging", "importing"] {
+            assert!(
+                !run.stderr.contains(drawn),
+                "{args:?} drew {drawn:?}: {}",
+                run.stderr
+            );
+        }
+    }
+}
