@@ -240,13 +240,14 @@ impl DurableJobQueue {
             }
         }
         let running = self.shared.running.load(Ordering::SeqCst);
-        let waiting = match self.shared.store.jobs().list_jobs(None).await {
-            Ok(jobs) => jobs.iter().filter(|j| j.state != JobState::Failed).count(),
-            Err(error) => {
-                tracing::warn!(%error, "cannot count the jobs left");
-                0
+        // Only the states a start resumes: the dead letter may be long.
+        let mut waiting = 0;
+        for state in [JobState::Queued, JobState::Running] {
+            match self.shared.store.jobs().list_jobs(Some(state)).await {
+                Ok(jobs) => waiting += jobs.len(),
+                Err(error) => tracing::warn!(%error, "cannot count the jobs left"),
             }
-        };
+        }
         Drained { running, waiting }
     }
 

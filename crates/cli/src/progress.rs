@@ -22,7 +22,7 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// A bar over `{pos}/{len}` items, `label` saying what they are ("packaging", "agents").
+    /// A bar over `{pos}/{len}` items: "`verb` 3/12 `noun`" ("packaging", "agents").
     pub fn bar(verb: &str, noun: &str, human_output: bool) -> Self {
         let template =
             format!("{{spinner}} {verb} {{pos}}/{{len}} {noun} {{wide_bar}} {{elapsed}}");
