@@ -29,7 +29,8 @@
 # Needs: wrk (apt-get install wrk), taskset, python3, cargo. BIN may point to
 # a prebuilt `astrolift` (release); FAKE to a prebuilt `fake-github`, or
 # FAKE=none to run without one.
-# Prints one Markdown table row per case, and RSS samples to WORKDIR/rss.log.
+# Prints one Markdown table row per case (with serve's CPU time, its jq workers' included,
+# per answered request), and RSS samples to WORKDIR/rss.log.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -108,14 +109,28 @@ echo "warmup 0" > current
 sample_rss &
 PIDS+=($!)
 
-echo "| case | connections | requests/s | p50 ms | p99 ms | non-2xx | socket errors |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+# CPU time (user + system, clock ticks) of serve, its live children (the jq workers) and
+# the children it has reaped: what one request costs, whatever else the machine runs.
+cpu_ticks() {
+  local total=0 pid
+  for pid in "$SERVE" $(pgrep -P "$SERVE" || true); do
+    # Fields after the command name: utime stime cutime cstime are 12-15 of that rest.
+    total=$((total + $(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{print $12 + $13 + $14 + $15}' || echo 0)))
+  done
+  echo "$total"
+}
+
+echo "| case | connections | requests/s | p50 ms | p99 ms | non-2xx | socket errors | CPU µs/request |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for case in $CASES; do
   for connections in $CONNECTIONS; do
     echo "$case $connections" > current
+    ticks_before=$(cpu_ticks)
     taskset -c 1 wrk -t1 -c"$connections" -d"${DURATION}s" --latency \
       -s "$WORK/$case.lua" "http://127.0.0.1:$PORT/github/webhook" > "wrk-$case-$connections.txt"
-    python3 "$ROOT/bench/load_requests.py" --summarize "$case" "$connections" "wrk-$case-$connections.txt"
+    ticks=$(($(cpu_ticks) - ticks_before))
+    python3 "$ROOT/bench/load_requests.py" --summarize "$case" "$connections" "wrk-$case-$connections.txt" \
+      "$ticks" "$(getconf CLK_TCK)"
   done
 done
 echo "idle end" > current

@@ -112,7 +112,7 @@ def milliseconds(value: str) -> float:
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
 
 
-def summarize(case: str, connections: str, path: str) -> None:
+def summarize(case: str, connections: str, path: str, ticks: str = "", hz: str = "100") -> None:
     text = open(path, encoding="utf-8").read()
     rate = re.search(r"Requests/sec:\s+([\d.]+)", text).group(1)
     p50 = milliseconds(re.search(r"^\s+50%\s+(\S+)", text, re.M).group(1))
@@ -121,12 +121,21 @@ def summarize(case: str, connections: str, path: str) -> None:
     socket = re.search(r"Socket errors:(.*)", text)
     print(
         f"| {case} | {connections} | {float(rate):,.0f} | {p50:.2f} | {p99:.2f} "
-        f"| {non_2xx.group(1) if non_2xx else 0} | {socket.group(1).strip() if socket else 0} |"
+        f"| {non_2xx.group(1) if non_2xx else 0} | {socket.group(1).strip() if socket else 0} "
+        f"| {cpu_per_request(text, ticks, hz)} |"
     )
+
+
+def cpu_per_request(wrk_output: str, ticks: str, hz: str) -> str:
+    """serve's CPU time per answered request, in µs ("n/a" without a tick count)."""
+    requests = re.search(r"(\d+) requests in", wrk_output)
+    if not ticks or not requests or int(requests.group(1)) == 0:
+        return "n/a"
+    return f"{int(ticks) / int(hz) * 1e6 / int(requests.group(1)):.0f}"
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "--summarize":
-        summarize(*sys.argv[2:5])
+        summarize(*sys.argv[2:7])
     else:
         write_scripts(sys.argv[1], sys.argv[2])
