@@ -6,6 +6,8 @@
 //!
 //! `cargo bench -p astrolift-bot --bench ingress`
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -16,11 +18,7 @@ use astrolift_manifest::Limits;
 use astrolift_store::BoxFuture;
 use astrolift_store::state::SqliteStateStore;
 use criterion::{Criterion, criterion_group, criterion_main};
-use http::{HeaderMap, HeaderValue};
-
-const SECRET: &str = "bench-secret";
-const PAYLOAD: &str =
-    include_str!("../../forge/tests/fixtures/payloads/push/branch.created.with-installation.json");
+use support::{PAYLOAD, SECRET, headers};
 
 /// Counts jobs and keeps none (no memory growth over millions of iterations).
 #[derive(Debug, Default)]
@@ -31,19 +29,6 @@ impl JobQueue for CountingQueue {
         self.0.fetch_add(1, Ordering::Relaxed);
         Box::pin(async { Ok(()) })
     }
-}
-
-fn headers(delivery: &str, signature: &str) -> HeaderMap {
-    let mut headers = HeaderMap::new();
-    for (name, value) in [
-        ("x-github-event", "push"),
-        ("x-github-delivery", delivery),
-        ("x-hub-signature-256", signature),
-        ("content-type", "application/json"),
-    ] {
-        headers.insert(name, HeaderValue::from_str(value).expect("header"));
-    }
-    headers
 }
 
 fn ingress(c: &mut Criterion) {
