@@ -30,6 +30,7 @@ mod sentinel;
 mod serve;
 mod serve_process;
 mod suggest;
+mod suggested_commands;
 mod support;
 mod triggers;
 mod workflows;
