@@ -11,6 +11,7 @@ mod containment;
 mod containment_cases;
 #[path = "../../../../tests/schemas/dispatch.rs"]
 mod dispatch_schema;
+mod docs;
 mod durable_queue;
 mod errors;
 mod examples;
