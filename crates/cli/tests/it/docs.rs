@@ -19,8 +19,12 @@
 //!   `127.0.0.1:3000` is replaced by a free port, so a `serve` the doc starts does not
 //!   collide with anything. Background jobs are stopped when the file ends.
 //! - A ```` ```sh ```` block does not run: it is for commands that need real AWS or GitHub (or a
-//!   toolchain the tests do not have). Every `astrolift` command in it is parsed: run with
-//!   `--help` appended, clap must accept its subcommand and flags.
+//!   toolchain the tests do not have). Every `astrolift` command in it is parsed: with
+//!   `--help` appended, clap must accept its subcommand and flags; run as written against
+//!   unreachable stores and GitHub (`dynamodb:`, `s3://`, `GITHUB_API_URL` on a closed
+//!   loopback port), it may fail as an I/O failure but never as a usage error (clap's
+//!   `For more information, try '--help'.`). Write a placeholder the flag accepts (a
+//!   number for a number) and say in the text what to put there.
 //! - A `$ astrolift` line in any other block is an error: write it as ```` ```console ````.
 //!
 //! Format examples (```` ```toml ````, ```` ```yaml ````, ```` ```json ````) are not commands;
@@ -363,27 +367,57 @@ fn shell_lines(block: &Block) -> Vec<(usize, String)> {
     lines
 }
 
+/// What clap prints under every usage error, and none of our own errors does.
+const CLAP_USAGE_ERROR: &str = "For more information, try '--help'.";
+
+/// The stores and services a shell block's command is run against: unreachable, so a
+/// command that would need real AWS or GitHub fails as an I/O failure, after clap has
+/// accepted its arguments.
+const UNREACHABLE: &[(&str, &str)] = &[
+    ("ASTROLIFT_STATE", "dynamodb:docs-unreachable"),
+    ("ASTROLIFT_BLOBS", "s3://docs-unreachable"),
+    ("AWS_ENDPOINT_URL", "http://127.0.0.1:9"),
+    ("AWS_REGION", "us-east-1"),
+    ("AWS_ACCESS_KEY_ID", "docs"),
+    ("AWS_SECRET_ACCESS_KEY", "docs"),
+    ("GITHUB_API_URL", "http://127.0.0.1:9"),
+];
+
+/// Runs `astrolift ARGUMENTS` (the shell expands them) in `dir`, stopped after 20 s.
+fn run_shell_words(dir: &Path, arguments: &str, env: &[(&str, &str)]) -> std::process::Output {
+    let mut command = Command::new("bash");
+    command
+        .args(["--noprofile", "--norc", "-c"])
+        .arg(format!("exec timeout 20 astrolift {arguments}"))
+        .current_dir(dir)
+        .stdin(Stdio::null());
+    command_env(&mut command, dir);
+    command.envs(env.iter().copied());
+    command.output().expect("bash runs")
+}
+
 /// Parses every `astrolift` command of the doc's shell blocks: clap must accept it with
-/// `--help` appended. Returns one message per command it refuses.
+/// `--help` appended (the subcommand and every flag exist), and run as it is against
+/// unreachable stores and GitHub, it must not be a usage error (every required argument
+/// is there). Returns one message per command refused.
 fn parse_shell_blocks(doc: &str, markdown: &str) -> Vec<String> {
     let home = tempfile::tempdir().expect("a temporary directory");
     let mut failures = Vec::new();
     for block in blocks(markdown).iter().filter(|block| block.lang == "sh") {
         for (line, text) in shell_lines(block) {
             for arguments in astrolift_invocations(&text) {
-                let mut command = Command::new("bash");
-                command
-                    .args(["--noprofile", "--norc", "-c"])
-                    .arg(format!("exec astrolift {arguments} --help"))
-                    .current_dir(home.path())
-                    .stdin(Stdio::null());
-                command_env(&mut command, home.path());
-                let output = command.output().expect("bash runs");
-                let stdout = String::from_utf8_lossy(&output.stdout);
-                if !output.status.success() || !stdout.contains("Usage: astrolift") {
+                let help = run_shell_words(home.path(), &format!("{arguments} --help"), &[]);
+                let stdout = String::from_utf8_lossy(&help.stdout);
+                let run = run_shell_words(home.path(), &arguments, UNREACHABLE);
+                let stderr = String::from_utf8_lossy(&run.stderr);
+                if !help.status.success() || !stdout.contains("Usage: astrolift") {
                     failures.push(format!(
                         "{doc}:{line}: clap refuses `astrolift {arguments}`:\n{}",
-                        String::from_utf8_lossy(&output.stderr)
+                        String::from_utf8_lossy(&help.stderr)
+                    ));
+                } else if stderr.contains(CLAP_USAGE_ERROR) {
+                    failures.push(format!(
+                        "{doc}:{line}: `astrolift {arguments}` is a usage error:\n{stderr}"
                     ));
                 }
             }
@@ -512,4 +546,19 @@ fn the_runner_finds_astrolift_in_shell_lines() {
     assert!(
         astrolift_invocations("aws logs --log-group-name /aws/lambda/astrolift-sync").is_empty()
     );
+}
+
+/// The parse of a shell block's command tells a missing argument (clap's usage error)
+/// from the I/O failure of a command that needs AWS.
+#[test]
+fn a_usage_error_is_told_from_an_unreachable_store() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let missing = run_shell_words(dir.path(), "register-repo octo/agents", UNREACHABLE);
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains(CLAP_USAGE_ERROR),
+        "{missing:?}"
+    );
+    let unreachable = run_shell_words(dir.path(), "agents list", UNREACHABLE);
+    assert_eq!(unreachable.status.code(), Some(2), "{unreachable:?}");
+    assert!(!String::from_utf8_lossy(&unreachable.stderr).contains(CLAP_USAGE_ERROR));
 }
