@@ -228,6 +228,10 @@ fn run_console_blocks(doc: &str, markdown: &str) -> Vec<String> {
     if steps.is_empty() {
         return Vec::new();
     }
+    let incomplete = incomplete_commands(doc, &steps);
+    if !incomplete.is_empty() {
+        return incomplete;
+    }
     let dir = sandbox();
     let out = tempfile::tempdir().expect("a temporary directory");
     let script_path = out.path().join("doc.sh");
@@ -260,6 +264,31 @@ fn run_console_blocks(doc: &str, markdown: &str) -> Vec<String> {
         }
     }
     failures
+}
+
+/// The steps bash cannot parse (`bash -n`): an unclosed quote would swallow every step
+/// after it, so they are reported before anything runs.
+fn incomplete_commands(doc: &str, steps: &[Step]) -> Vec<String> {
+    steps
+        .iter()
+        .filter_map(|step| {
+            let output = Command::new("bash")
+                .args(["--noprofile", "--norc", "-n", "-c", &step.command])
+                .stdin(Stdio::null())
+                .output()
+                .expect("bash runs");
+            if output.status.success() {
+                return None;
+            }
+            Some(format!(
+                "{doc}:{}: `{}` is not a complete shell command (a line that continues it \
+                 ends in `\\`):\n{}",
+                step.line,
+                step.command,
+                String::from_utf8_lossy(&output.stderr)
+            ))
+        })
+        .collect()
 }
 
 /// `text` without trailing blank lines, ending in one newline unless empty: `curl -s`'s
