@@ -25,11 +25,14 @@
 //!   loopback port), it may fail as an I/O failure but never as a usage error (clap's
 //!   `For more information, try '--help'.`). Write a placeholder the flag accepts (a
 //!   number for a number) and say in the text what to put there.
-//! - A `$ astrolift` line in any other block is an error: write it as ```` ```console ````.
+//! - A `$ ` line in any other block is an error: write it as ```` ```console ````.
+//! - A new file under `docs/` gets a line in [`DOCS`] and a test of its own.
 //!
-//! Format examples (```` ```toml ````, ```` ```yaml ````, ```` ```json ````) are not commands;
-//! docs/diagnostics.md's are checked against the diagnostic catalogue by
-//! `crates/manifest/tests/it/catalogue.rs`.
+//! Format examples (```` ```toml ````, ```` ```yaml ````, ```` ```json ````, ```` ```text ````)
+//! are not commands and are not run; docs/diagnostics.md's codes and severities are checked
+//! against the catalogue by `crates/manifest/tests/it/catalogue.rs`. Inline code spans
+//! (`` `astrolift check` `` in a sentence) name commands and flags, and are not run either.
+//! The examples use `bash`, `curl`, `openssl` and `jq`, which the machine must have.
 
 use std::fmt::Write as _;
 use std::os::unix::process::CommandExt as _;
