@@ -44,6 +44,49 @@ pub fn non_utf8_path_diagnostics(paths: &[String]) -> Vec<crate::Diagnostic> {
         .collect()
 }
 
+pub const CONTROL_CHARACTER_PATH: Code = Code::new(
+    "path/control-character",
+    Severity::Warning,
+    "A file's path in the checkout holds a control character; it is shown escaped.",
+);
+
+/// One `path/control-character` warning per file of `paths`
+/// ([`crate::DirTree::control_character_paths`]), the path escaped in its position and
+/// message: a raw newline would split a line of the human and github formats, and an
+/// escape sequence would drive the terminal.
+pub fn control_character_path_diagnostics(paths: &[String]) -> Vec<crate::Diagnostic> {
+    paths
+        .iter()
+        .map(|path| {
+            let shown = escape_controls(path);
+            crate::Diagnostic::new(
+                &CONTROL_CHARACTER_PATH,
+                shown.as_str(),
+                Span::FILE,
+                format!("the path `{shown}` holds a control character (shown escaped)"),
+            )
+            .with_help(
+                "rename it: a control character in a file name breaks terminals, logs and \
+                 tools that read one path a line",
+            )
+        })
+        .collect()
+}
+
+/// `text` with every control character written as Rust writes it in a string
+/// (`\n`, `\t`, `\u{1b}`): what a terminal or a one-line format can show safely.
+pub fn escape_controls(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            escaped.extend(c.escape_default());
+        } else {
+            escaped.push(c);
+        }
+    }
+    escaped
+}
+
 pub const INVALID_GLOB: Code = Code::new(
     "path/invalid-glob",
     Severity::Error,
@@ -51,7 +94,12 @@ pub const INVALID_GLOB: Code = Code::new(
 );
 
 /// The codes of this module, for the catalogue.
-pub const CODES: &[&Code] = &[&INVALID_PATH, &NOT_UTF8_PATH, &INVALID_GLOB];
+pub const CODES: &[&Code] = &[
+    &INVALID_PATH,
+    &NOT_UTF8_PATH,
+    &CONTROL_CHARACTER_PATH,
+    &INVALID_GLOB,
+];
 
 /// Why a path written in a manifest is not a relative POSIX path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -310,6 +358,13 @@ mod tests {
         assert_eq!(join("", "x"), "x");
         assert_eq!(parent("a/b/c"), "a/b");
         assert_eq!(file_name("a/b/c"), "c");
+    }
+
+    #[test]
+    fn escapes_control_characters_only() {
+        assert_eq!(escape_controls("a\nb\u{1b}[31m\tc"), "a\\nb\\u{1b}[31m\\tc");
+        assert_eq!(escape_controls("émr/notes.md"), "émr/notes.md");
+        assert_eq!(escape_controls("a\u{7f}"), "a\\u{7f}");
     }
 
     #[test]

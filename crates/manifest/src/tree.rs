@@ -108,12 +108,15 @@ pub const LOCAL_ONLY_DIRS: &[&str] = &[".git", ".astrolift"];
 /// A local directory, listed once at open time. Symlinks are listed (as
 /// [`EntryKind::Symlink`]) but never followed. A file whose path is not valid
 /// UTF-8 is left out and kept in [`DirTree::non_utf8_paths`], for its caller to
-/// report (`path/not-utf8`): one bad name does not stop the listing.
+/// report (`path/not-utf8`): one bad name does not stop the listing. A file whose
+/// path holds a control character (a newline, an escape) stays listed and is also kept
+/// in [`DirTree::control_character_paths`] (`path/control-character`).
 #[derive(Debug)]
 pub struct DirTree {
     root: PathBuf,
     entries: Vec<FileEntry>,
     non_utf8: Vec<String>,
+    control: Vec<String>,
 }
 
 /// Why a directory could not be listed.
@@ -137,6 +140,7 @@ impl DirTree {
         let root = root.as_ref().to_path_buf();
         let mut entries = Vec::new();
         let mut non_utf8 = Vec::new();
+        let mut control = Vec::new();
         let walker = walkdir::WalkDir::new(&root)
             .follow_links(false)
             .min_depth(1)
@@ -159,17 +163,24 @@ impl DirTree {
                 return Err(OpenError::TooManyFiles { limit: max_files });
             }
             match dir_entry(&root, &item) {
-                Ok(entry) => entries.push(entry),
+                Ok(entry) => {
+                    if entry.path.chars().any(char::is_control) {
+                        control.push(entry.path.clone());
+                    }
+                    entries.push(entry);
+                }
                 Err(OpenError::NonUtf8Path { path }) => non_utf8.push(path),
                 Err(other) => return Err(other),
             }
         }
         entries.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
         non_utf8.sort();
+        control.sort();
         Ok(Self {
             root,
             entries,
             non_utf8,
+            control,
         })
     }
 
@@ -177,6 +188,11 @@ impl DirTree {
     /// U+FFFD for the bytes that are not, in order.
     pub fn non_utf8_paths(&self) -> &[String] {
         &self.non_utf8
+    }
+
+    /// The listed files whose path holds a control character, in order.
+    pub fn control_character_paths(&self) -> &[String] {
+        &self.control
     }
 
     pub fn root(&self) -> &Path {

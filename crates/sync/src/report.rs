@@ -214,3 +214,14 @@ pub enum ConfigStatus {
     /// It has errors (see the diagnostics): nothing is registered.
     Failed,
 }
+
+impl ConfigStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConfigStatus::Registered => "registered",
+            ConfigStatus::Unchanged => "unchanged",
+            ConfigStatus::Checked => "checked",
+            ConfigStatus::Failed => "failed",
+        }
+    }
+}

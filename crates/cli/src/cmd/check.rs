@@ -259,6 +259,7 @@ fn write_human(report: &Report, tree: &DirTree, out: &mut dyn Write) -> anyhow::
             entry.manifest
         )?;
     }
+    write_workflows_and_configs(report, out)?;
     for uncovered in &report.uncovered {
         writeln!(
             out,
@@ -268,6 +269,45 @@ fn write_human(report: &Report, tree: &DirTree, out: &mut dyn Write) -> anyhow::
     }
     writeln!(out, "{}", summary_line(report))?;
     Ok(())
+}
+
+/// The workflow and config manifest rows, in the agents' columns: the name column says
+/// which kind of row it is.
+fn write_workflows_and_configs(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    for workflow in &report.workflows {
+        writeln!(
+            out,
+            "{:<10} {:<24} {:<14} {}  {}",
+            workflow.status.as_str(),
+            format!("workflow {}", workflow.name),
+            workflow.content_hash.as_deref().map_or("-", short_digest),
+            workflow.path,
+            plural(workflow.stages, "stage")
+        )?;
+    }
+    for config in &report.configs {
+        writeln!(
+            out,
+            "{:<10} {:<24} {:<14} {}  {}",
+            config.status.as_str(),
+            "config",
+            config.bundle.as_deref().map_or("-", short_digest),
+            config.manifest_path,
+            plural(config.files, "file")
+        )?;
+    }
+    Ok(())
+}
+
+/// `N workflows (1 added, 1 unchanged)`: how many rows of a kind, by status.
+fn kind_counts<'a>(noun: &str, statuses: impl Iterator<Item = &'a str>) -> Option<String> {
+    let mut by_status: std::collections::BTreeMap<&str, usize> = Default::default();
+    for status in statuses {
+        *by_status.entry(status).or_default() += 1;
+    }
+    let total: usize = by_status.values().sum();
+    let counts: Vec<String> = by_status.iter().map(|(s, n)| format!("{n} {s}")).collect();
+    (total > 0).then(|| format!("{} ({})", plural(total, noun), counts.join(", ")))
 }
 
 fn short_digest(digest: &str) -> &str {
@@ -292,8 +332,19 @@ fn summary_line(report: &Report) -> String {
         _ => "checked only (use --apply to register)".to_owned(),
     };
     let d = &report.counts.diagnostics;
+    let others: String = [
+        kind_counts(
+            "workflow",
+            report.workflows.iter().map(|w| w.status.as_str()),
+        ),
+        kind_counts("config", report.configs.iter().map(|c| c.status.as_str())),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|kind| format!("; {kind}"))
+    .collect();
     format!(
-        "{}; {}, {}, {}; {action}",
+        "{}{others}; {}, {}, {}; {action}",
         if counts.is_empty() {
             "no agents".to_owned()
         } else {

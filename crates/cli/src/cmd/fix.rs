@@ -42,9 +42,9 @@ pub fn print_applied(fixed: &Fixed, out: &mut dyn Write) -> std::io::Result<()> 
     }
     writeln!(
         out,
-        "{} fix(es) applied in {} file(s)",
-        fixed.applied.len(),
-        fixed.files.len()
+        "{} applied in {}",
+        astrolift_cli::render::plural(fixed.applied.len(), "fix"),
+        astrolift_cli::render::plural(fixed.files.len(), "file")
     )
 }
 

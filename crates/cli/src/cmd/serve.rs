@@ -210,11 +210,12 @@ async fn serve(args: Args) -> anyhow::Result<()> {
             let grace = args.capacity.shutdown_grace;
             tracing::info!(grace_seconds = grace.as_secs(), "shutting down: no new jobs; waiting for the running ones");
             let drained = jobs.drain(grace).await;
+            let verb = if drained.waiting == 1 { "waits" } else { "wait" };
             tracing::info!(
                 cut_short = drained.running,
                 waiting = drained.waiting,
-                "stopped: {} jobs wait for the next start",
-                drained.waiting
+                "stopped: {} {verb} for the next start",
+                astrolift_cli::render::plural(drained.waiting, "job")
             );
             Ok(())
         }

@@ -24,7 +24,7 @@ use astrolift_bot::config::Environment;
 use astrolift_bot::skills::fetcher_from_env;
 use astrolift_cli::render::{self, Format, Report, Style};
 use astrolift_manifest::model::AgentManifest;
-use astrolift_manifest::paths::non_utf8_path_diagnostics;
+use astrolift_manifest::paths::{control_character_path_diagnostics, non_utf8_path_diagnostics};
 use astrolift_manifest::{
     Diagnostic, DirTree, Limits, SourceTree, ValidateOptions, diagnostic, validate_repository,
 };
@@ -99,10 +99,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         tree = super::open_dir(&args.dir, &limits)?;
     }
     let mut validation = validate_repository(&tree, &options);
-    // A file name that is not UTF-8 is an error on that file, not the end of the listing.
+    // A file name that is not UTF-8 is an error on that file, not the end of the listing;
+    // one with a control character is a warning, escaped wherever it is shown.
     validation
         .diagnostics
         .extend(non_utf8_path_diagnostics(tree.non_utf8_paths()));
+    validation
+        .diagnostics
+        .extend(control_character_path_diagnostics(
+            tree.control_character_paths(),
+        ));
     if validation.agents.iter().any(has_remote_skills) {
         let found = runtime()?.block_on(remote_skills(&args, &validation.agents, limits))?;
         validation.diagnostics.extend(found);

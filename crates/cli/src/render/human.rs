@@ -18,6 +18,7 @@ use std::io;
 use std::ops::Range;
 
 use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet};
+use astrolift_manifest::paths::escape_controls;
 use astrolift_manifest::{Diagnostic, Limits, Severity, SourceTree, Span};
 
 use super::report::{Report, Style};
@@ -54,7 +55,8 @@ pub fn render_diagnostics(
             }
         }
         let text = texts.get(&diagnostic.path);
-        let group = group(diagnostic, text);
+        let shown = terminal_safe(diagnostic);
+        let group = group(&shown, text);
         writeln!(out, "{}\n", renderer.render(&[group]))?;
     }
     if let Some(more) = undiscovered
@@ -148,6 +150,25 @@ fn level(severity: Severity) -> Level<'static> {
         Severity::Warning => Level::WARNING,
         Severity::Notice => Level::NOTE.with_name("notice"),
     }
+}
+
+/// `diagnostic` with no control character that could drive the terminal: its path
+/// escaped whole (a file name may hold a newline or an escape, `path/control-character`),
+/// its message and help escaped but for line breaks and tabs.
+fn terminal_safe(diagnostic: &Diagnostic) -> Diagnostic {
+    let text = |t: &str| {
+        t.split_inclusive(['\n', '\t'])
+            .map(|part| {
+                let end = part.strip_suffix(['\n', '\t']).map_or(part.len(), str::len);
+                format!("{}{}", escape_controls(&part[..end]), &part[end..])
+            })
+            .collect::<String>()
+    };
+    let mut shown = diagnostic.clone();
+    shown.path = escape_controls(&diagnostic.path);
+    shown.message = text(&diagnostic.message);
+    shown.help = diagnostic.help.as_deref().map(text);
+    shown
 }
 
 /// One diagnostic: title with code, then the quoted lines (or just the

@@ -378,6 +378,53 @@ fn a_non_utf8_file_name_is_a_diagnostic() {
     assert_eq!(error["severity"], "error");
 }
 
+/// A file name with a newline and an escape sequence is the warning
+/// `path/control-character`, positioned at the file with the name escaped; no format
+/// prints a raw control character, and the github format stays one command a line.
+#[test]
+fn a_control_character_in_a_file_name_is_escaped_everywhere() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    crate::support::copy_tree(&fixture("valid-single"), dir.path());
+    std::fs::create_dir_all(dir.path().join("brief")).expect("mkdir");
+    std::fs::write(dir.path().join("brief/notes\n\u{1b}[31mred.md"), "x").expect("writes");
+    let root = dir.path().to_str().expect("utf-8");
+    let escaped = "brief/notes\\n\\u{1b}[31mred.md";
+
+    let run = astrolift(["validate", "--format", "json", root]);
+    assert_eq!(
+        run.code, 0,
+        "a warning does not fail validate: {}",
+        run.stdout
+    );
+    let document = json(&run.stdout);
+    let warning = document["diagnostics"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|d| d["code"] == "path/control-character")
+        .expect("the name is reported");
+    assert_eq!(warning["path"], escaped);
+    assert_eq!(warning["severity"], "warning");
+    assert_eq!(
+        (warning["line"].as_u64(), warning["column"].as_u64()),
+        (Some(1), Some(1))
+    );
+
+    for format in ["human", "github"] {
+        let run = astrolift(["validate", "--format", format, root]);
+        assert_eq!(run.code, 0, "{format}: {}", run.stderr);
+        assert!(!run.stdout.contains('\u{1b}'), "{format}: {:?}", run.stdout);
+        assert!(run.stdout.contains(escaped), "{format}: {}", run.stdout);
+        if format == "github" {
+            assert!(
+                run.stdout.lines().all(|l| l.starts_with("::")),
+                "{}",
+                run.stdout
+            );
+        }
+    }
+}
+
 /// `assemble --origins`: the merged document and, per JSON Pointer, the file each value
 /// came from (docs/reference.md §3).
 #[test]

@@ -227,8 +227,12 @@ async fn sigterm_finishes_the_running_job_and_leaves_the_rest_for_the_next_start
     let done = runs.len();
     assert!(done < PUSHES, "the drain started no new job");
     let output = serve.output();
+    let left = match PUSHES - done {
+        1 => "1 job waits".to_owned(),
+        n => format!("{n} jobs wait"),
+    };
     assert!(
-        output.contains(&format!("{} jobs wait for the next start", PUSHES - done)),
+        output.contains(&format!("stopped: {left} for the next start")),
         "{output}"
     );
 

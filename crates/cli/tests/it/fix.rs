@@ -120,7 +120,7 @@ fn every_fixture() {
 
         let second = validate(&dir, &configs, &["--fix", "--format", "json"]);
         assert!(
-            second.stderr.contains("0 fix(es) applied in 0 file(s)"),
+            second.stderr.contains("0 fixes applied in 0 files"),
             "{name}: {}",
             second.stderr
         );

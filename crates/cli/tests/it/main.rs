@@ -11,6 +11,7 @@ mod containment;
 mod containment_cases;
 #[path = "../../../../tests/schemas/dispatch.rs"]
 mod dispatch_schema;
+mod docs;
 mod durable_queue;
 mod errors;
 mod examples;
@@ -30,6 +31,7 @@ mod sentinel;
 mod serve;
 mod serve_process;
 mod suggest;
+mod suggested_commands;
 mod support;
 mod triggers;
 mod workflows;

@@ -36,6 +36,15 @@ pub fn register_example_skill_sources(project: &str, store_args: &[&str]) {
     }
 }
 
+/// `PATH` with the folder of the `astrolift` this build made first: what a shell a test
+/// starts runs for `astrolift`.
+pub fn path_with_astrolift() -> String {
+    let binary = Path::new(env!("CARGO_BIN_EXE_astrolift"));
+    let folder = binary.parent().unwrap_or(binary);
+    let path = std::env::var("PATH").unwrap_or_default();
+    format!("{}:{path}", folder.display())
+}
+
 /// Runs `astrolift` with `args`, colours forced neither on nor off.
 pub fn astrolift<I, S>(args: I) -> Run
 where

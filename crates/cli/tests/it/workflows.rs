@@ -249,3 +249,41 @@ fn a_stage_naming_a_missing_env_spec_fails_check() {
         again.stdout
     );
 }
+
+/// `check`'s human output has a row per workflow and per config manifest, in the agents'
+/// columns, and its summary counts them by status, singular and plural right
+/// (docs/reference.md §4, "`check` (human)").
+#[test]
+fn check_human_lists_workflows_and_configs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let repo = repository(dir.path(), FLOW);
+    let state = format!("--state=sqlite:{}", dir.path().join("state.db").display());
+    crate::support::define_triage_env_spec("local", "local/repo", &[&state]);
+    // The plan's rows and the summary (the lines after the diagnostics), each 12-digit
+    // digest masked: it varies with the examples' content.
+    let rows = |run: &Run| -> Vec<String> {
+        let lines: Vec<&str> = run.stdout.lines().collect();
+        let start = lines
+            .iter()
+            .rposition(|l| l.is_empty())
+            .map_or(0, |i| i + 1);
+        lines[start..]
+            .iter()
+            .map(|line| {
+                line.split(' ')
+                    .map(|word| {
+                        let digest =
+                            word.len() == 12 && word.bytes().all(|b| b.is_ascii_hexdigit());
+                        if digest { "############" } else { word }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    };
+    let first = astrolift(&["check", "--apply", &repo], dir.path());
+    assert_eq!(first.code, 0, "{}", first.stdout);
+    let again = astrolift(&["check", "--apply", &repo], dir.path());
+    assert_eq!(again.code, 0, "{}", again.stdout);
+    insta::assert_snapshot!([rows(&first), rows(&again)].concat().join("\n"));
+}
