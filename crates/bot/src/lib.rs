@@ -17,6 +17,8 @@
 //! - [`dead_letter`]: a failed job queued again, by `astrolift jobs retry` or a click on
 //!   **Re-run** (a `check_run.requested_action` whose identifier is the job id, which
 //!   ingress hands over).
+//! - [`sqs_dead_letter`]: the sync queue's SQS dead-letter queue on AWS, listed without
+//!   consuming it and redriven to its source queue (`astrolift jobs list|retry --queue-url`).
 //! - [`runner`]: a job in → check run `in_progress` → tarball streamed →
 //!   [`astrolift_sync::sync`] in check or apply mode → for a pull request,
 //!   suggested fixes posted as a review ([`suggest`]) → check run completed.
@@ -105,6 +107,7 @@ pub mod retry;
 pub mod routes;
 pub mod runner;
 pub mod skills;
+pub mod sqs_dead_letter;
 pub mod suggest;
 pub mod suggestions;
 pub mod telemetry;

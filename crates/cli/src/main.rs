@@ -83,16 +83,19 @@ enum Command {
     Import(cmd::import::Args),
     /// Run the GitHub App locally: webhooks, triggers and the sync queue in one process.
     Serve(cmd::serve::Args),
-    /// List serve's queued and failed sync jobs, or queue failed ones again.
+    /// List serve's queued and failed sync jobs, or queue failed ones again (--queue-url:
+    /// the sync queue's SQS dead-letter queue on AWS).
     #[command(subcommand)]
     Jobs(JobsCommand),
 }
 
 #[derive(Debug, Subcommand)]
 enum JobsCommand {
-    /// List the jobs of serve's queue (--state failed: the ones it gave up on).
+    /// List the jobs of serve's queue (--state failed: the ones it gave up on), or the
+    /// messages of an SQS dead-letter queue (--queue-url).
     List(cmd::jobs::ListArgs),
-    /// Queue a failed job again (JOB_ID, or --all-failed).
+    /// Queue a failed job again (JOB_ID, or --all-failed), or redrive an SQS dead-letter
+    /// queue's messages (--queue-url).
     Retry(cmd::jobs::RetryArgs),
 }
 

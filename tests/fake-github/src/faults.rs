@@ -21,6 +21,8 @@ pub enum FaultKind {
     Status(u16),
     /// 403 with `retry-after` and the secondary-rate-limit message.
     SecondaryRateLimit { retry_after_secs: u64 },
+    /// 429 Too Many Requests with `retry-after`.
+    TooManyRequests { retry_after_secs: u64 },
     /// 403 with `x-ratelimit-remaining: 0` and a reset this far ahead.
     PrimaryRateLimit { reset_in_secs: u64 },
     /// Wait this long, then answer normally.
@@ -68,6 +70,11 @@ impl Fault {
         )
     }
 
+    /// One 429 Too Many Requests asking to wait `retry_after_secs` (`retry-after`).
+    pub fn too_many_requests(retry_after_secs: u64) -> Self {
+        Self::new(FaultKind::TooManyRequests { retry_after_secs }, 1)
+    }
+
     /// One primary rate limit resetting `reset_in_secs` from now.
     pub fn primary_rate_limit(reset_in_secs: u64) -> Self {
         Self::new(FaultKind::PrimaryRateLimit { reset_in_secs }, 1)
@@ -104,6 +111,8 @@ pub struct RecordedRequest {
     pub query: Option<String>,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// When the fake received it: how far apart two requests were (a retry's wait).
+    pub received_at: std::time::Instant,
 }
 
 impl RecordedRequest {
@@ -143,6 +152,7 @@ pub(crate) async fn record_and_inject(
             query: parts.uri.query().map(str::to_owned),
             headers: redacted(&parts.headers),
             body: bytes.to_vec(),
+            received_at: std::time::Instant::now(),
         });
         if state
             .down_until
@@ -180,19 +190,18 @@ async fn fault_response(kind: &FaultKind, state: &Shared) -> Option<Response> {
                 "https://docs.github.com/rest",
             ))
         }
-        FaultKind::SecondaryRateLimit { retry_after_secs } => {
-            let mut response = github_error(
-                StatusCode::FORBIDDEN,
-                "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID.",
-                "https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
-            );
-            insert(
-                response.headers_mut(),
-                "retry-after",
-                retry_after_secs.to_string(),
-            );
-            Some(response)
-        }
+        FaultKind::SecondaryRateLimit { retry_after_secs } => Some(asking_to_wait(
+            StatusCode::FORBIDDEN,
+            "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID.",
+            "https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+            *retry_after_secs,
+        )),
+        FaultKind::TooManyRequests { retry_after_secs } => Some(asking_to_wait(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many requests",
+            "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
+            *retry_after_secs,
+        )),
         FaultKind::PrimaryRateLimit { reset_in_secs } => {
             let reset = epoch(state.lock().now()) + reset_in_secs;
             let mut response = github_error(
@@ -212,6 +221,22 @@ async fn fault_response(kind: &FaultKind, state: &Shared) -> Option<Response> {
             None
         }
     }
+}
+
+/// GitHub's error answer with `retry-after: retry_after_secs`.
+fn asking_to_wait(
+    status: StatusCode,
+    message: &str,
+    documentation_url: &str,
+    retry_after_secs: u64,
+) -> Response {
+    let mut response = github_error(status, message, documentation_url);
+    insert(
+        response.headers_mut(),
+        "retry-after",
+        retry_after_secs.to_string(),
+    );
+    response
 }
 
 fn insert(headers: &mut HeaderMap, name: &'static str, value: String) {

@@ -12,6 +12,7 @@ mod redelivery;
 mod registrations;
 mod reports;
 mod rerequests;
+mod retries;
 mod routes;
 mod runner;
 mod skills;

@@ -2,17 +2,22 @@
 //! store `serve` runs on (docs/operations.md, "Failed jobs on serve"). `retry` queues a
 //! failed job again through `astrolift_bot::dead_letter`; a running `serve` picks it up within
 //! seconds, else its next start does.
+//!
+//! With `--queue-url`, the same two commands read and redrive the sync queue's SQS
+//! dead-letter queue instead, the Lambda side's dead letter
+//! (`astrolift_bot::sqs_dead_letter`; docs/operations.md, "Drain or redrive the DLQ").
 
 use std::process::ExitCode;
 
 use anyhow::bail;
 use astrolift_bot::dead_letter::{Retried, retry_failed, retry_job};
+use astrolift_bot::sqs_dead_letter::{DeadLetter, Redrive, SqsDeadLetterQueue};
 use astrolift_store::state::{JobRecord, JobState};
 
 use astrolift_cli::render::plural;
 
 use super::registry::{ListFormat, with_state};
-use super::stores::{DEFAULT_STATE, StoreArgs, now};
+use super::stores::{DEFAULT_STATE, StoreArgs, now, runtime};
 use crate::output::outln;
 
 /// The states `--state` filters on.
@@ -32,6 +37,9 @@ pub struct ListArgs {
     /// `human` or `json` (one array of job records).
     #[arg(long, value_enum, default_value_t = ListFormat::Human)]
     format: ListFormat,
+    /// The sync queue's SQS dead-letter queue to list instead (on AWS); nothing is consumed.
+    #[arg(long, value_name = "URL", conflicts_with = "state")]
+    queue_url: Option<String>,
     /// Blob store: `file:DIR` or `s3://BUCKET[/prefix]` (accepted like every state
     /// command's; jobs read none).
     #[arg(
@@ -81,16 +89,27 @@ impl ListArgs {
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("which").required(true).args(["job_id", "all_failed"])))]
 pub struct RetryArgs {
-    /// The failed job to queue again (its `id` in `jobs list`).
+    /// The failed job to queue again (its `id` in `jobs list`; with `--queue-url`, its
+    /// `message_id`).
+    #[arg(value_name = "JOB_ID|MESSAGE_ID")]
     job_id: Option<String>,
     /// Queue every failed job again.
     #[arg(long)]
     all_failed: bool,
+    /// The sync queue's SQS dead-letter queue to redrive from instead (on AWS).
+    #[arg(long, value_name = "URL")]
+    queue_url: Option<String>,
+    /// Where `--queue-url`'s jobs go (default: the queue whose redrive policy names it).
+    #[arg(long, value_name = "URL", requires = "queue_url")]
+    to_queue_url: Option<String>,
     #[command(flatten)]
     stores: StoreArgs,
 }
 
 pub fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
+    if let Some(url) = &args.queue_url {
+        return list_queue(url, args.format);
+    }
     let (stores, filter) = args.split()?;
     with_state(&stores, async |state| {
         let jobs = state.jobs().list_jobs(filter).await?;
@@ -108,6 +127,13 @@ pub fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn retry(args: RetryArgs) -> anyhow::Result<ExitCode> {
+    if let Some(url) = &args.queue_url {
+        let which = match &args.job_id {
+            Some(id) => Redrive::Message(id.clone()),
+            None => Redrive::All,
+        };
+        return redrive_queue(url, &which, args.to_queue_url.as_deref());
+    }
     with_state(&args.stores, async |state| {
         let jobs = state.jobs();
         let Some(id) = &args.job_id else {
@@ -132,6 +158,65 @@ pub fn retry(args: RetryArgs) -> anyhow::Result<ExitCode> {
         }
         Ok(())
     })
+}
+
+/// `jobs list --queue-url`: the DLQ's messages, made visible again once listed.
+fn list_queue(url: &str, format: ListFormat) -> anyhow::Result<ExitCode> {
+    runtime()?.block_on(async {
+        let letters = SqsDeadLetterQueue::from_env(url).await.list().await?;
+        match format {
+            ListFormat::Json => outln!("{}", serde_json::to_string(&letters)?)?,
+            ListFormat::Human => {
+                for letter in &letters {
+                    outln!("{}", describe_letter(letter))?;
+                }
+                outln!("{}", plural(letters.len(), "message"))?;
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// `jobs retry --queue-url`: sends the messages back to the source queue.
+fn redrive_queue(url: &str, which: &Redrive, to: Option<&str>) -> anyhow::Result<ExitCode> {
+    runtime()?.block_on(async {
+        let sent = SqsDeadLetterQueue::from_env(url)
+            .await
+            .redrive(which, to)
+            .await?;
+        for letter in &sent {
+            outln!("queued message {} again", letter.message_id)?;
+        }
+        if *which == Redrive::All {
+            outln!("{} queued again", plural(sent.len(), "failed message"))?;
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// `MESSAGE_ID  5 receives  push OWNER/REPO@REF SHA  delivery DELIVERY_ID`, or the reason
+/// the body is not a job.
+fn describe_letter(letter: &DeadLetter) -> String {
+    let receives = plural(
+        usize::try_from(letter.receive_count).unwrap_or(usize::MAX),
+        "receive",
+    );
+    let Some(job) = &letter.job else {
+        let error = letter.error.as_deref().unwrap_or("not a sync job");
+        return format!("{}  {receives}  {error}", letter.message_id);
+    };
+    let head: String = job.head_sha.chars().take(12).collect();
+    let trigger = serde_json::to_value(job.trigger)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    format!(
+        "{}  {receives}  {trigger} {}@{} {head}  delivery {}",
+        letter.message_id,
+        job.repository,
+        job.branch.as_deref().unwrap_or("-"),
+        job.delivery_id,
+    )
 }
 
 /// `ID  failed  5 attempts  push octo/agents@main 0123456789ab: ERROR`.

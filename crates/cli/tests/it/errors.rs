@@ -27,13 +27,19 @@ const AWS_VARIABLES: &[&str] = &[
 /// `astrolift agents list` on a DynamoDB state with only `env` as AWS configuration:
 /// empty config and credentials files, no instance metadata.
 fn agents_list_on_dynamodb(env: &[(&str, &str)], extra: &[&str]) -> Run {
+    let args = ["agents", "list", "--state", "dynamodb:astrolift-table"];
+    astrolift_with_only_aws_env(&[&args[..], extra].concat(), env)
+}
+
+/// `astrolift ARGS` with only `env` as AWS configuration: empty config and credentials
+/// files, no instance metadata, one attempt per call.
+pub(crate) fn astrolift_with_only_aws_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     let dir = tempfile::tempdir().expect("temp dir");
     let empty = dir.path().join("empty");
     std::fs::write(&empty, "").expect("an empty file");
     let mut command = Command::new(env!("CARGO_BIN_EXE_astrolift"));
     command
-        .args(["agents", "list", "--state", "dynamodb:astrolift-table"])
-        .args(extra)
+        .args(args)
         .current_dir(dir.path())
         .env("AWS_CONFIG_FILE", &empty)
         .env("AWS_SHARED_CREDENTIALS_FILE", &empty)
@@ -50,7 +56,7 @@ fn agents_list_on_dynamodb(env: &[(&str, &str)], extra: &[&str]) -> Run {
 }
 
 /// An address nothing listens on.
-fn closed_endpoint() -> String {
+pub(crate) fn closed_endpoint() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
     let address = listener.local_addr().expect("an address");
     drop(listener);

@@ -9,6 +9,9 @@ mod configs;
 mod containment;
 #[path = "../../../../tests/containment/cases.rs"]
 mod containment_cases;
+mod dead_letter_queue;
+#[path = "../../../../tests/sqs/dead_letter_queues.rs"]
+mod dead_letter_queues;
 #[path = "../../../../tests/schemas/dispatch.rs"]
 mod dispatch_schema;
 mod docs;

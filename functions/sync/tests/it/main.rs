@@ -3,6 +3,9 @@
 //! through a moto SQS queue.
 
 mod batches;
+mod dead_letter;
+#[path = "../../../../tests/sqs/dead_letter_queues.rs"]
+mod dead_letter_queues;
 mod dependents;
 mod reports;
 mod support;
