@@ -86,6 +86,8 @@ enum Command {
     /// List serve's queued and failed sync jobs, or queue failed ones again.
     #[command(subcommand)]
     Jobs(JobsCommand),
+    /// Compare every registered ref with GitHub's head; queue a sync where they differ.
+    Reconcile(cmd::reconcile::Args),
 }
 
 #[derive(Debug, Subcommand)]
@@ -232,6 +234,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Jobs(JobsCommand::List(args)) => cmd::jobs::list(args),
         Command::Jobs(JobsCommand::Retry(args)) => cmd::jobs::retry(args),
+        Command::Reconcile(args) => cmd::reconcile::run(args),
     };
     let code = result.unwrap_or_else(|error| {
         if output::stdout_closed() {

@@ -98,6 +98,40 @@ pub struct CapacityArgs {
         value_parser = parse_grace
     )]
     pub shutdown_grace: Duration,
+
+    /// How often every registered ref is reconciled with GitHub's head (`10m`, `1h`, `90s`;
+    /// `0` turns it off): a push whose delivery was missed is synced by the next pass
+    /// (docs/reference.md §4, "astrolift reconcile"). The first pass runs at start.
+    #[arg(
+        long,
+        env = "ASTROLIFT_SERVE_RECONCILE_INTERVAL",
+        default_value = "10m",
+        value_parser = parse_interval
+    )]
+    pub reconcile_interval: Duration,
+}
+
+/// Longest `--reconcile-interval`: a day.
+pub const MAX_RECONCILE_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+
+/// `N`/`Ns` seconds, `Nm` minutes or `Nh` hours, at most [`MAX_RECONCILE_INTERVAL`]; `0`
+/// is off.
+pub fn parse_interval(text: &str) -> Result<Duration, String> {
+    let (digits, unit) = match (text.strip_suffix('h'), text.strip_suffix('m')) {
+        (Some(hours), _) => (hours, 3600),
+        (None, Some(minutes)) => (minutes, 60),
+        (None, None) => (text.strip_suffix('s').unwrap_or(text), 1),
+    };
+    let interval = digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .map(Duration::from_secs)
+        .ok_or_else(|| format!("`{text}` is not a duration such as 0, 90s, 10m or 1h"))?;
+    if interval > MAX_RECONCILE_INTERVAL {
+        return Err(format!("`{text}` is longer than a day"));
+    }
+    Ok(interval)
 }
 
 /// Longest `--shutdown-grace`: an hour (a sync runs for minutes at most).
@@ -286,7 +320,7 @@ async fn build(args: &Args) -> anyhow::Result<App> {
     let dependents = Arc::new(LateJobQueue::default());
     let runner = Arc::new(SyncRunner {
         stores: stores.clone(),
-        github,
+        github: Arc::clone(&github),
         limits,
         function: "serve",
         fail_run_patience: Duration::from_secs(60),
@@ -304,6 +338,11 @@ async fn build(args: &Args) -> anyhow::Result<App> {
         tracing::info!(resumed, "resumed the jobs queued before the last stop");
     }
     dependents.set(Arc::clone(&jobs) as Arc<dyn JobQueue>);
+    if !args.capacity.reconcile_interval.is_zero() {
+        let queue = Arc::clone(&jobs) as Arc<dyn JobQueue>;
+        let every = args.capacity.reconcile_interval;
+        tokio::spawn(reconcile_every(stores.clone(), github, queue, every));
+    }
     let triggers = Arc::new(
         service_from_env(&environment, stores.state.clone(), stores.blobs.clone())
             .await
@@ -324,6 +363,34 @@ async fn build(args: &Args) -> anyhow::Result<App> {
         bodies: BodyBudget::new(args.capacity.body_budget),
         jobs,
     })
+}
+
+/// Reconciles at start, then every `interval`, queueing on `serve`'s durable queue; each
+/// pass logs `reconcile finished` with its totals (docs/operations.md, "Is reconcile
+/// running?"). A pass that fails is logged and the next one tries again.
+async fn reconcile_every(
+    stores: Stores,
+    github: Arc<astrolift_forge::github::GitHubApp>,
+    queue: Arc<dyn JobQueue>,
+    interval: Duration,
+) {
+    use astrolift_bot::reconcile::{NoProgress, ReconcileOptions, reconcile};
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let pass = reconcile(
+            stores.state.as_ref(),
+            &github,
+            queue.as_ref(),
+            ReconcileOptions::default(),
+            &NoProgress,
+        )
+        .await;
+        if let Err(error) = pass {
+            tracing::warn!(%error, "reconcile failed; the next pass tries again");
+        }
+    }
 }
 
 /// A job the queue gave up on: its check run concludes `failure` with the reason and a

@@ -4,5 +4,6 @@
 
 mod batches;
 mod dependents;
+mod reconcile;
 mod reports;
 mod support;
