@@ -272,7 +272,10 @@ async fn targets(state: &dyn StateStore) -> Result<Vec<Target>, JobError> {
         .filter_map(|r| r.last_sync.as_ref())
         .flat_map(|last| last.skill_sources.iter())
     {
-        let key = (source.repository.to_ascii_lowercase(), source.git_ref.clone());
+        let key = (
+            source.repository.to_ascii_lowercase(),
+            source.git_ref.clone(),
+        );
         sources.entry(key).or_insert(RefKind::SkillSource);
     }
     if let Some(catalogue) = state.skills().get_catalogue().await? {
@@ -334,10 +337,7 @@ impl Pass<'_> {
             jobs: 0,
         };
         if let Err(error) = self.compare(&target, &mut outcome).await {
-            let rate_limited = matches!(
-                &error,
-                JobError::GitHub(GitHubError::RateLimited { .. })
-            );
+            let rate_limited = matches!(&error, JobError::GitHub(GitHubError::RateLimited { .. }));
             if rate_limited {
                 outcome.status = RefStatus::Skipped;
                 outcome.reason = Some(SkipReason::RateLimited);

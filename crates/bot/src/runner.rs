@@ -578,7 +578,10 @@ fn of_installation<'r>(
 /// The registrations a job applies: of its installation and, for a push (or a dependent
 /// re-sync), of the branch; none for other triggers.
 fn applying<'r>(job: &SyncJob, registrations: &'r [RepoRegistration]) -> Vec<&'r RepoRegistration> {
-    if !matches!(job.trigger, JobTrigger::Push | JobTrigger::SkillChanged | JobTrigger::Reconcile) {
+    if !matches!(
+        job.trigger,
+        JobTrigger::Push | JobTrigger::SkillChanged | JobTrigger::Reconcile
+    ) {
         return Vec::new();
     }
     of_installation(job, registrations)

@@ -108,7 +108,7 @@ fn rate_limit_headers(state: &mut crate::State, headers: &HeaderMap, counts: boo
         ("x-ratelimit-remaining", remaining),
         ("x-ratelimit-used", crate::RATE_LIMIT_PER_HOUR - remaining),
         ("x-ratelimit-reset", reset),
-        ] {
+    ] {
         answer.insert(name, HeaderValue::from(value));
     }
     answer

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use astrolift_bot::reconcile::{
-    RefKind, RefStatus, ReconcileOptions, ReconcileReport, SkipReason, reconcile,
+    ReconcileOptions, ReconcileReport, RefKind, RefStatus, SkipReason, reconcile,
 };
 use astrolift_bot::{JobTrigger, RecordingJobQueue, SyncRunner};
 use astrolift_fake_github::FakeGitHub;
@@ -84,7 +84,10 @@ async fn a_branch_moved_without_a_delivery_is_applied_and_a_second_pass_is_all_3
     assert_eq!(jobs.len(), 1, "{jobs:#?}");
     let job = &jobs[0];
     assert_eq!(job.trigger, JobTrigger::Reconcile);
-    assert_eq!((job.head_sha.as_str(), job.installation_id), (MOVED, INSTALLATION));
+    assert_eq!(
+        (job.head_sha.as_str(), job.installation_id),
+        (MOVED, INSTALLATION)
+    );
     // The lane of the branch's pushes.
     assert_eq!(job.message_group_id(), push_job("x").message_group_id());
     let synced = runner.run(job).await.expect("the reconcile job runs");
@@ -124,21 +127,35 @@ async fn a_moved_head_is_queued_once_however_often_reconcile_runs() {
     assert_eq!(queue.jobs().len(), 1);
 }
 
-/// A second registered ref of the same installation, as if a sync had applied it.
-async fn register_dev(stores: &Stores, installation_id: Option<u64>) {
+/// A registration of `repository`'s `main`, as if a sync through the App had applied it.
+async fn register_synced(
+    stores: &Stores,
+    repository: &str,
+    installation_id: Option<u64>,
+    repository_id: u64,
+) {
     let registration = RepoRegistration {
-        repository: "octo/tools".into(),
+        repository: repository.into(),
         installation_id,
         project_id: "proj-bot".into(),
         registered_ref: "main".into(),
         manifest_path: None,
         updated_at: 1,
         last_sync: Some(LastSync {
-            repository_id: REPO_ID + 1,
+            repository_id,
             skill_sources: Vec::new(),
         }),
     };
-    stores.state.put_registration(&registration).await.expect("registered");
+    stores
+        .state
+        .put_registration(&registration)
+        .await
+        .expect("registered");
+}
+
+/// A second registered ref (`octo/tools`), of `installation_id`.
+async fn register_dev(stores: &Stores, installation_id: Option<u64>) {
+    register_synced(stores, "octo/tools", installation_id, REPO_ID + 1).await;
 }
 
 #[tokio::test]
@@ -175,9 +192,16 @@ async fn an_installation_is_learnt_for_a_registration_that_names_none() {
 
     github.install_repo(INSTALLATION, "octo", "tools");
     let report = pass(&stores, &runner.github, &queue, ReconcileOptions::default()).await;
-    assert_eq!(registered(&report)[1].status, RefStatus::Queued, "{report:#?}");
+    assert_eq!(
+        registered(&report)[1].status,
+        RefStatus::Queued,
+        "{report:#?}"
+    );
     let jobs = queue.jobs();
-    let job = jobs.iter().find(|j| j.repository == "octo/tools").expect("queued");
+    let job = jobs
+        .iter()
+        .find(|j| j.repository == "octo/tools")
+        .expect("queued");
     assert_eq!(job.installation_id, INSTALLATION);
     assert_eq!(job.repository_id, REPO_ID + 1);
 }
@@ -217,4 +241,78 @@ async fn a_skill_source_moved_without_a_delivery_re_syncs_its_dependents() {
     let third = pass(&stores, &runner.github, &queue, ReconcileOptions::default()).await;
     assert_eq!(third.totals.jobs, 0, "{third:#?}");
     assert_eq!(queue.jobs().len(), jobs.len());
+}
+
+/// The figure in BENCHMARKS.md ("Issue 27: reconcile of 1,000 refs"): 1,000 registered refs
+/// that have not moved, against the fake GitHub; the first pass learns the ETags, the second
+/// is timed. `cargo test -p astrolift-bot --test it reconcile_of_1000 -- --ignored --nocapture`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: run by hand, figures in BENCHMARKS.md"]
+async fn reconcile_of_1000_unchanged_refs() {
+    use astrolift_store::state::{ChangeSet, SyncedCommit, SyncedCommitUpdate};
+    const REFS: usize = 1_000;
+    let (stores, _dir) = embedded_stores().await;
+    let github = FakeGitHub::start().await.expect("fake GitHub");
+    github.add_installation(INSTALLATION);
+    let app = runner(&github, &stores).github;
+    for index in 0..REFS {
+        let name = format!("repo-{index:04}");
+        let repository = format!("octo/{name}");
+        github.add_repo("octo", &name, "main", MAIN_SHA, examples("monorepo"));
+        let repository_id = 10_000 + index as u64;
+        register_synced(&stores, &repository, Some(INSTALLATION), repository_id).await;
+        let mut changes = ChangeSet::new(&repository);
+        changes.synced = Some(SyncedCommitUpdate {
+            commit: SyncedCommit {
+                repository: repository.clone(),
+                ref_name: "main".into(),
+                commit: MAIN_SHA.into(),
+                commit_time: 1,
+                synced_at: 1,
+            },
+            expected_previous: None,
+        });
+        stores.state.apply(changes).await.expect("synced commit");
+    }
+    let queue = RecordingJobQueue::new();
+    let options = ReconcileOptions::default();
+    let started = std::time::Instant::now();
+    let first = pass(&stores, &app, &queue, options).await;
+    let first_time = started.elapsed();
+    let first_requests = github.requests().len();
+    let started = std::time::Instant::now();
+    let second = pass(&stores, &app, &queue, options).await;
+    let second_time = started.elapsed();
+    let requests = github.requests();
+    let second_requests = &requests[first_requests..];
+    let conditional = second_requests
+        .iter()
+        .filter(|r| r.header("if-none-match").is_some())
+        .count();
+    let peak = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(str::to_owned)
+        })
+        .unwrap_or_default();
+    println!(
+        "first pass: {} refs, {first_requests} GitHub requests, {:.2} s, {} queued",
+        first.totals.refs,
+        first_time.as_secs_f64(),
+        first.totals.queued
+    );
+    println!(
+        "second pass: {} GitHub requests ({conditional} conditional, {} answered 304), {:.2} s, {} queued; peak RSS of the test process {peak}",
+        second_requests.len(),
+        second.totals.not_modified,
+        second_time.as_secs_f64(),
+        second.totals.queued
+    );
+    assert_eq!(second.totals.refs, REFS);
+    assert_eq!(second.totals.not_modified, REFS);
+    assert!(second_requests.len() <= REFS);
+    assert_eq!(conditional, second_requests.len());
+    assert!(queue.jobs().is_empty());
 }

@@ -91,7 +91,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// One line per ref that is not unchanged, then the totals.
 fn print_human(report: &ReconcileReport) -> anyhow::Result<()> {
-    for outcome in report.refs.iter().filter(|r| r.status != RefStatus::Unchanged) {
+    for outcome in report
+        .refs
+        .iter()
+        .filter(|r| r.status != RefStatus::Unchanged)
+    {
         outln!("{}", describe(outcome))?;
     }
     let totals = &report.totals;

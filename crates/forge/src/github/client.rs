@@ -449,7 +449,8 @@ impl GitHubApp {
     ) -> Result<http::Response<StreamBody>, GitHubError> {
         let path = url.path().to_owned();
         let same_origin = url.origin() == self.inner.config.api_url.origin();
-        let mut request = http::Request::get(url.as_str()).header("x-github-api-version", API_VERSION);
+        let mut request =
+            http::Request::get(url.as_str()).header("x-github-api-version", API_VERSION);
         if streaming {
             request = request.extension(super::layers::Streaming);
         }

@@ -44,8 +44,8 @@ pub use client::{
     API_VERSION, DEFAULT_API_URL, DEFAULT_MAX_TARBALL_BYTES, GitHubApp, GitHubConfig, GitHubError,
     Installation, RepoPath,
 };
-pub use commits::{HeadAnswer, MAX_ETAG_LEN, RefHead};
 pub use comments::IssueComment;
+pub use commits::{HeadAnswer, MAX_ETAG_LEN, RefHead};
 pub use compare::CompareStatus;
 pub use permissions::RepositoryPermission;
 pub use pulls::{

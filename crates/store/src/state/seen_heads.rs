@@ -25,7 +25,7 @@ pub struct SeenHead {
     /// The `ETag` of that answer, sent back as `If-None-Match`; `None` when GitHub gave none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub etag: Option<String>,
-    /// When GitHub was last asked (a `304` included).
+    /// When GitHub last named it (a `304` writes nothing).
     pub checked_at: UnixSeconds,
 }
 

@@ -20,7 +20,10 @@ const MOVED: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
 #[test]
 fn the_schedule_event_is_a_reconcile_and_a_batch_is_a_batch() {
     let schedule = serde_json::from_str(RECONCILE_EVENT).expect("JSON");
-    assert!(matches!(Invocation::parse(schedule), Ok(Invocation::Reconcile)));
+    assert!(matches!(
+        Invocation::parse(schedule),
+        Ok(Invocation::Reconcile)
+    ));
     let batch = Invocation::parse(event("sync-batch")).expect("a batch");
     assert!(matches!(batch, Invocation::Batch(b) if !b.records.is_empty()));
     assert!(Invocation::parse(json!({"astrolift": "reboot"})).is_err());
@@ -55,7 +58,10 @@ async fn a_branch_moved_without_a_delivery_is_queued_by_the_schedule_and_applied
     let body = records[0]["body"].as_str().expect("body");
     let job: SyncJob = serde_json::from_str(body).expect("a sync job");
     assert_eq!(job.trigger, JobTrigger::Reconcile);
-    assert_eq!((job.repository.as_str(), job.head_sha.as_str()), (REPOSITORY, MOVED));
+    assert_eq!(
+        (job.repository.as_str(), job.head_sha.as_str()),
+        (REPOSITORY, MOVED)
+    );
     let attributes = &records[0]["attributes"];
     assert_eq!(attributes["MessageGroupId"], json!(job.message_group_id()));
     assert_eq!(attributes["MessageDeduplicationId"], json!(job.delivery_id));
@@ -78,5 +84,9 @@ async fn a_branch_moved_without_a_delivery_is_queued_by_the_schedule_and_applied
     assert_eq!(again.totals.not_modified, again.totals.refs, "{again:#?}");
     assert_eq!(again.totals.jobs, 0);
     let left = delivered(&client, &url).await;
-    assert_eq!(left["Records"].as_array().map(Vec::len), Some(0), "{left:#}");
+    assert_eq!(
+        left["Records"].as_array().map(Vec::len),
+        Some(0),
+        "{left:#}"
+    );
 }
