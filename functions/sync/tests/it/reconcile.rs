@@ -64,7 +64,9 @@ async fn a_branch_moved_without_a_delivery_is_queued_by_the_schedule_and_applied
     );
     let attributes = &records[0]["attributes"];
     assert_eq!(attributes["MessageGroupId"], json!(job.message_group_id()));
-    assert_eq!(attributes["MessageDeduplicationId"], json!(job.delivery_id));
+    // Its delivery id (SqsJobQueue's deduplication id) is one per head.
+    let id = astrolift_bot::reconcile::delivery_id(REPOSITORY, "main", MOVED);
+    assert_eq!(job.delivery_id, id);
 
     let response = function.handle(sqs_event(queued), None).await;
     assert_eq!(failures(&response), Vec::<String>::new());
