@@ -136,7 +136,7 @@ pub struct Totals {
     pub queued: usize,
     pub skipped: usize,
     pub failed: usize,
-    /// Conditional head requests sent to GitHub.
+    /// Conditional head requests GitHub answered (a failed one is counted in `failed`).
     pub requests: usize,
     /// Of those, answered `304 Not Modified`.
     pub not_modified: usize,
@@ -168,7 +168,10 @@ impl ReconcileReport {
                 RefStatus::Skipped => totals.skipped += 1,
                 RefStatus::Failed => totals.failed += 1,
             }
-            totals.requests += usize::from(outcome.head.is_some() || outcome.not_modified);
+            let answered = outcome.head.is_some()
+                || outcome.not_modified
+                || outcome.reason == Some(SkipReason::NoSuchRef);
+            totals.requests += usize::from(answered);
             totals.not_modified += usize::from(outcome.not_modified);
             totals.jobs += outcome.jobs;
         }

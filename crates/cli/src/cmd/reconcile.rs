@@ -30,9 +30,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = ListFormat::Human)]
     format: ListFormat,
     /// GitHub requests in flight at once (1 to 64).
-    #[arg(long, default_value_t = astrolift_bot::reconcile::DEFAULT_CONCURRENCY,
-          value_parser = clap::value_parser!(u16).range(1..=64).map(usize::from))]
-    concurrency: usize,
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    concurrency: u16,
     #[command(flatten)]
     stores: StoreArgs,
 }
@@ -72,7 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             total: 0.into(),
         };
         let options = ReconcileOptions {
-            concurrency: args.concurrency.clamp(1, MAX_CONCURRENCY),
+            concurrency: usize::from(args.concurrency).clamp(1, MAX_CONCURRENCY),
             ..ReconcileOptions::default()
         };
         let report = reconcile(state.as_ref(), &github, &queue, options, &bar).await?;
@@ -142,4 +141,13 @@ fn describe(outcome: &RefOutcome) -> String {
         line.push_str(&format!(": {detail}"));
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_default_concurrency_is_the_bots() {
+        assert_eq!(8, astrolift_bot::reconcile::DEFAULT_CONCURRENCY);
+        const { assert!(super::MAX_CONCURRENCY >= 8) };
+    }
 }

@@ -101,7 +101,8 @@ pub struct CapacityArgs {
 
     /// How often every registered ref is reconciled with GitHub's head (`10m`, `1h`, `90s`;
     /// `0` turns it off): a push whose delivery was missed is synced by the next pass
-    /// (docs/reference.md §4, "astrolift reconcile"). The first pass runs at start.
+    /// (docs/reference.md §4, "astrolift reconcile"). The first pass runs one interval after
+    /// start.
     #[arg(
         long,
         env = "ASTROLIFT_SERVE_RECONCILE_INTERVAL",
@@ -117,21 +118,10 @@ pub const MAX_RECONCILE_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 /// `N`/`Ns` seconds, `Nm` minutes or `Nh` hours, at most [`MAX_RECONCILE_INTERVAL`]; `0`
 /// is off.
 pub fn parse_interval(text: &str) -> Result<Duration, String> {
-    let (digits, unit) = match (text.strip_suffix('h'), text.strip_suffix('m')) {
-        (Some(hours), _) => (hours, 3600),
-        (None, Some(minutes)) => (minutes, 60),
-        (None, None) => (text.strip_suffix('s').unwrap_or(text), 1),
-    };
-    let interval = digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(unit))
-        .map(Duration::from_secs)
-        .ok_or_else(|| format!("`{text}` is not a duration such as 0, 90s, 10m or 1h"))?;
-    if interval > MAX_RECONCILE_INTERVAL {
-        return Err(format!("`{text}` is longer than a day"));
-    }
-    Ok(interval)
+    parse_duration(text, true, MAX_RECONCILE_INTERVAL).map_err(|too_long| match too_long {
+        true => format!("`{text}` is longer than a day"),
+        false => format!("`{text}` is not a duration such as 0, 90s, 10m or 1h"),
+    })
 }
 
 /// Longest `--shutdown-grace`: an hour (a sync runs for minutes at most).
@@ -139,20 +129,33 @@ pub const MAX_SHUTDOWN_GRACE: Duration = Duration::from_secs(3600);
 
 /// `N` or `Ns` seconds, or `Nm` minutes, at most [`MAX_SHUTDOWN_GRACE`].
 pub fn parse_grace(text: &str) -> Result<Duration, String> {
-    let (digits, unit) = match text.strip_suffix('m') {
-        Some(minutes) => (minutes, 60),
-        None => (text.strip_suffix('s').unwrap_or(text), 1),
+    parse_duration(text, false, MAX_SHUTDOWN_GRACE).map_err(|too_long| match too_long {
+        true => format!("`{text}` is longer than an hour"),
+        false => format!("`{text}` is not a duration such as 20, 20s or 2m"),
+    })
+}
+
+/// `N`/`Ns` seconds or `Nm` minutes (and `Nh` hours when `hours`), at most `max`; `Err(true)`
+/// past `max`, `Err(false)` for what is no such duration.
+fn parse_duration(text: &str, hours: bool, max: Duration) -> Result<Duration, bool> {
+    let (digits, unit) = match (
+        text.strip_suffix('h').filter(|_| hours),
+        text.strip_suffix('m'),
+    ) {
+        (Some(hours), _) => (hours, 3600),
+        (None, Some(minutes)) => (minutes, 60),
+        (None, None) => (text.strip_suffix('s').unwrap_or(text), 1),
     };
-    let grace = digits
+    let duration = digits
         .parse::<u64>()
         .ok()
         .and_then(|n| n.checked_mul(unit))
         .map(Duration::from_secs)
-        .ok_or_else(|| format!("`{text}` is not a duration such as 20, 20s or 2m"))?;
-    if grace > MAX_SHUTDOWN_GRACE {
-        return Err(format!("`{text}` is longer than an hour"));
+        .ok_or(false)?;
+    match duration > max {
+        true => Err(true),
+        false => Ok(duration),
     }
-    Ok(grace)
 }
 
 /// The parts the routes are built from, and the queue to drain.
@@ -365,7 +368,7 @@ async fn build(args: &Args) -> anyhow::Result<App> {
     })
 }
 
-/// Reconciles at start, then every `interval`, queueing on `serve`'s durable queue; each
+/// Reconciles every `interval` (the first time one interval after start), queueing on `serve`'s durable queue; each
 /// pass logs `reconcile finished` with its totals (docs/operations.md, "Is reconcile
 /// running?"). A pass that fails is logged and the next one tries again.
 async fn reconcile_every(
@@ -375,7 +378,7 @@ async fn reconcile_every(
     interval: Duration,
 ) {
     use astrolift_bot::reconcile::{NoProgress, ReconcileOptions, reconcile};
-    let mut ticks = tokio::time::interval(interval);
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
@@ -620,6 +623,22 @@ mod tests {
         assert!(parse_grace("61m").is_err());
         for bad in ["", "s", "-1", "1h", "1.5s", "99999999999999999999m"] {
             assert!(parse_grace(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_reconcile_interval_is_seconds_minutes_or_hours_up_to_a_day() {
+        assert_eq!(parse_interval("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_interval("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_interval("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_interval("1h"), Ok(Duration::from_secs(3600)));
+        // At the limit, and just past it.
+        assert_eq!(parse_interval("24h"), Ok(MAX_RECONCILE_INTERVAL));
+        assert_eq!(parse_interval("86400"), Ok(MAX_RECONCILE_INTERVAL));
+        assert!(parse_interval("86401").is_err());
+        assert!(parse_interval("1441m").is_err());
+        for bad in ["", "h", "-1", "1d", "1.5h", "99999999999999999999h"] {
+            assert!(parse_interval(bad).is_err(), "{bad}");
         }
     }
 }

@@ -8,8 +8,8 @@ use std::process::Command;
 
 use astrolift_fake_github::FakeGitHub;
 use astrolift_store::state::{
-    ChangeSet, LastSync, RepoRegistration, SqliteStateStore, StateStore, SyncedCommit,
-    SyncedCommitUpdate,
+    AgentStore, ChangeSet, LastSync, RegistrationStore, RepoRegistration, SqliteStateStore,
+    SyncedCommit, SyncedCommitUpdate,
 };
 
 use crate::support::{json, run_of};
@@ -33,7 +33,10 @@ async fn synced_store(path: &Path) {
             skill_sources: Vec::new(),
         }),
     };
-    state.put_registration(&registration).await.expect("registered");
+    state
+        .put_registration(&registration)
+        .await
+        .expect("registered");
     let mut changes = ChangeSet::new("octo/agents");
     changes.synced = Some(SyncedCommitUpdate {
         commit: SyncedCommit {
@@ -74,7 +77,11 @@ async fn a_moved_branch_is_queued_on_the_state_store_once() {
     github.add_repo("octo", "agents", "main", MOVED, fixture);
 
     let reconcile = ["reconcile", "--format", "json"];
-    let run = run_of(astrolift(&reconcile, &state, &github).output().expect("runs"));
+    let run = run_of(
+        astrolift(&reconcile, &state, &github)
+            .output()
+            .expect("runs"),
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let report = json(&run.stdout);
     assert_eq!(report["totals"]["queued"], 1, "{report:#}");
@@ -92,7 +99,11 @@ async fn a_moved_branch_is_queued_on_the_state_store_once() {
     assert_eq!(jobs[0]["job"]["head_sha"], MOVED);
 
     let before = github.requests_to("GET", "/repos/").len();
-    let run = run_of(astrolift(&reconcile, &state, &github).output().expect("runs"));
+    let run = run_of(
+        astrolift(&reconcile, &state, &github)
+            .output()
+            .expect("runs"),
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let again = json(&run.stdout);
     assert_eq!(again["totals"]["queued"], 0, "{again:#}");
@@ -105,7 +116,11 @@ async fn a_moved_branch_is_queued_on_the_state_store_once() {
     assert_eq!(json(&run.stdout).as_array().map(Vec::len), Some(1));
 
     // Human output: the ref that is not unchanged, then the totals.
-    let run = run_of(astrolift(&["reconcile"], &state, &github).output().expect("runs"));
+    let run = run_of(
+        astrolift(&["reconcile"], &state, &github)
+            .output()
+            .expect("runs"),
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     insta::assert_snapshot!("reconcile_human", run.stdout);
 }
