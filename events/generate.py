@@ -350,7 +350,12 @@ def sync_events():
         sqs_record(2, compact(pr_job).decode(), message_group(pr_job), PR_DELIVERY),
     ]
     bad = [sqs_record(1, "{\"version\":1,\"delivery_id\":", message_group(push_job), "d0000000-bad-body")]
-    return {"sync-batch": {"Records": batch}, "sync-bad-body": {"Records": bad}}
+    return {
+        "sync-batch": {"Records": batch},
+        "sync-bad-body": {"Records": bad},
+        # The template's reconcile schedule (docs/reference.md §4, "astrolift reconcile").
+        "sync-reconcile": {"astrolift": "reconcile"},
+    }
 
 
 def write(name, value):

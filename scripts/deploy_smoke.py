@@ -349,6 +349,12 @@ def check_functions(template):
         mapping = template["Resources"][logical]["Properties"]
         if mapping.get("FunctionResponseTypes") != ["ReportBatchItemFailures"]:
             fail(f"{logical}: {mapping}")
+    rule = template["Resources"].get("SyncFunctionReconcile", {})
+    rule_properties = rule.get("Properties", {})
+    if rule.get("Type") != "AWS::Events::Rule" or rule_properties.get("Targets", [{}])[0].get(
+        "Input"
+    ) != '{"astrolift":"reconcile"}':
+        fail(f"SyncFunctionReconcile: not the reconcile schedule: {rule}")
     for logical in ("WebhookFunctionUrl", "TriggerFunctionUrl"):
         if template["Resources"][logical]["Type"] != "AWS::Lambda::Url":
             fail(f"{logical} is not a function URL")

@@ -265,16 +265,7 @@ impl DurableJobQueue {
             return Err(QueueError::Closed);
         }
         let id = self.shared.ids.next();
-        let at = now();
-        let record = JobRecord {
-            id: id.clone(),
-            state: JobState::Queued,
-            attempts: 0,
-            job: serde_json::to_value(job)?,
-            queued_at: at,
-            updated_at: at,
-            error: None,
-        };
+        let record = queued_record(id.clone(), job)?;
         // Held before it is recorded, so that a sweep never takes it as another's.
         self.shared.hold(&id);
         // Recorded and queued by a task of its own, which the caller only waits for: a
@@ -294,6 +285,20 @@ impl DurableJobQueue {
                 )))
             })?
     }
+}
+
+/// The record of `job`, queued now as `id`.
+fn queued_record(id: String, job: &SyncJob) -> Result<JobRecord, serde_json::Error> {
+    let at = now();
+    Ok(JobRecord {
+        id,
+        state: JobState::Queued,
+        attempts: 0,
+        job: serde_json::to_value(job)?,
+        queued_at: at,
+        updated_at: at,
+        error: None,
+    })
 }
 
 /// Records `job` (`record`, held already) and pushes it to its lane; a job its lane
@@ -463,6 +468,39 @@ impl Shared {
         if let Err(error) = self.store.jobs().update_job(record).await {
             tracing::warn!(%error, job_id = %record.id, state = record.state.as_str(), "cannot record the job's state");
         }
+    }
+}
+
+/// Queues on the state store only: each job is recorded `queued`, and a `serve` on that
+/// store runs it (within [`SWEEP_INTERVAL`], or at its next start), in its lane's order.
+/// What `astrolift reconcile` queues on, like `astrolift jobs retry`.
+pub struct RecordedJobQueue {
+    store: Arc<dyn StateStore>,
+    ids: JobIds,
+}
+
+impl RecordedJobQueue {
+    pub fn new(store: Arc<dyn StateStore>) -> Self {
+        Self {
+            store,
+            ids: JobIds::default(),
+        }
+    }
+}
+
+impl fmt::Debug for RecordedJobQueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecordedJobQueue").finish_non_exhaustive()
+    }
+}
+
+impl JobQueue for RecordedJobQueue {
+    fn enqueue<'a>(&'a self, job: &'a SyncJob) -> BoxFuture<'a, Result<(), QueueError>> {
+        Box::pin(async move {
+            let record = queued_record(self.ids.next(), job)?;
+            self.store.jobs().put_job(&record).await?;
+            Ok(())
+        })
     }
 }
 

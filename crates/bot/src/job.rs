@@ -22,6 +22,11 @@ pub enum JobTrigger {
     /// never by a webhook; [`SyncJob::skill_change`] says which push.
     #[serde(rename = "skill")]
     SkillChanged,
+    /// `astrolift reconcile` (or its schedule) found the registered ref's head on GitHub is
+    /// not the synced commit: a missed delivery, healed (docs/reference.md §4, "astrolift
+    /// reconcile"). Applies like a push of that head, in the same lane; never made by a
+    /// webhook.
+    Reconcile,
 }
 
 /// One sync job. The queue message is this struct as JSON:
@@ -104,13 +109,13 @@ impl SyncJob {
     /// - `push-<branch hash>`: pushes to one branch (the branch is hashed:
     ///   any length and any characters, and a group id allows 128 ASCII), and the
     ///   re-syncs of that branch that a skill source's push asks for (`skill`), so that
-    ///   they are ordered with the branch's pushes;
+    ///   they are ordered with the branch's pushes, and reconcile's syncs of it (`reconcile`);
     /// - `fork`: pull requests from forks (outsiders);
     /// - `pull-request`: pull requests from the repository's own branches;
     /// - `rerequest`: re-run checks.
     pub fn lane(&self) -> String {
         match self.trigger {
-            JobTrigger::Push | JobTrigger::SkillChanged => {
+            JobTrigger::Push | JobTrigger::SkillChanged | JobTrigger::Reconcile => {
                 let branch = self.branch.as_deref().unwrap_or_default();
                 let digest = sha2::Sha256::digest(branch.as_bytes());
                 format!("push-{}", hex::encode(&digest[..8]))

@@ -40,6 +40,10 @@
 //!   it (within the projects that registered it; the catalogue: any) → at most
 //!   [`dependents::MAX_DEPENDENTS`] `skill` re-sync jobs in their registered-ref lanes;
 //!   what each applying sync records for it (`RepoRegistration::last_sync`).
+//! - [`reconcile`]: every registered ref's head asked of GitHub (one conditional request
+//!   each, `If-None-Match` with the kept `ETag`; bounded concurrency; an installation low on
+//!   rate limit skipped) → a `reconcile` sync job in its push lane where the head is not
+//!   the synced commit; a skill source or the catalogue that moved re-syncs its dependents.
 //! - [`skills`]: the sync's skill fetcher: a skill repository read as the
 //!   installation that covers it, each (repository, ref) once per sync.
 //! - [`commit_order`]: the sync's ancestry oracle, from GitHub's compare API
@@ -68,11 +72,13 @@
 //!   run, every path completes it: with the report, or as `failure` with a
 //!   plain explanation (retried while GitHub is down); a process killed
 //!   mid-sync aside, whose job runs again, in a new run.
-//! - **Dependents follow, bounded.** Only pushes queue re-syncs (a re-sync queues none, so
+//! - **Reconcile queues each head once.** Its job's delivery id is a digest of (repository,
+//!   ref, head), recorded before it is queued, so a repeated pass queues no duplicate.
+//! - **Dependents follow, bounded.** Only pushes (and reconcile's syncs) queue re-syncs (a re-sync queues none, so
 //!   none loop), at most 32 per push, and an organization skill repository re-syncs only
 //!   the registrations of the projects that registered it.
 //! - **Only pushes to the registered ref apply** (and dependent re-syncs of its applied
-//!   commit). Unregistered repositories,
+//!   commit, and reconcile's syncs of its head). Unregistered repositories,
 //!   other refs, pull requests (forks above all) and re-requested checks are
 //!   checked only, and the check run says why.
 //! - **Drift is accepted only by writers.** "Accept drift" asks GitHub for
@@ -102,6 +108,7 @@ pub mod ingress;
 pub mod job;
 mod job_error;
 pub mod queue;
+pub mod reconcile;
 pub mod report;
 pub mod retry;
 pub mod routes;

@@ -276,7 +276,7 @@ impl SyncRunner {
     /// Queues the re-syncs of the dependents of a push to a skill source (only pushes
     /// follow: a re-sync queues none, so there are no loops).
     async fn follow(&self, job: &SyncJob) -> Result<Followed, JobError> {
-        if job.trigger != JobTrigger::Push {
+        if !matches!(job.trigger, JobTrigger::Push | JobTrigger::Reconcile) {
             return Ok(Followed::default());
         }
         let (followed, jobs) =
@@ -530,7 +530,7 @@ pub fn decide_mode(
         return (Mode::Check, Some(reason));
     };
     let reason = match job.trigger {
-        JobTrigger::Push | JobTrigger::SkillChanged => {
+        JobTrigger::Push | JobTrigger::SkillChanged | JobTrigger::Reconcile => {
             let applying: Vec<Coverage> = applying(job, registrations)
                 .into_iter()
                 .map(Coverage::from)
@@ -578,7 +578,10 @@ fn of_installation<'r>(
 /// The registrations a job applies: of its installation and, for a push (or a dependent
 /// re-sync), of the branch; none for other triggers.
 fn applying<'r>(job: &SyncJob, registrations: &'r [RepoRegistration]) -> Vec<&'r RepoRegistration> {
-    if !matches!(job.trigger, JobTrigger::Push | JobTrigger::SkillChanged) {
+    if !matches!(
+        job.trigger,
+        JobTrigger::Push | JobTrigger::SkillChanged | JobTrigger::Reconcile
+    ) {
         return Vec::new();
     }
     of_installation(job, registrations)

@@ -87,6 +87,8 @@ enum Command {
     /// the sync queue's SQS dead-letter queue on AWS).
     #[command(subcommand)]
     Jobs(JobsCommand),
+    /// Compare every registered ref with GitHub's head; queue a sync where they differ.
+    Reconcile(cmd::reconcile::Args),
 }
 
 #[derive(Debug, Subcommand)]
@@ -235,6 +237,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Jobs(JobsCommand::List(args)) => cmd::jobs::list(args),
         Command::Jobs(JobsCommand::Retry(args)) => cmd::jobs::retry(args),
+        Command::Reconcile(args) => cmd::reconcile::run(args),
     };
     let code = result.unwrap_or_else(|error| {
         if output::stdout_closed() {

@@ -247,6 +247,10 @@ impl StateStore for FaultyStateStore {
     fn jobs(&self) -> &dyn crate::state::JobStore {
         self.inner.jobs()
     }
+
+    fn seen_heads(&self) -> &dyn crate::state::SeenHeadStore {
+        self.inner.seen_heads()
+    }
 }
 
 impl RegistrationStore for FaultyStateStore {

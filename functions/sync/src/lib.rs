@@ -25,6 +25,12 @@
 //! before the invocation's deadline; the rest are reported without running,
 //! so that a timeout never makes Lambda redeliver the whole batch.
 //!
+//! Reconcile: the template's EventBridge schedule invokes the function with
+//! [`RECONCILE_EVENT`] (`{"astrolift":"reconcile"}`, not an SQS batch; [`Invocation`] tells
+//! them apart). It runs one pass of `astrolift_bot::reconcile`, queueing what it finds on
+//! the sync queue (SQS deduplicates by the job's delivery id), and answers the pass's totals
+//! (docs/reference.md §4, "astrolift reconcile").
+//!
 //! The runner is built once per container ([`SyncFunction::from_env`]).
 #![forbid(unsafe_code)]
 
@@ -33,6 +39,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use astrolift_bot::config::{ConfigError, Environment};
+use astrolift_bot::reconcile::{NoProgress, ReconcileOptions, ReconcileReport, reconcile};
 use astrolift_bot::{JobQueue, QueuedJob, SyncRunner};
 use astrolift_manifest::Limits;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
@@ -45,6 +52,39 @@ pub const FAIL_RUN_PATIENCE: Duration = Duration::from_secs(60);
 
 /// The least time left before the deadline to start another job.
 pub const RUN_MARGIN: Duration = Duration::from_secs(120);
+
+/// The event the template's schedule sends (docs/reference.md §4, "astrolift reconcile").
+pub const RECONCILE_EVENT: &str = r#"{"astrolift":"reconcile"}"#;
+
+/// What the function was invoked with.
+#[derive(Debug, Clone)]
+pub enum Invocation {
+    /// A batch of the sync queue (or the report queue).
+    Batch(SqsEvent),
+    /// The reconcile schedule's [`RECONCILE_EVENT`].
+    Reconcile,
+}
+
+impl Invocation {
+    /// An object whose `astrolift` is `reconcile` is the schedule's; anything else must be
+    /// an SQS batch.
+    pub fn parse(event: serde_json::Value) -> Result<Self, serde_json::Error> {
+        if event.get("astrolift").and_then(|v| v.as_str()) == Some("reconcile") {
+            return Ok(Invocation::Reconcile);
+        }
+        serde_json::from_value(event).map(Invocation::Batch)
+    }
+}
+
+/// Why a reconcile invocation failed (Lambda counts it an error; the next schedule tries
+/// again).
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileFailed {
+    #[error("reconcile needs the sync queue: ASTROLIFT_SYNC_QUEUE_URL is not set")]
+    NoQueue,
+    #[error("reconcile failed: {0}")]
+    Pass(#[from] astrolift_bot::JobError),
+}
 
 /// The SQS attribute naming a FIFO record's message group.
 const MESSAGE_GROUP_ID: &str = "MessageGroupId";
@@ -106,6 +146,16 @@ impl SyncFunction {
 
     pub fn runner(&self) -> &SyncRunner {
         &self.runner
+    }
+
+    /// The schedule's invocation: one reconcile pass, its jobs sent to the sync queue.
+    pub async fn reconcile(&self) -> Result<ReconcileReport, ReconcileFailed> {
+        let queue = self.runner.jobs.as_ref().ok_or(ReconcileFailed::NoQueue)?;
+        let runner = &self.runner;
+        let state = runner.stores.state.as_ref();
+        let options = ReconcileOptions::default();
+        let report = reconcile(state, &runner.github, queue.as_ref(), options, &NoProgress).await?;
+        Ok(report)
     }
 
     /// One batch: its records in order, the ones to deliver again reported.

@@ -1,12 +1,10 @@
-//! The `sync` Lambda binary: build the runner once, then serve SQS batches.
+//! The `sync` Lambda binary: build the runner once, then serve SQS batches and the
+//! reconcile schedule's events.
 #![forbid(unsafe_code)]
-
-use std::convert::Infallible;
 
 use astrolift_bot::config::Environment;
 use astrolift_bot::telemetry;
-use astrolift_fn_sync::SyncFunction;
-use aws_lambda_events::event::sqs::SqsEvent;
+use astrolift_fn_sync::{Invocation, SyncFunction};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 
 #[tokio::main]
@@ -19,10 +17,18 @@ async fn main() -> Result<(), Error> {
             return Err(error.into());
         }
     };
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
         let function = function.clone();
         let deadline = event.context.deadline();
-        async move { Ok::<_, Infallible>(function.handle(event.payload, Some(deadline)).await) }
+        async move {
+            let answer = match Invocation::parse(event.payload)? {
+                Invocation::Batch(batch) => {
+                    serde_json::to_value(function.handle(batch, Some(deadline)).await)?
+                }
+                Invocation::Reconcile => serde_json::to_value(function.reconcile().await?.totals)?,
+            };
+            Ok::<_, Error>(answer)
+        }
     }))
     .await
 }

@@ -6,7 +6,13 @@
 //! - a ref that names no commit is `422` with `No commit found for SHA: <ref>`;
 //! - `Accept: application/vnd.github.sha` answers the bare sha as `text/plain`;
 //! - the repository installation is asked with the App JWT; a repository the App is not
-//!   installed on is `404 Not Found`.
+//!   installed on is `404 Not Found`;
+//! - a commit answer carries an `ETag` (the same for the same commit and media type), and a
+//!   request whose `If-None-Match` names it is answered `304 Not Modified` without a body;
+//! - every commit answer carries `X-RateLimit-Limit`, `-Remaining`, `-Used` and `-Reset` for
+//!   the token's installation: a `200` uses one request of its 5,000 an hour, a `304` none
+//!   (as GitHub counts), and [`FakeGitHub::set_rate_limit_remaining`](crate::FakeGitHub::set_rate_limit_remaining)
+//!   sets what is left.
 
 use axum::extract::{Path, State as AxumState};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -25,7 +31,7 @@ pub(crate) async fn commit(
     Path((owner, repo, git_ref)): Path<(String, String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    let state = state.lock();
+    let mut state = state.lock();
     if let Some(refused) = repo_refusal(&state, &headers, &owner, &repo, COMMIT_DOCS) {
         return refused;
     }
@@ -40,13 +46,26 @@ pub(crate) async fn commit(
         .get("accept")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|accept| accept.contains(SHA_MEDIA_TYPE));
+    let etag = etag_of(&found.sha, wants_sha);
+    let not_modified = headers
+        .get("if-none-match")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|tags| tags.split(',').any(|tag| tag.trim() == etag));
+    let limits = rate_limit_headers(&mut state, &headers, !not_modified);
+    let mut answer = HeaderMap::new();
+    answer.extend(limits);
+    if let Ok(value) = HeaderValue::from_str(&etag) {
+        answer.insert("etag", value);
+    }
+    if not_modified {
+        return (StatusCode::NOT_MODIFIED, answer).into_response();
+    }
     if wants_sha {
-        let mut response = found.sha.into_response();
-        response.headers_mut().insert(
+        answer.insert(
             "content-type",
             HeaderValue::from_static("text/plain; charset=utf-8"),
         );
-        return response;
+        return (StatusCode::OK, answer, found.sha).into_response();
     }
     let body = json!({
         "sha": found.sha,
@@ -55,7 +74,44 @@ pub(crate) async fn commit(
         "parents": [],
         "files": [],
     });
-    json_response(StatusCode::OK, body, HeaderMap::new())
+    json_response(StatusCode::OK, body, answer)
+}
+
+/// The `ETag` of a commit answer: a strong tag of the sha for the bare-sha media type, a weak
+/// one for JSON (as GitHub marks them).
+fn etag_of(sha: &str, bare_sha: bool) -> String {
+    match bare_sha {
+        true => format!("\"{sha}\""),
+        false => format!("W/\"{sha}-json\""),
+    }
+}
+
+/// The rate-limit headers of an answer to the token of `headers`, after using one request of
+/// its installation's budget when `counts` (a `304` does not).
+fn rate_limit_headers(state: &mut crate::State, headers: &HeaderMap, counts: bool) -> HeaderMap {
+    let installation = crate::bearer(headers)
+        .and_then(|token| state.tokens.get(token))
+        .and_then(|issued| issued.installation_id)
+        .unwrap_or_default();
+    let remaining = state
+        .rate_limit_remaining
+        .entry(installation)
+        .or_insert(crate::RATE_LIMIT_PER_HOUR);
+    if counts {
+        *remaining = remaining.saturating_sub(1);
+    }
+    let remaining = *remaining;
+    let reset = crate::auth::epoch(state.now()) + 3600;
+    let mut answer = HeaderMap::new();
+    for (name, value) in [
+        ("x-ratelimit-limit", crate::RATE_LIMIT_PER_HOUR),
+        ("x-ratelimit-remaining", remaining),
+        ("x-ratelimit-used", crate::RATE_LIMIT_PER_HOUR - remaining),
+        ("x-ratelimit-reset", reset),
+    ] {
+        answer.insert(name, HeaderValue::from(value));
+    }
+    answer
 }
 
 pub(crate) async fn repository_installation(

@@ -18,7 +18,9 @@
 //!   the roles the test sets ([`FakeGitHub::add_collaborator`]), 404 for
 //!   anyone else.
 //! - `GET /repos/{owner}/{repo}/commits/{ref}`: the commit a ref (or sha) names,
-//!   422 `No commit found for SHA` for an unknown ref;
+//!   422 `No commit found for SHA` for an unknown ref; with an `ETag`, `304 Not Modified`
+//!   for an `If-None-Match` that names it, and `X-RateLimit-*` headers per installation
+//!   ([`FakeGitHub::set_rate_limit_remaining`]);
 //! - `GET /repos/{owner}/{repo}/installation` (App JWT): the installation the
 //!   test put the repository in ([`FakeGitHub::install_repo`]), 404 otherwise.
 //!
@@ -117,7 +119,13 @@ pub(crate) struct State {
     pub collaborators: HashMap<(String, String, String), String>,
     /// The installation that covers a repository, by `(owner, repo)`.
     pub repo_installations: HashMap<(String, String), u64>,
+    /// Requests left this hour per installation (0: a token of no installation), as the
+    /// commit answers' `X-RateLimit-Remaining` says; [`RATE_LIMIT_PER_HOUR`] until used.
+    pub rate_limit_remaining: HashMap<u64, u64>,
 }
+
+/// An installation's REST budget an hour, as GitHub's `X-RateLimit-Limit` says.
+pub const RATE_LIMIT_PER_HOUR: u64 = 5_000;
 
 impl State {
     /// The fake's idea of now: the real time plus the test's offset.
@@ -230,6 +238,13 @@ impl FakeGitHub {
         }
         let key = (owner.to_owned(), repo.to_owned());
         state.repo_installations.insert(key, id);
+    }
+
+    /// Sets what installation `id` has left of its hourly budget: the next commit answers
+    /// say `X-RateLimit-Remaining` from there.
+    pub fn set_rate_limit_remaining(&self, id: u64, remaining: u64) {
+        let remaining = remaining.min(RATE_LIMIT_PER_HOUR);
+        self.state.lock().rate_limit_remaining.insert(id, remaining);
     }
 
     /// Serves the examples' skill repositories (`tests/fake-github/skill-repos/`), which their

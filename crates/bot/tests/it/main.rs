@@ -8,6 +8,7 @@ mod durable;
 mod faults;
 mod ingress;
 mod queue;
+mod reconcile;
 mod redelivery;
 mod registrations;
 mod reports;

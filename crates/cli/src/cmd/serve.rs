@@ -98,6 +98,30 @@ pub struct CapacityArgs {
         value_parser = parse_grace
     )]
     pub shutdown_grace: Duration,
+
+    /// How often every registered ref is reconciled with GitHub's head (`10m`, `1h`, `90s`;
+    /// `0` turns it off): a push whose delivery was missed is synced by the next pass
+    /// (docs/reference.md §4, "astrolift reconcile"). The first pass runs one interval after
+    /// start.
+    #[arg(
+        long,
+        env = "ASTROLIFT_SERVE_RECONCILE_INTERVAL",
+        default_value = "10m",
+        value_parser = parse_interval
+    )]
+    pub reconcile_interval: Duration,
+}
+
+/// Longest `--reconcile-interval`: a day.
+pub const MAX_RECONCILE_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+
+/// `N`/`Ns` seconds, `Nm` minutes or `Nh` hours, at most [`MAX_RECONCILE_INTERVAL`]; `0`
+/// is off.
+pub fn parse_interval(text: &str) -> Result<Duration, String> {
+    parse_duration(text, true, MAX_RECONCILE_INTERVAL).map_err(|too_long| match too_long {
+        true => format!("`{text}` is longer than a day"),
+        false => format!("`{text}` is not a duration such as 0, 90s, 10m or 1h"),
+    })
 }
 
 /// Longest `--shutdown-grace`: an hour (a sync runs for minutes at most).
@@ -105,20 +129,33 @@ pub const MAX_SHUTDOWN_GRACE: Duration = Duration::from_secs(3600);
 
 /// `N` or `Ns` seconds, or `Nm` minutes, at most [`MAX_SHUTDOWN_GRACE`].
 pub fn parse_grace(text: &str) -> Result<Duration, String> {
-    let (digits, unit) = match text.strip_suffix('m') {
-        Some(minutes) => (minutes, 60),
-        None => (text.strip_suffix('s').unwrap_or(text), 1),
+    parse_duration(text, false, MAX_SHUTDOWN_GRACE).map_err(|too_long| match too_long {
+        true => format!("`{text}` is longer than an hour"),
+        false => format!("`{text}` is not a duration such as 20, 20s or 2m"),
+    })
+}
+
+/// `N`/`Ns` seconds or `Nm` minutes (and `Nh` hours when `hours`), at most `max`; `Err(true)`
+/// past `max`, `Err(false)` for what is no such duration.
+fn parse_duration(text: &str, hours: bool, max: Duration) -> Result<Duration, bool> {
+    let (digits, unit) = match (
+        text.strip_suffix('h').filter(|_| hours),
+        text.strip_suffix('m'),
+    ) {
+        (Some(hours), _) => (hours, 3600),
+        (None, Some(minutes)) => (minutes, 60),
+        (None, None) => (text.strip_suffix('s').unwrap_or(text), 1),
     };
-    let grace = digits
+    let duration = digits
         .parse::<u64>()
         .ok()
         .and_then(|n| n.checked_mul(unit))
         .map(Duration::from_secs)
-        .ok_or_else(|| format!("`{text}` is not a duration such as 20, 20s or 2m"))?;
-    if grace > MAX_SHUTDOWN_GRACE {
-        return Err(format!("`{text}` is longer than an hour"));
+        .ok_or(false)?;
+    match duration > max {
+        true => Err(true),
+        false => Ok(duration),
     }
-    Ok(grace)
 }
 
 /// The parts the routes are built from, and the queue to drain.
@@ -287,7 +324,7 @@ async fn build(args: &Args) -> anyhow::Result<App> {
     let dependents = Arc::new(LateJobQueue::default());
     let runner = Arc::new(SyncRunner {
         stores: stores.clone(),
-        github,
+        github: Arc::clone(&github),
         limits,
         function: "serve",
         fail_run_patience: Duration::from_secs(60),
@@ -305,6 +342,11 @@ async fn build(args: &Args) -> anyhow::Result<App> {
         tracing::info!(resumed, "resumed the jobs queued before the last stop");
     }
     dependents.set(Arc::clone(&jobs) as Arc<dyn JobQueue>);
+    if !args.capacity.reconcile_interval.is_zero() {
+        let queue = Arc::clone(&jobs) as Arc<dyn JobQueue>;
+        let every = args.capacity.reconcile_interval;
+        tokio::spawn(reconcile_every(stores.clone(), github, queue, every));
+    }
     let triggers = Arc::new(
         service_from_env(&environment, stores.state.clone(), stores.blobs.clone())
             .await
@@ -325,6 +367,34 @@ async fn build(args: &Args) -> anyhow::Result<App> {
         bodies: BodyBudget::new(args.capacity.body_budget),
         jobs,
     })
+}
+
+/// Reconciles every `interval` (the first time one interval after start), queueing on `serve`'s durable queue; each
+/// pass logs `reconcile finished` with its totals (docs/operations.md, "Is reconcile
+/// running?"). A pass that fails is logged and the next one tries again.
+async fn reconcile_every(
+    stores: Stores,
+    github: Arc<astrolift_forge::github::GitHubApp>,
+    queue: Arc<dyn JobQueue>,
+    interval: Duration,
+) {
+    use astrolift_bot::reconcile::{NoProgress, ReconcileOptions, reconcile};
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let pass = reconcile(
+            stores.state.as_ref(),
+            &github,
+            queue.as_ref(),
+            ReconcileOptions::default(),
+            &NoProgress,
+        )
+        .await;
+        if let Err(error) = pass {
+            tracing::warn!(%error, "reconcile failed; the next pass tries again");
+        }
+    }
 }
 
 /// A job the queue gave up on: its check run concludes `failure` with the reason and a
@@ -554,6 +624,22 @@ mod tests {
         assert!(parse_grace("61m").is_err());
         for bad in ["", "s", "-1", "1h", "1.5s", "99999999999999999999m"] {
             assert!(parse_grace(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_reconcile_interval_is_seconds_minutes_or_hours_up_to_a_day() {
+        assert_eq!(parse_interval("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_interval("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_interval("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_interval("1h"), Ok(Duration::from_secs(3600)));
+        // At the limit, and just past it.
+        assert_eq!(parse_interval("24h"), Ok(MAX_RECONCILE_INTERVAL));
+        assert_eq!(parse_interval("86400"), Ok(MAX_RECONCILE_INTERVAL));
+        assert!(parse_interval("86401").is_err());
+        assert!(parse_interval("1441m").is_err());
+        for bad in ["", "h", "-1", "1d", "1.5h", "99999999999999999999h"] {
+            assert!(parse_interval(bad).is_err(), "{bad}");
         }
     }
 }

@@ -25,6 +25,7 @@ mod inline;
 mod killed;
 mod pipes;
 mod push_bench;
+mod reconcile;
 mod registry;
 mod remote_skills;
 mod renderers;

@@ -433,11 +433,30 @@ impl GitHubApp {
         url: &Url,
         bearer: &SecretString,
     ) -> Result<http::Response<StreamBody>, GitHubError> {
+        self.get_raw(url, bearer, http::HeaderMap::new(), true)
+            .await
+    }
+
+    /// A `GET` of `url` (absolute) with `headers` added, answered as it is below 400 (a
+    /// `304 Not Modified` included), with `bearer` only when `url` is on the API's origin.
+    /// `streaming`: the body is a download, not bounded by the per-attempt deadline.
+    pub(crate) async fn get_raw(
+        &self,
+        url: &Url,
+        bearer: &SecretString,
+        headers: http::HeaderMap,
+        streaming: bool,
+    ) -> Result<http::Response<StreamBody>, GitHubError> {
         let path = url.path().to_owned();
         let same_origin = url.origin() == self.inner.config.api_url.origin();
-        let mut request = http::Request::get(url.as_str())
-            .header("x-github-api-version", API_VERSION)
-            .extension(super::layers::Streaming);
+        let mut request =
+            http::Request::get(url.as_str()).header("x-github-api-version", API_VERSION);
+        if streaming {
+            request = request.extension(super::layers::Streaming);
+        }
+        if let Some(request_headers) = request.headers_mut() {
+            request_headers.extend(headers);
+        }
         if same_origin {
             request = request.header(header::AUTHORIZATION, bearer_header(bearer, &path)?);
         }

@@ -11,6 +11,7 @@
 //! let status = gh.compare(&repo, registered, pushed).await?;   // ahead | behind | ...
 //! let covering = app.repository_installation(&repo).await?;    // None: the App is not installed
 //! let sha = gh.commit_sha(&repo, "main").await?;              // None: no such ref
+//! let head = gh.ref_head(&repo, "main", Some(etag)).await?;   // NotModified: a 304
 //! gh.complete(&repo, run, Conclusion::of(&diagnostics), output).await?;  // or gh.fail_run(..)
 //! let who = gh.collaborator_permission(&repo, "mona").await?;  // None: not a collaborator
 //! let files = gh.pull_request_files(&repo, 7).await?;          // with each file's `patch`
@@ -44,6 +45,7 @@ pub use client::{
     Installation, RepoPath,
 };
 pub use comments::IssueComment;
+pub use commits::{HeadAnswer, MAX_ETAG_LEN, RefHead};
 pub use compare::CompareStatus;
 pub use permissions::RepositoryPermission;
 pub use pulls::{

@@ -39,6 +39,7 @@ mod env_specs;
 mod installations;
 mod jobs;
 mod registrations;
+mod seen_heads;
 mod skills;
 mod tasks;
 mod workflows;
@@ -1160,6 +1161,10 @@ impl StateStore for DynamoStateStore {
     }
 
     fn jobs(&self) -> &dyn super::jobs::JobStore {
+        self
+    }
+
+    fn seen_heads(&self) -> &dyn super::seen_heads::SeenHeadStore {
         self
     }
 }

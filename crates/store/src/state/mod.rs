@@ -1,5 +1,5 @@
 //! Registration state: repositories, agents, audit history, deliveries, triggers, dispatches
-//! and their tasks, and where remote skills come from.
+//! and their tasks, where remote skills come from, and the heads reconcile last saw.
 
 pub mod agents;
 pub mod bindings;
@@ -15,6 +15,7 @@ mod model;
 mod open;
 pub mod outbox;
 pub mod registrations;
+pub mod seen_heads;
 pub mod skills;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -41,6 +42,7 @@ pub use model::*;
 pub use open::{open_state_store, state_store_from_url};
 pub use outbox::{DispatchOutbox, Queued, QueuedDispatch};
 pub use registrations::RegistrationStore;
+pub use seen_heads::{SeenHead, SeenHeadStore};
 pub use skills::{Catalogue, SkillRepo, SkillSourceStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStateStore;

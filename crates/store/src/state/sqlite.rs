@@ -28,6 +28,7 @@ mod jobs;
 mod outbox;
 mod registrations;
 mod rows;
+mod seen_heads;
 mod skills;
 mod tasks;
 mod workflows;
@@ -205,6 +206,9 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
     connection.execute_batch(tasks::SCHEMA).map_err(sql_error)?;
     connection
         .execute_batch(configs::SCHEMA)
+        .map_err(sql_error)?;
+    connection
+        .execute_batch(seen_heads::SCHEMA)
         .map_err(sql_error)?;
     connection
         .execute_batch(skills::SCHEMA)
@@ -459,6 +463,10 @@ impl StateStore for SqliteStateStore {
     }
 
     fn jobs(&self) -> &dyn super::jobs::JobStore {
+        self
+    }
+
+    fn seen_heads(&self) -> &dyn super::seen_heads::SeenHeadStore {
         self
     }
 

@@ -15,6 +15,7 @@ use super::jobs::JobStore;
 use super::model::*;
 use super::outbox::DispatchOutbox;
 use super::registrations::RegistrationStore;
+use super::seen_heads::SeenHeadStore;
 use super::skills::SkillSourceStore;
 use super::tasks::TaskStore;
 use super::workflows::WorkflowStore;
@@ -111,6 +112,9 @@ pub trait StateStore:
 
     /// The jobs of `serve`'s durable queue and its dead letter ([`jobs`](super::jobs)).
     fn jobs(&self) -> &dyn JobStore;
+
+    /// The heads `astrolift reconcile` last saw, with their `ETag`s ([`seen_heads`](super::seen_heads)).
+    fn seen_heads(&self) -> &dyn SeenHeadStore;
 
     /// The dispatch outbox kept inside the store ([`outbox`](super::outbox)): SQLite's; `None` for a
     /// store without one (DynamoDB, whose dispatches go to SQS).

@@ -91,6 +91,7 @@ fn key(attribute: &str, key_type: &str) -> KeyShape {
 /// - skill repository: `SKILL_REPOS` | `<project>#<alias>`, and its copy keyed by repository
 ///   `SKILL_SOURCE#<owner/name, lower case>` | `<project>#<alias>`; the catalogue:
 ///   `CATALOGUE` | `CATALOGUE`
+/// - the head reconcile last saw of a ref, with its `ETag`: `SEEN_HEAD#<owner/name>` | `<ref>`
 ///
 /// The small catalogues (registrations, installations, env specs, trigger bindings, skill
 /// repositories) share one partition each so they can be listed with a Query; they are

@@ -7,5 +7,6 @@ mod dead_letter;
 #[path = "../../../../tests/sqs/dead_letter_queues.rs"]
 mod dead_letter_queues;
 mod dependents;
+mod reconcile;
 mod reports;
 mod support;

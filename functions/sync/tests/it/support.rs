@@ -24,7 +24,7 @@ pub const INSTALLATION: u64 = 51234567;
 pub const MAIN_SHA: &str = "3f2a9c1e5b7d4a6f8e0c2b4d6f8a0c2e4b6d8f0a";
 pub const PR_SHA: &str = "9b1d3f5a7c9e1b3d5f7a9c1e3b5d7f9a1c3e5b7d";
 
-fn root() -> PathBuf {
+pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 

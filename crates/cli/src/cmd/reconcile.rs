@@ -1,0 +1,153 @@
+//! `astrolift reconcile [--format json]` (docs/reference.md §3 and §4, "astrolift
+//! reconcile"): one pass of `astrolift_bot::reconcile` on the configured stores, as the
+//! GitHub App (`GITHUB_APP_ID` and its private key, like `serve`). The jobs it finds are
+//! queued where `serve` runs them: recorded `queued` on the state store's durable queue, so a
+//! running `serve` on that store takes them within seconds, and a stopped one at its start.
+//! Nothing is synced in this process.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use astrolift_bot::config::Environment;
+use astrolift_bot::durable::RecordedJobQueue;
+use astrolift_bot::reconcile::{
+    ReconcileOptions, ReconcileProgress, ReconcileReport, RefOutcome, RefStatus, reconcile,
+};
+use astrolift_cli::render::plural;
+
+use super::registry::ListFormat;
+use super::stores::{StoreArgs, runtime};
+use crate::output::outln;
+use crate::progress::Progress;
+
+/// The most requests `--concurrency` allows in flight.
+pub const MAX_CONCURRENCY: usize = 64;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// `human` or `json` (`{"refs": [...], "totals": {...}}`, docs/reference.md §4).
+    #[arg(long, value_enum, default_value_t = ListFormat::Human)]
+    format: ListFormat,
+    /// GitHub requests in flight at once (1 to 64).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    concurrency: u16,
+    #[command(flatten)]
+    stores: StoreArgs,
+}
+
+/// The progress bar, one step per ref.
+struct Bar {
+    progress: Progress,
+    done: std::sync::atomic::AtomicUsize,
+    total: std::sync::atomic::AtomicUsize,
+}
+
+impl ReconcileProgress for Bar {
+    fn planned(&self, refs: usize) {
+        use std::sync::atomic::Ordering;
+        self.total.store(refs, Ordering::Relaxed);
+        self.progress.set(0, refs);
+    }
+
+    fn finished(&self, _outcome: &RefOutcome) {
+        use std::sync::atomic::Ordering;
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        self.progress.set(done, self.total.load(Ordering::Relaxed));
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let report = runtime()?.block_on(async {
+        let state = args.stores.state().await?;
+        let github = Environment::new()
+            .github_app()
+            .await
+            .context("reconcile needs the GitHub App's id and private key")?;
+        let queue = RecordedJobQueue::new(Arc::clone(&state));
+        let bar = Bar {
+            progress: Progress::bar("reconciling", "refs", args.format == ListFormat::Human),
+            done: 0.into(),
+            total: 0.into(),
+        };
+        let options = ReconcileOptions {
+            concurrency: usize::from(args.concurrency).clamp(1, MAX_CONCURRENCY),
+            ..ReconcileOptions::default()
+        };
+        let report = reconcile(state.as_ref(), &github, &queue, options, &bar).await?;
+        drop(bar);
+        anyhow::Ok(report)
+    })?;
+    match args.format {
+        ListFormat::Json => outln!("{}", serde_json::to_string(&report)?)?,
+        ListFormat::Human => print_human(&report)?,
+    }
+    Ok(match report.totals.failed {
+        0 => ExitCode::SUCCESS,
+        _ => ExitCode::from(super::EXIT_FINDINGS),
+    })
+}
+
+/// One line per ref that is not unchanged, then the totals.
+fn print_human(report: &ReconcileReport) -> anyhow::Result<()> {
+    for outcome in report
+        .refs
+        .iter()
+        .filter(|r| r.status != RefStatus::Unchanged)
+    {
+        outln!("{}", describe(outcome))?;
+    }
+    let totals = &report.totals;
+    outln!(
+        "{}: {} unchanged, {} queued ({}), {} skipped, {} failed; {} ({} not modified)",
+        plural(totals.refs, "ref"),
+        totals.unchanged,
+        totals.queued,
+        plural(totals.jobs, "job"),
+        totals.skipped,
+        totals.failed,
+        plural(totals.requests, "GitHub request"),
+        totals.not_modified,
+    )?;
+    Ok(())
+}
+
+/// `queued  octo/agents@main  0123456789ab (synced 89abcdef0123)`.
+fn describe(outcome: &RefOutcome) -> String {
+    let short = |sha: &Option<String>| -> String {
+        sha.as_deref()
+            .map(|s| s.chars().take(12).collect())
+            .unwrap_or_else(|| "-".to_owned())
+    };
+    let status = serde_json::to_value(outcome.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let mut line = format!(
+        "{status}  {}@{}  {} (synced {})",
+        outcome.repository,
+        outcome.git_ref,
+        short(&outcome.head),
+        short(&outcome.synced)
+    );
+    if let Some(reason) = outcome
+        .reason
+        .and_then(|r| serde_json::to_value(r).ok())
+        .and_then(|v| v.as_str().map(str::to_owned))
+    {
+        line.push_str(&format!(": {reason}"));
+    }
+    if let Some(detail) = &outcome.detail {
+        line.push_str(&format!(": {detail}"));
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_default_concurrency_is_the_bots() {
+        assert_eq!(8, astrolift_bot::reconcile::DEFAULT_CONCURRENCY);
+        const { assert!(super::MAX_CONCURRENCY >= 8) };
+    }
+}
