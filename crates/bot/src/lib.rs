@@ -98,6 +98,7 @@ pub mod dependents;
 pub mod durable;
 pub mod ingress;
 pub mod job;
+pub mod layers;
 mod job_error;
 pub mod queue;
 pub mod report;

@@ -54,6 +54,7 @@ pub mod callback;
 pub mod content;
 pub mod dispatch;
 pub mod env;
+pub mod layers;
 #[cfg(feature = "sqlite")]
 pub mod file_outbox;
 mod kept;

@@ -33,6 +33,7 @@ type Item = HashMap<String, AttributeValue>;
 mod agents;
 mod bindings;
 mod configs;
+mod layers;
 mod deliveries;
 mod dispatches;
 mod env_specs;
@@ -1144,6 +1145,10 @@ impl StateStore for DynamoStateStore {
     }
 
     fn workspaces(&self) -> &dyn super::workspaces::WorkspaceStore {
+        self
+    }
+
+    fn layers(&self) -> &dyn super::layers::LayerStore {
         self
     }
 

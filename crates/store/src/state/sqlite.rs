@@ -20,6 +20,7 @@ use crate::{BoxFuture, StoreError, StoreResult};
 mod agents;
 mod bindings;
 mod configs;
+mod layers;
 mod deliveries;
 mod dispatches;
 mod env_specs;
@@ -205,6 +206,9 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
     connection.execute_batch(tasks::SCHEMA).map_err(sql_error)?;
     connection
         .execute_batch(configs::SCHEMA)
+        .map_err(sql_error)?;
+    connection
+        .execute_batch(layers::SCHEMA)
         .map_err(sql_error)?;
     connection
         .execute_batch(skills::SCHEMA)
@@ -443,6 +447,10 @@ impl StateStore for SqliteStateStore {
     }
 
     fn workspaces(&self) -> &dyn super::workspaces::WorkspaceStore {
+        self
+    }
+
+    fn layers(&self) -> &dyn super::layers::LayerStore {
         self
     }
 

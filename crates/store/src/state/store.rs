@@ -7,6 +7,7 @@ use super::agents::AgentStore;
 use super::bindings::TriggerBindingStore;
 use super::change::{AgentChange, ChangeSet};
 use super::configs::ConfigPackageStore;
+use super::layers::LayerStore;
 use super::deliveries::DeliveryStore;
 use super::dispatches::DispatchStore;
 use super::env_specs::EnvSpecStore;
@@ -102,6 +103,9 @@ pub trait StateStore:
 
     /// Registered workspace manifests and drift acceptances ([`workspaces`](super::workspaces)).
     fn workspaces(&self) -> &dyn WorkspaceStore;
+
+    /// Dependency layer builds ([`layers`](super::layers)).
+    fn layers(&self) -> &dyn LayerStore;
 
     /// Packaged config manifests ([`configs`](super::configs)).
     fn config_packages(&self) -> &dyn ConfigPackageStore;

@@ -60,6 +60,7 @@ mod aws_errors;
 mod binding_contract;
 mod blob_contract;
 mod config_contract;
+mod layer_contract;
 mod delivery_contract;
 mod dispatch_contract;
 mod env_spec_contract;
