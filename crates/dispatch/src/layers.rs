@@ -568,3 +568,60 @@ pub async fn record_packager_result(
     state.layers().put_layer_build(&next, Some(expected)).await?;
     Ok(true)
 }
+
+/// Why [`report_packager_dispatch`] recorded nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum PackagerReportError {
+    #[error("no dispatch has the id {0}")]
+    NoDispatch(String),
+    #[error("dispatch {0} is not a packager dispatch")]
+    NotPackager(String),
+    #[error("the packager's result is malformed: {0}")]
+    Malformed(String),
+    #[error("dispatch {dispatch_id} has a terminal status already ({status})")]
+    Finished { dispatch_id: String, status: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What the callback route does for a packager dispatch, by dispatch id, for an operator
+/// (`astrolift layers report`): checks the result, records the task's terminal report,
+/// then the layer build. Returns the layer key.
+pub async fn report_packager_dispatch(
+    state: &dyn StateStore,
+    dispatch_id: &str,
+    status: TaskStatus,
+    result: Option<&Value>,
+    now: UnixSeconds,
+) -> Result<String, PackagerReportError> {
+    let task = state
+        .tasks()
+        .get_dispatch_task(dispatch_id)
+        .await?
+        .ok_or_else(|| PackagerReportError::NoDispatch(dispatch_id.to_owned()))?;
+    let dispatch = state
+        .get_dispatch(&task.idempotency_key)
+        .await?
+        .ok_or_else(|| PackagerReportError::NoDispatch(dispatch_id.to_owned()))?;
+    let layer_key = packager_layer_key(&dispatch.trigger_id)
+        .ok_or_else(|| PackagerReportError::NotPackager(dispatch_id.to_owned()))?
+        .to_owned();
+    let text = result.map(Value::to_string);
+    let parsed =
+        parse_packager_result(status, text.as_deref()).map_err(PackagerReportError::Malformed)?;
+    let report = astrolift_store::state::TaskReport {
+        status,
+        result: text,
+    };
+    let outcome =
+        astrolift_store::state::tasks::report_task(state.tasks(), &task.task_id, &report, now)
+            .await?;
+    if let astrolift_store::state::ReportOutcome::AlreadyFinished(task) = outcome {
+        return Err(PackagerReportError::Finished {
+            dispatch_id: dispatch_id.to_owned(),
+            status: task.status.as_str().to_owned(),
+        });
+    }
+    record_packager_result(state, &layer_key, &dispatch.id, parsed, now).await?;
+    Ok(layer_key)
+}

@@ -8,6 +8,7 @@ pub mod dispatches;
 pub mod drift;
 mod fix;
 pub mod import;
+pub mod layers;
 pub mod jobs;
 pub mod package;
 pub mod registry;
