@@ -427,9 +427,8 @@ impl ContentSource for BlobContent {
             let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
             let key = BlobKey::layer(hex)?;
             let url = self.blobs.presigned_get_url(&key, self.urls.expiry).await?;
-            let expires_at = now.saturating_add(
-                i64::try_from(self.urls.expiry.as_secs()).unwrap_or(i64::MAX),
-            );
+            let expires_at =
+                now.saturating_add(i64::try_from(self.urls.expiry.as_secs()).unwrap_or(i64::MAX));
             Ok(Some((url, expires_at)))
         })
     }

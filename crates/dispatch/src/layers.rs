@@ -56,7 +56,11 @@ pub const LAYERS_FAILED: Code = Code::new(
 );
 
 /// The diagnostic codes of this module, for the catalogue.
-pub const CODES: &[&Code] = &[&PACKAGER_DISPATCHED, &PACKAGER_NOT_CONFIGURED, &LAYERS_FAILED];
+pub const CODES: &[&Code] = &[
+    &PACKAGER_DISPATCHED,
+    &PACKAGER_NOT_CONFIGURED,
+    &LAYERS_FAILED,
+];
 
 /// Where an agent's dependency layers are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -307,7 +311,12 @@ async fn request_one(
         version: build.as_ref().map_or(1, |b| b.version + 1),
     };
     let expected = build.as_ref().map(|b| b.version);
-    match context.state.layers().put_layer_build(&pending, expected).await {
+    match context
+        .state
+        .layers()
+        .put_layer_build(&pending, expected)
+        .await
+    {
         Ok(()) => {}
         // Another sync claimed the key first: its packager run builds the layers.
         Err(StoreError::Conflict(_)) => return Ok(LayerOutcome::InFlight),
@@ -448,7 +457,11 @@ pub fn parse_packager_result(
                 .get("error")
                 .and_then(Value::as_str)
                 .ok_or("an error result needs an `error` string")?;
-            return Ok(PackagerResult::Failed(bounded("error", error, MAX_LAYER_ERROR)?));
+            return Ok(PackagerResult::Failed(bounded(
+                "error",
+                error,
+                MAX_LAYER_ERROR,
+            )?));
         }
         _ => return Err("the packager's result `status` must be \"ok\" or \"error\"".to_owned()),
     }
@@ -521,7 +534,10 @@ fn check_mount_path(path: &str) -> Result<(), String> {
     if path.chars().any(|c| c.is_control() || c == '\\') {
         return refuse("holds a control character or a backslash");
     }
-    if rest.split('/').any(|s| s.is_empty() || s == "." || s == "..") {
+    if rest
+        .split('/')
+        .any(|s| s.is_empty() || s == "." || s == "..")
+    {
         return refuse("must be normalised (no empty, `.` or `..` segment, no trailing `/`)");
     }
     Ok(())
@@ -530,7 +546,10 @@ fn check_mount_path(path: &str) -> Result<(), String> {
 /// `sha256:` and 64 lowercase hex digits.
 pub fn is_sha256_digest(digest: &str) -> bool {
     digest.strip_prefix("sha256:").is_some_and(|hex| {
-        hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     })
 }
 
@@ -565,7 +584,10 @@ pub async fn record_packager_result(
             next.error = Some(error);
         }
     }
-    state.layers().put_layer_build(&next, Some(expected)).await?;
+    state
+        .layers()
+        .put_layer_build(&next, Some(expected))
+        .await?;
     Ok(true)
 }
 

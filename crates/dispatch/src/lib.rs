@@ -54,10 +54,10 @@ pub mod callback;
 pub mod content;
 pub mod dispatch;
 pub mod env;
-pub mod layers;
 #[cfg(feature = "sqlite")]
 pub mod file_outbox;
 mod kept;
+pub mod layers;
 pub mod message;
 pub mod outbox;
 pub mod prompts;

@@ -561,8 +561,14 @@ impl StageDispatcher for RecordingDispatcher<'_> {
                 Ok(content) => content,
                 Err(e) => return cannot(e),
             };
-            let layers =
-                crate::layers::attach_layers(self.state, self.content, &agent, &mut content, false, now);
+            let layers = crate::layers::attach_layers(
+                self.state,
+                self.content,
+                &agent,
+                &mut content,
+                false,
+                now,
+            );
             if let Err(e) = layers.await {
                 return cannot(e);
             }

@@ -51,11 +51,11 @@ use std::sync::{Arc, Mutex};
 
 use astrolift_dispatch::Answer;
 use astrolift_dispatch::content::{ContentError, ContentSource, RecordOnlyContent, env_spec_parts};
-use astrolift_dispatch::layers::attach_layers;
 use astrolift_dispatch::dispatch::Origin;
 use astrolift_dispatch::dispatch::{
     DispatchError, DispatchQueue, DispatchRequest, delivery_key, record_and_queue,
 };
+use astrolift_dispatch::layers::attach_layers;
 use astrolift_dispatch::message::Source;
 use astrolift_dispatch::report::{ReportSubject, ResultReporter, report_target};
 use astrolift_forge::webhook::Envelope;

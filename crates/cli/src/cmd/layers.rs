@@ -49,14 +49,9 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     runtime()?.block_on(async {
         let state = args.stores.state().await?;
         let dispatch_id = packager_dispatch_of(state.as_ref(), &args).await?;
-        let layer_key = report_packager_dispatch(
-            state.as_ref(),
-            &dispatch_id,
-            status,
-            result.as_ref(),
-            now(),
-        )
-        .await?;
+        let layer_key =
+            report_packager_dispatch(state.as_ref(), &dispatch_id, status, result.as_ref(), now())
+                .await?;
         let build = state.layers().get_layer_build(&layer_key).await?;
         let layers = build.as_ref().map_or("pending", |b| b.status.as_str());
         outln!(
@@ -82,6 +77,7 @@ async fn packager_dispatch_of(state: &dyn StateStore, args: &ReportArgs) -> anyh
     let agent = find_agent(state, target, args.repository.as_deref()).await?;
     let key = agent
         .layer_key
+        .clone()
         .with_context(|| format!("{} needs no dependency layers", agent.key()))?;
     let build = state.layers().get_layer_build(&key).await?;
     match build {

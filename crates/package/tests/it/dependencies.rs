@@ -17,8 +17,12 @@ fn preflight_of(files: &[(&str, Vec<u8>)]) -> Result<Option<LayerNeed>, Vec<Stri
     let tree = MemTree::from_files(all);
     let slice = slice(&agent, &tree, &Limits::DEFAULT).expect("a slice");
     let mut warnings = Vec::new();
-    preflight(&slice, &tree, Some("img:1"), &mut warnings)
-        .map_err(|found| found.into_iter().map(|d| format!("{}@{}", d.code, d.span.line)).collect())
+    preflight(&slice, &tree, Some("img:1"), &mut warnings).map_err(|found| {
+        found
+            .into_iter()
+            .map(|d| format!("{}@{}", d.code, d.span.line))
+            .collect()
+    })
 }
 
 #[test]
@@ -66,7 +70,9 @@ fn stdlib_names_compare_as_pip_does() {
 fn package_json_needs_a_layer_only_with_dependencies() {
     assert!(!package_json_needs_layers("{}").unwrap());
     assert!(!package_json_needs_layers(r#"{"dependencies":{}}"#).unwrap());
-    assert!(!package_json_needs_layers(r#"{"dependencies":null,"devDependencies":{"x":"1"}}"#).unwrap());
+    assert!(
+        !package_json_needs_layers(r#"{"dependencies":null,"devDependencies":{"x":"1"}}"#).unwrap()
+    );
     assert!(package_json_needs_layers(r#"{"dependencies":{"axios":"^1"}}"#).unwrap());
     assert!(package_json_needs_layers("[]").is_err());
 }
@@ -82,18 +88,27 @@ fn a_comment_only_requirements_file_is_a_pass_through() {
 #[test]
 fn a_real_list_gives_a_layer_key_over_every_dependency_file() {
     let need = preflight_of(&[
-        ("package.json", br#"{"dependencies":{"axios":"^1"}}"#.to_vec()),
+        (
+            "package.json",
+            br#"{"dependencies":{"axios":"^1"}}"#.to_vec(),
+        ),
         ("package-lock.json", b"{}".to_vec()),
         ("requirements.txt", b"# none\n".to_vec()),
     ])
     .expect("readable")
     .expect("a layer");
     let paths: Vec<&str> = need.files.iter().map(|f| f.path.as_str()).collect();
-    assert_eq!(paths, ["package-lock.json", "package.json", "requirements.txt"]);
+    assert_eq!(
+        paths,
+        ["package-lock.json", "package.json", "requirements.txt"]
+    );
     let files = [
         ("requirements.txt".to_owned(), b"# none\n".to_vec()),
         ("package-lock.json".to_owned(), b"{}".to_vec()),
-        ("package.json".to_owned(), br#"{"dependencies":{"axios":"^1"}}"#.to_vec()),
+        (
+            "package.json".to_owned(),
+            br#"{"dependencies":{"axios":"^1"}}"#.to_vec(),
+        ),
     ];
     assert_eq!(need.layer_key, layer_key(&files, Some("img:1")));
     // Order-independent; the runtime image and every byte count.
@@ -139,7 +154,10 @@ fn a_package_json_without_a_lock_file_warns() {
     let agent = manifest("a", "");
     let tree = MemTree::from_files([
         ("astrolift.toml", b"name = \"a\"\n".to_vec()),
-        ("package.json", br#"{"dependencies":{"axios":"^1"}}"#.to_vec()),
+        (
+            "package.json",
+            br#"{"dependencies":{"axios":"^1"}}"#.to_vec(),
+        ),
     ]);
     let slice = slice(&agent, &tree, &Limits::DEFAULT).expect("a slice");
     let mut warnings = Vec::new();

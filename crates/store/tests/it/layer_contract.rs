@@ -63,7 +63,12 @@ pub async fn agents_keep_their_layer_key(subject: Subject) {
         })
         .await
         .unwrap();
-    let read = subject.store.get_agent(&agent.key()).await.unwrap().unwrap();
+    let read = subject
+        .store
+        .get_agent(&agent.key())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(read.layer_key, agent.layer_key);
     let old: Agent = serde_json::from_str(
         r#"{"repository":"o/r","manifest_path":"astrolift.toml","project_id":"p","name":"a",
