@@ -7,9 +7,13 @@ use std::sync::Arc;
 
 use astrolift_dispatch::content::{BlobContent, UrlOptions};
 use astrolift_dispatch::dispatch::DispatchQueue;
-use astrolift_dispatch::layers::{PACKAGER_AGENT_ENV, PackagerContext, request_layers};
-use astrolift_manifest::Limits;
+use astrolift_dispatch::layers::{
+    LayerOutcome, PACKAGER_AGENT_ENV, PackagerContext, request_layers,
+};
+use astrolift_manifest::{Diagnostic, Limits, Span};
+use astrolift_package::codes::{PACKAGER_DISPATCHED, PACKAGER_FAILED, PACKAGER_NOT_CONFIGURED};
 use astrolift_store::StoreResult;
+use astrolift_store::state::LayerRequest;
 use astrolift_store::state::UnixSeconds;
 use astrolift_sync::Report;
 use astrolift_sync::Stores;
@@ -70,7 +74,7 @@ impl LayerPackager {
             .layer_needs
             .iter()
             .zip(&outcomes)
-            .filter_map(|(request, outcome)| outcome.diagnostic(request))
+            .filter_map(|(request, outcome)| diagnostic(outcome, request))
             .collect();
         report.add_diagnostics(found);
         Ok(())
@@ -83,4 +87,44 @@ pub fn packager_from_env() -> Option<String> {
         .ok()
         .map(|name| name.trim().to_owned())
         .filter(|name| !name.is_empty())
+}
+
+/// The check-run diagnostic of `outcome` for `request`, on its manifest (none for a reuse).
+pub fn diagnostic(outcome: &LayerOutcome, request: &LayerRequest) -> Option<Diagnostic> {
+    let key = request.layer_key.get(..12).unwrap_or(&request.layer_key);
+    let name = &request.name;
+    let (code, message) = match outcome {
+        LayerOutcome::Reused => return None,
+        LayerOutcome::InFlight => (
+            &PACKAGER_DISPATCHED,
+            format!(
+                "{name}: dependency layers {key} are being built by the packager agent; the agent is layers-pending until they arrive"
+            ),
+        ),
+        LayerOutcome::Dispatched { dispatch_id } => (
+            &PACKAGER_DISPATCHED,
+            format!(
+                "{name}: the packager agent was dispatched ({dispatch_id}) to build dependency layers {key}; the agent is layers-pending until they arrive"
+            ),
+        ),
+        LayerOutcome::NoPackager { reason } => (
+            &PACKAGER_NOT_CONFIGURED,
+            format!(
+                "{name}: the package needs dependency layers, but {reason}: the agent is registered layers-pending and its dispatches are refused"
+            ),
+        ),
+        LayerOutcome::Failed { error } => (
+            &PACKAGER_FAILED,
+            format!(
+                "{name}: the packager agent could not be dispatched for dependency layers {key}: {error}"
+            ),
+        ),
+    };
+    let diagnostic = Diagnostic::new(code, request.manifest_path.clone(), Span::FILE, message);
+    Some(match outcome {
+        LayerOutcome::NoPackager { .. } => diagnostic.with_help(format!(
+            "register the packager agent (seed 002's SKILL.md) and set {PACKAGER_AGENT_ENV} to its name, then sync again"
+        )),
+        _ => diagnostic,
+    })
 }

@@ -12,7 +12,6 @@
 //!   `package.layers` (a presigned URL per layer), or the refusal of a dispatch of an
 //!   agent whose layers are pending or failed.
 
-use astrolift_manifest::{Code, Diagnostic, Severity, Span};
 use astrolift_store::state::{
     Agent, AgentStatus, Layer, LayerBuild, LayerRequest, LayerStatus, StateStore, TaskStatus,
     UnixSeconds,
@@ -38,29 +37,6 @@ pub const MAX_LAYER_FIELD: usize = 256;
 pub const MAX_MOUNT_PATH: usize = 512;
 /// The longest `error` accepted.
 pub const MAX_LAYER_ERROR: usize = 4096;
-
-pub const PACKAGER_DISPATCHED: Code = Code::new(
-    "layers/packager-dispatched",
-    Severity::Notice,
-    "The package needs dependency layers: the packager agent was dispatched to build them.",
-);
-pub const PACKAGER_NOT_CONFIGURED: Code = Code::new(
-    "layers/packager-not-configured",
-    Severity::Warning,
-    "The package needs dependency layers, but no packager agent can build them.",
-);
-pub const LAYERS_FAILED: Code = Code::new(
-    "layers/packager-failed",
-    Severity::Warning,
-    "The packager agent could not be dispatched, or its last build of these layers failed.",
-);
-
-/// The diagnostic codes of this module, for the catalogue.
-pub const CODES: &[&Code] = &[
-    &PACKAGER_DISPATCHED,
-    &PACKAGER_NOT_CONFIGURED,
-    &LAYERS_FAILED,
-];
 
 /// Where an agent's dependency layers are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,56 +176,6 @@ pub enum LayerOutcome {
     NoPackager { reason: String },
     /// The dispatch failed; the build is `failed` (the next sync retries).
     Failed { error: String },
-}
-
-impl LayerOutcome {
-    /// The check-run diagnostic of this outcome for `request` (none for a reuse).
-    pub fn diagnostic(&self, request: &LayerRequest) -> Option<Diagnostic> {
-        let path = request.manifest_path.clone();
-        let key = short(&request.layer_key);
-        let (code, message) = match self {
-            LayerOutcome::Reused => return None,
-            LayerOutcome::InFlight => (
-                &PACKAGER_DISPATCHED,
-                format!(
-                    "{}: dependency layers {key} are being built by the packager agent; the agent is layers-pending until they arrive",
-                    request.name
-                ),
-            ),
-            LayerOutcome::Dispatched { dispatch_id } => (
-                &PACKAGER_DISPATCHED,
-                format!(
-                    "{}: the packager agent was dispatched ({dispatch_id}) to build dependency layers {key}; the agent is layers-pending until they arrive",
-                    request.name
-                ),
-            ),
-            LayerOutcome::NoPackager { reason } => (
-                &PACKAGER_NOT_CONFIGURED,
-                format!(
-                    "{}: the package needs dependency layers, but {reason}: the agent is registered layers-pending and its dispatches are refused",
-                    request.name
-                ),
-            ),
-            LayerOutcome::Failed { error } => (
-                &LAYERS_FAILED,
-                format!(
-                    "{}: the packager agent could not be dispatched for dependency layers {key}: {error}",
-                    request.name
-                ),
-            ),
-        };
-        let diagnostic = Diagnostic::new(code, path, Span::FILE, message);
-        Some(match self {
-            LayerOutcome::NoPackager { .. } => diagnostic.with_help(format!(
-                "register the packager agent (seed 002's SKILL.md) and set {PACKAGER_AGENT_ENV} to its name, then sync again"
-            )),
-            _ => diagnostic,
-        })
-    }
-}
-
-fn short(key: &str) -> &str {
-    key.get(..12).unwrap_or(key)
 }
 
 /// Dispatches the packager for each request whose layer key has no build or a failed

@@ -70,6 +70,22 @@ pub const DEPENDENCIES_UNLOCKED: Code = Code::new(
     "A package.json that lists dependencies with no lock file next to it.",
 );
 
+pub const PACKAGER_DISPATCHED: Code = Code::new(
+    "package/packager-dispatched",
+    Severity::Notice,
+    "The package needs dependency layers: the packager agent was dispatched to build them.",
+);
+pub const PACKAGER_NOT_CONFIGURED: Code = Code::new(
+    "package/packager-not-configured",
+    Severity::Warning,
+    "The package needs dependency layers, but no packager agent can build them.",
+);
+pub const PACKAGER_FAILED: Code = Code::new(
+    "package/packager-failed",
+    Severity::Warning,
+    "The packager agent could not be dispatched to build the package's dependency layers.",
+);
+
 /// The codes of this crate, for the catalogue.
 pub const CODES: &[&Code] = &[
     &SYMLINK,
@@ -85,4 +101,7 @@ pub const CODES: &[&Code] = &[
     &READ_FAILED,
     &DEPENDENCY_FILE_UNREADABLE,
     &DEPENDENCIES_UNLOCKED,
+    &PACKAGER_DISPATCHED,
+    &PACKAGER_NOT_CONFIGURED,
+    &PACKAGER_FAILED,
 ];

@@ -519,13 +519,14 @@ fn normalise(name: &str) -> String {
 /// non-empty object (absent, `null` or `{}` name nothing). `Err` when the text is not a
 /// JSON object.
 pub fn package_json_needs_layers(text: &str) -> Result<bool, serde_json::Error> {
-    #[derive(serde::Deserialize)]
-    struct PackageJson {
-        #[serde(default)]
-        dependencies: Option<serde_json::Map<String, serde_json::Value>>,
-    }
-    let parsed: PackageJson = serde_json::from_str(text)?;
-    Ok(parsed.dependencies.is_some_and(|deps| !deps.is_empty()))
+    let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text)?;
+    Ok(match object.get("dependencies") {
+        Some(serde_json::Value::Object(deps)) => !deps.is_empty(),
+        // `null` or absent names nothing; any other value is something npm would refuse,
+        // so the packager reports it rather than the pre-flight dropping it.
+        Some(serde_json::Value::Null) | None => false,
+        Some(_) => true,
+    })
 }
 
 /// The layer key of dependency files (package-relative path and bytes, any order) and a

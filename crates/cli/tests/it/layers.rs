@@ -142,7 +142,7 @@ fn codes(report: &Value) -> Vec<String> {
         .expect("diagnostics")
         .iter()
         .filter_map(|d| d["code"].as_str())
-        .filter(|c| c.starts_with("layers/"))
+        .filter(|c| c.starts_with("package/packager-"))
         .map(str::to_owned)
         .collect()
 }
@@ -153,7 +153,7 @@ fn an_agent_with_dependencies_goes_from_push_to_a_dispatch_carrying_its_layers()
     let home = dir.path();
     let repo = example(home);
     let first = apply(home, &repo, Some("packager"));
-    assert_eq!(codes(&first), ["layers/packager-dispatched"], "{first}");
+    assert_eq!(codes(&first), ["package/packager-dispatched"], "{first}");
     let dispatched = packager_dispatches(home);
     assert_eq!(dispatched.len(), 1, "{dispatched:?}");
     let packager_id = dispatched[0]["dispatch_id"]
@@ -246,7 +246,11 @@ fn an_agent_with_dependencies_goes_from_push_to_a_dispatch_carrying_its_layers()
     )
     .expect("write");
     let changed = apply(home, &repo, Some("packager"));
-    assert_eq!(codes(&changed), ["layers/packager-dispatched"], "{changed}");
+    assert_eq!(
+        codes(&changed),
+        ["package/packager-dispatched"],
+        "{changed}"
+    );
     assert_eq!(packager_dispatches(home).len(), 2);
     assert_eq!(reporter(home)["layers"], "pending");
 }
@@ -283,7 +287,11 @@ fn a_failed_packager_result_is_visible_and_the_next_sync_retries() {
         2
     );
     let retried = apply(home, &repo, Some("packager"));
-    assert_eq!(codes(&retried), ["layers/packager-dispatched"], "{retried}");
+    assert_eq!(
+        codes(&retried),
+        ["package/packager-dispatched"],
+        "{retried}"
+    );
     assert_eq!(packager_dispatches(home).len(), 2);
     assert_eq!(reporter(home)["layers"], "pending");
 }
@@ -296,16 +304,16 @@ fn without_a_packager_the_agent_is_registered_layers_pending_with_a_warning() {
     let report = apply(home, &repo, None);
     assert_eq!(
         codes(&report),
-        ["layers/packager-not-configured"],
+        ["package/packager-not-configured"],
         "{report}"
     );
     assert!(packager_dispatches(home).is_empty());
     assert_eq!(reporter(home)["layers"], "pending");
     let named_wrong = apply(home, &repo, Some("no-such-agent"));
-    assert_eq!(codes(&named_wrong), ["layers/packager-not-configured"]);
+    assert_eq!(codes(&named_wrong), ["package/packager-not-configured"]);
     // Configured later: the next sync dispatches it.
     let configured = apply(home, &repo, Some("packager"));
-    assert_eq!(codes(&configured), ["layers/packager-dispatched"]);
+    assert_eq!(codes(&configured), ["package/packager-dispatched"]);
 }
 
 #[test]
