@@ -847,6 +847,7 @@ mod tests {
             diagnostics,
             counts: ReportCounts::default(),
             skill_sources: Default::default(),
+            layer_needs: Vec::new(),
         }
     }
 

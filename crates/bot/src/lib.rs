@@ -107,6 +107,7 @@ pub mod durable;
 pub mod ingress;
 pub mod job;
 mod job_error;
+pub mod layers;
 pub mod queue;
 pub mod reconcile;
 pub mod report;

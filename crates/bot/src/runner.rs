@@ -333,7 +333,8 @@ impl SyncRunner {
                 limits: self.limits,
             })),
         };
-        let (report, tree) = self.sync_off_the_async_workers(tree, request).await?;
+        let (mut report, tree) = self.sync_off_the_async_workers(tree, request).await?;
+        self.request_layers(&mut report).await?;
         if report.applied && report.skipped.is_none() {
             let applied = applying(job, &registrations);
             for (registration, last_sync) in dependents::last_syncs(job, &applied, &report) {
@@ -419,6 +420,24 @@ impl SyncRunner {
             Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
             Err(_) => Err(JobError::Interrupted),
         }
+    }
+
+    /// Hands the agents this sync registered whose packages need dependency layers to
+    /// the packager agent ([`crate::layers`]), its outcomes joining the report. The
+    /// packager's queue is set up only when an agent needs layers.
+    async fn request_layers(&self, report: &mut Report) -> Result<(), JobError> {
+        if report.layer_needs.is_empty() {
+            return Ok(());
+        }
+        let packager = match crate::layers::LayerPackager::from_env(&self.stores, None).await {
+            Ok(packager) => packager,
+            Err(error) => {
+                tracing::warn!(%error, "no dispatch queue for the packager agent");
+                return Ok(());
+            }
+        };
+        packager.request(&self.stores, report, now()).await?;
+        Ok(())
     }
 
     /// Config manifests named by env specs whose config repository is this one.

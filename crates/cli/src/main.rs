@@ -79,6 +79,9 @@ enum Command {
     /// Inspect a workflow run, or report a stage's terminal status.
     #[command(subcommand)]
     WorkflowRun(WorkflowRunCommand),
+    /// Dependency layers built by the packager agent.
+    #[command(subcommand)]
+    Layers(LayersCommand),
     /// Import agents from AGENTS.md, an Agent Package, or a Langflow or Flowise export.
     Import(cmd::import::Args),
     /// Run the GitHub App locally: webhooks, triggers and the sync queue in one process.
@@ -161,6 +164,12 @@ enum TriggersCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum LayersCommand {
+    /// Record a packager dispatch's terminal result (what the callback route does).
+    Report(cmd::layers::ReportArgs),
+}
+
+#[derive(Debug, Subcommand)]
 enum WorkflowRunCommand {
     /// Print a run and its stages as JSON.
     Show(cmd::workflows::ShowArgs),
@@ -233,6 +242,7 @@ fn main() -> ExitCode {
         Command::Render(args) => cmd::render::run(args),
         Command::WorkflowRun(WorkflowRunCommand::Show(args)) => cmd::workflows::show(args),
         Command::WorkflowRun(WorkflowRunCommand::Report(args)) => cmd::workflows::report(args),
+        Command::Layers(LayersCommand::Report(args)) => cmd::layers::report(args),
         Command::Import(args) => cmd::import::run(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Jobs(JobsCommand::List(args)) => cmd::jobs::list(args),

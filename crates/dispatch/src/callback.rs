@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | 202 | `running` recorded (any number of times before a terminal status) | `{"task_id","dispatch_id","status"}` |
 //! | 200 | the terminal status recorded, with its result and time | `{"task_id","dispatch_id","status"}` (plus `"workflow_run"` for a workflow stage) |
-//! | 400 | the body is not JSON, or `status` is not one of the four | `{"error","task_id"}` |
+//! | 400 | the body is not JSON, or `status` is not one of the four, or a packager dispatch's result is malformed ([`crate::layers::parse_packager_result`]; nothing is recorded) | `{"error","task_id"}` |
 //! | 401 | no `Bearer` key, or not the key of the task's latest render (an earlier render's key included) | `{"error","task_id"}` |
 //! | 404 | no such task | `{"error","task_id"}` |
 //! | 409 | the task has a terminal status already; nothing changes | `{"error","task_id","status"}` |
@@ -32,6 +32,9 @@ use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
 use crate::answer::Answer;
+use crate::layers::{
+    PackagerResult, packager_layer_key, parse_packager_result, record_packager_result,
+};
 use crate::render::key_hash;
 use crate::report::{ResultReporter, report_terminal_task};
 use crate::workflow::{StageDispatcher, advance_workflow_on_callback};
@@ -97,9 +100,10 @@ async fn accept(
     body: &[u8],
 ) -> Accepted {
     let refuse = |status: u16, error: &str| refusal(status, error, task_id);
-    authenticated_task(context, task_id, headers, body).await?;
+    let task = authenticated_task(context, task_id, headers, body).await?;
     let report =
         parse_report(body, context.limits).map_err(|(status, error)| refuse(status, &error))?;
+    let packager = packager_result(context, &task, &report).await?;
     let outcome = report_task(context.state.tasks(), task_id, &report, context.now)
         .await
         .map_err(|e| store_refusal(&e, task_id))?;
@@ -108,6 +112,12 @@ async fn accept(
         ReportOutcome::AlreadyFinished(task) => (task, false),
     };
     let workflow_run = advance_workflow(context, &task).await?;
+    // The stored report decides (on a repeat, the first one), as for a workflow stage.
+    if let Some((layer_key, dispatch_id, _)) = packager
+        && let Ok(stored) = parse_packager_result(task.status, task.result.as_deref())
+    {
+        record_layers(context, &task, &layer_key, &dispatch_id, stored).await?;
+    }
     if !recorded {
         let mut answer = refuse(409, "the task has a terminal status already");
         answer.body["status"] = json!(task.status.as_str());
@@ -250,6 +260,60 @@ pub fn nesting_depth(value: &Value) -> usize {
         deepest = deepest.max(depth);
     }
     deepest
+}
+
+/// For a terminal report of a packager dispatch (docs/reference.md "Dependency layers"):
+/// its layer key, dispatch id and checked result; a malformed result is 400 before
+/// anything is recorded. `None` for any other report.
+async fn packager_result(
+    context: CallbackContext<'_>,
+    task: &DispatchTask,
+    report: &TaskReport,
+) -> Result<Option<(String, String, PackagerResult)>, Answer> {
+    if !report.status.is_terminal() {
+        return Ok(None);
+    }
+    let dispatch = context
+        .state
+        .get_dispatch(&task.idempotency_key)
+        .await
+        .map_err(|e| store_refusal(&e, &task.task_id))?;
+    let Some(dispatch) = dispatch else {
+        return Ok(None);
+    };
+    let Some(layer_key) = packager_layer_key(&dispatch.trigger_id) else {
+        return Ok(None);
+    };
+    let result = parse_packager_result(report.status, report.result.as_deref()).map_err(|e| {
+        refusal(
+            400,
+            &format!("the packager's result is malformed: {e}"),
+            &task.task_id,
+        )
+    })?;
+    Ok(Some((layer_key.to_owned(), dispatch.id, result)))
+}
+
+/// Records a packager's checked result on its layer build, on the first report and on a
+/// repeat (a repeat changes nothing once the build has left `pending`).
+async fn record_layers(
+    context: CallbackContext<'_>,
+    task: &DispatchTask,
+    layer_key: &str,
+    dispatch_id: &str,
+    result: PackagerResult,
+) -> Result<(), Answer> {
+    record_packager_result(context.state, layer_key, dispatch_id, result, context.now)
+        .await
+        .map(|_| ())
+        .map_err(|error| {
+            tracing::warn!(task_id = %task.task_id, %error, "a packager result was not recorded on its layers");
+            refusal(
+                503,
+                "the report is recorded, but its layers could not be: retry",
+                &task.task_id,
+            )
+        })
 }
 
 /// For a terminal task of a workflow stage's dispatch: advances its run with the stored

@@ -165,6 +165,7 @@ async fn content_with_url(
             url: Some(url),
             expires_at: Some(expires_at),
             inline: false,
+            layers: Vec::new(),
         }
     };
     Ok(DispatchContent {
@@ -415,6 +416,21 @@ impl ContentSource for BlobContent {
         now: UnixSeconds,
     ) -> BoxFuture<'a, Result<DispatchContent, ContentError>> {
         Box::pin(self.snapshot_dispatch_content(&agent.snapshot_hash, now))
+    }
+
+    fn layer_url<'a>(
+        &'a self,
+        digest: &'a str,
+        now: UnixSeconds,
+    ) -> BoxFuture<'a, Result<Option<(String, UnixSeconds)>, ContentError>> {
+        Box::pin(async move {
+            let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+            let key = BlobKey::layer(hex)?;
+            let url = self.blobs.presigned_get_url(&key, self.urls.expiry).await?;
+            let expires_at =
+                now.saturating_add(i64::try_from(self.urls.expiry.as_secs()).unwrap_or(i64::MAX));
+            Ok(Some((url, expires_at)))
+        })
     }
 
     fn config<'a>(

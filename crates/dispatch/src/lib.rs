@@ -57,6 +57,7 @@ pub mod env;
 #[cfg(feature = "sqlite")]
 pub mod file_outbox;
 mod kept;
+pub mod layers;
 pub mod message;
 pub mod outbox;
 pub mod prompts;

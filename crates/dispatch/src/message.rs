@@ -85,6 +85,9 @@ pub enum Source {
     Manual,
     /// A workflow stage.
     Workflow { workflow_run: String, stage: String },
+    /// The packager agent, building the dependency layers of `agent`
+    /// (`owner/name:manifest`) for `layer_key` (docs/reference.md "Dependency layers").
+    Packager { agent: String, layer_key: String },
 }
 
 impl Source {
@@ -98,6 +101,9 @@ impl Source {
                 workflow_run,
                 stage,
             } => format!("workflow:{workflow_run}:{stage}"),
+            Source::Packager { layer_key, .. } => {
+                format!("{}{layer_key}", crate::layers::PACKAGER_TRIGGER_PREFIX)
+            }
         }
     }
 }
@@ -148,6 +154,10 @@ pub struct PackageRef {
     /// `true` when the package ships inline (no URL).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub inline: bool,
+    /// Its dependency layers, for the runtime to mount (docs/reference.md "Dependency
+    /// layers"); absent when it has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<crate::layers::LayerRef>,
 }
 
 impl PackageRef {
@@ -159,6 +169,7 @@ impl PackageRef {
             url: None,
             expires_at: None,
             inline: true,
+            layers: Vec::new(),
         }
     }
 }

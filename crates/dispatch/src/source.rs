@@ -50,6 +50,16 @@ pub enum ContentError {
     Config(String),
     #[error("env spec {env_spec} names a config manifest, whose files no blob store can deliver")]
     ConfigNoBlobStore { env_spec: String },
+    #[error(
+        "{agent} is layers-pending: the packager agent has not returned its dependency layers yet; \
+         wait for it (`astrolift agents list`), or dispatch with --allow-pending-layers to send it without them"
+    )]
+    LayersPending { agent: String },
+    #[error(
+        "{agent} is layers-failed: the packager agent could not build its dependency layers ({error}); \
+         sync its repository again to retry, or dispatch with --allow-pending-layers to send it without them"
+    )]
+    LayersFailed { agent: String, error: String },
     #[error("blob store: {0}")]
     Store(#[from] StoreError),
 }
@@ -109,6 +119,17 @@ pub trait ContentSource: Send + Sync + std::fmt::Debug {
         agent: &'a Agent,
         now: UnixSeconds,
     ) -> BoxFuture<'a, Result<DispatchContent, ContentError>>;
+
+    /// A URL for the dependency layer `digest` (`sha256:<hex>`), presigned now, and its
+    /// expiry; `None` when no blob store can deliver it (the layer goes without a URL).
+    fn layer_url<'a>(
+        &'a self,
+        digest: &'a str,
+        now: UnixSeconds,
+    ) -> BoxFuture<'a, Result<Option<(String, UnixSeconds)>, ContentError>> {
+        let _ = (digest, now);
+        Box::pin(async { Ok(None) })
+    }
 
     /// The `config` of a dispatch with `spec` (see `content::config`).
     fn config<'a>(

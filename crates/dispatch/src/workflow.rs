@@ -561,6 +561,17 @@ impl StageDispatcher for RecordingDispatcher<'_> {
                 Ok(content) => content,
                 Err(e) => return cannot(e),
             };
+            let layers = crate::layers::attach_layers(
+                self.state,
+                self.content,
+                &agent,
+                &mut content,
+                false,
+                now,
+            );
+            if let Err(e) = layers.await {
+                return cannot(e);
+            }
             let parts = env_spec_parts(self.content, self.state, env_spec.as_ref(), now);
             let (env_spec, config) = match parts.await {
                 Ok(parts) => parts,

@@ -59,6 +59,33 @@ pub const READ_FAILED: Code = Code::new(
     "A file of the slice could not be read while the archive was written.",
 );
 
+pub const DEPENDENCY_FILE_UNREADABLE: Code = Code::new(
+    "package/dependency-file-unreadable",
+    Severity::Error,
+    "A requirements.txt, package.json or lock file that is over 1 MiB, not UTF-8, or (package.json) not a JSON object.",
+);
+pub const DEPENDENCIES_UNLOCKED: Code = Code::new(
+    "package/dependencies-unlocked",
+    Severity::Warning,
+    "A package.json that lists dependencies with no lock file next to it.",
+);
+
+pub const PACKAGER_DISPATCHED: Code = Code::new(
+    "package/packager-dispatched",
+    Severity::Notice,
+    "The package needs dependency layers: the packager agent was dispatched to build them.",
+);
+pub const PACKAGER_NOT_CONFIGURED: Code = Code::new(
+    "package/packager-not-configured",
+    Severity::Warning,
+    "The package needs dependency layers, but no packager agent can build them.",
+);
+pub const PACKAGER_FAILED: Code = Code::new(
+    "package/packager-failed",
+    Severity::Warning,
+    "The packager agent could not be dispatched to build the package's dependency layers.",
+);
+
 /// The codes of this crate, for the catalogue.
 pub const CODES: &[&Code] = &[
     &SYMLINK,
@@ -72,4 +99,9 @@ pub const CODES: &[&Code] = &[
     &INVALID_GLOB,
     &BAD_TARBALL,
     &READ_FAILED,
+    &DEPENDENCY_FILE_UNREADABLE,
+    &DEPENDENCIES_UNLOCKED,
+    &PACKAGER_DISPATCHED,
+    &PACKAGER_NOT_CONFIGURED,
+    &PACKAGER_FAILED,
 ];

@@ -59,6 +59,7 @@ pub mod archive;
 pub mod codes;
 pub mod config_bundle;
 pub mod content_hash;
+pub mod dependencies;
 pub mod error;
 pub mod fingerprint;
 pub mod gzip;
@@ -74,6 +75,7 @@ pub use archive::{
 };
 pub use config_bundle::{ConfigBundle, ConfigFile, bundle_config};
 pub use content_hash::ContentHashes;
+pub use dependencies::{DependencyFile, LayerNeed, preflight};
 pub use error::PackageError;
 pub use fingerprint::{FINGERPRINT_FORMAT, FingerprintRecord, slice_fingerprint};
 pub use remote::{MountedTree, RemoteSkillTree};

@@ -236,6 +236,10 @@ impl StateStore for FaultyStateStore {
         self.inner.workspaces()
     }
 
+    fn layers(&self) -> &dyn crate::state::LayerStore {
+        self.inner.layers()
+    }
+
     fn config_packages(&self) -> &dyn crate::state::ConfigPackageStore {
         self.inner.config_packages()
     }

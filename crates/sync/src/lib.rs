@@ -77,6 +77,6 @@ pub use error::SyncError;
 pub use order::{CommitOrder, Order, OrderError, OrderFuture};
 pub use pipeline::sync;
 pub use plan::{PlanEntry, PlanStatus};
-pub use report::{Coverage, Mode, Report, ReportCounts};
+pub use report::{Coverage, LayerRequest, Mode, Report, ReportCounts};
 pub use request::{Stores, SyncRequest};
 pub use skills::{SkillFetch, SkillFetchError, SkillFetchFuture, SkillFetcher, SkillTree};

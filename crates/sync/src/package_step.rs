@@ -21,7 +21,8 @@ use astrolift_manifest::model::AgentManifest;
 use astrolift_manifest::parallel::map_in_order;
 use astrolift_manifest::{Diagnostic, Validation};
 use astrolift_package::{
-    FingerprintRecord, PackageOutput, PayloadTree, PreparedAgent, prepare_agent_with_remote,
+    FingerprintRecord, PackageOutput, PayloadTree, PreparedAgent, preflight,
+    prepare_agent_with_remote,
 };
 use astrolift_store::blob::{BlobKey, BlobStore};
 use futures_util::StreamExt;
@@ -251,6 +252,13 @@ fn package_agent(
     let mounted = skills.mount(base);
     let tree: &dyn PayloadTree = &mounted;
     let fingerprint = agent.fingerprint.clone();
+    let layers = match preflight(&agent.slice, tree, runtime_image(manifest), diagnostics) {
+        Ok(need) => need,
+        Err(found) => {
+            diagnostics.extend(found);
+            return Ok(None);
+        }
+    };
     let (result, archive, origin) = match stored {
         _ if agent.slice.inline => {
             let result = agent.reuse(manifest, tree, PackageOutput::inline());
@@ -278,6 +286,7 @@ fn package_agent(
     let identity = Packaged {
         snapshot_hash: packaged.snapshot.digest(),
         payload_digest: packaged.output.digest.clone(),
+        layers,
     };
     let artifacts = Artifacts {
         archive,
@@ -287,6 +296,17 @@ fn package_agent(
         skills: skills.clone(),
     };
     Ok(Some((identity, artifacts)))
+}
+
+/// The primary container's image, which the layer key covers (a layer built for one
+/// image may not run on another).
+fn runtime_image(manifest: &AgentManifest) -> Option<&str> {
+    let workload = manifest.workload.as_ref()?;
+    workload
+        .containers
+        .iter()
+        .find(|c| c.is_primary)
+        .map(|c| c.image_ref.as_str())
 }
 
 type Built = (

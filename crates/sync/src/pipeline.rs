@@ -9,7 +9,9 @@ use astrolift_store::StoreError;
 use astrolift_store::blob::{
     BlobBody, BlobKey, BlobStore, CONTENT_TYPE_JSON, CONTENT_TYPE_TAR_GZ, PutOutcome,
 };
-use astrolift_store::state::{ChangeSet, SkillSource, SyncedCommit, SyncedCommitUpdate};
+use astrolift_store::state::{
+    ChangeSet, DependencyFileRef, SkillSource, SyncedCommit, SyncedCommitUpdate,
+};
 
 use crate::SyncError;
 use crate::configs::{ConfigContext, apply_configs, plan_configs};
@@ -20,7 +22,7 @@ use crate::package_step::{
     ArchiveOrigin, Artifacts, Packaging, Prepared, build_archive, package, prepare, stored_outputs,
 };
 use crate::plan::{Plan, PlanContext, PlanStatus, plan};
-use crate::report::{Report, ReportCounts};
+use crate::report::{LayerRequest, Report, ReportCounts};
 use crate::request::{Stores, SyncRequest, read_snapshot};
 use crate::scope::Scope;
 use crate::skills::{SkillContext, resolve_skills};
@@ -150,6 +152,9 @@ pub async fn sync(
         .extend(config_plan.diagnostics.iter().cloned());
     if applying {
         apply(request, stores, tree, &packaging, planned, &mut report).await?;
+        if report.applied && report.skipped.is_none() {
+            report.layer_needs = layer_needs(request, &packaging, &|path| scope.project_of(path));
+        }
         // Agents first: a workflow names agents (see `crate::workflows`).
         if report.applied && report.skipped.is_none() {
             report.counts.state_writes +=
@@ -230,6 +235,7 @@ fn new_report(
         diagnostics,
         counts: ReportCounts::default(),
         skill_sources: BTreeMap::new(),
+        layer_needs: Vec::new(),
     }
 }
 
@@ -463,6 +469,40 @@ fn artifacts_for<'p>(
         .position(|c| c.manifest.manifest == manifest_path)?;
     let artifacts = packaging.artifacts.get(index)?.as_ref()?;
     Some((&packaging.candidates[index].manifest, artifacts))
+}
+
+/// The registered (enabled, covered) agents whose packages need dependency layers.
+fn layer_needs(
+    request: &SyncRequest,
+    packaging: &Packaging,
+    project_of: &dyn Fn(&str) -> Option<String>,
+) -> Vec<LayerRequest> {
+    packaging
+        .candidates
+        .iter()
+        .filter(|candidate| candidate.manifest.enabled)
+        .filter_map(|candidate| {
+            let packaged = candidate.packaged.as_ref()?;
+            let need = packaged.layers.clone()?;
+            let manifest = &candidate.manifest;
+            Some(LayerRequest {
+                repository: request.repository.clone(),
+                manifest_path: manifest.manifest.clone(),
+                name: manifest.name.clone(),
+                project_id: project_of(&manifest.manifest)?,
+                artifact_ref: packaged.payload_digest.clone(),
+                layer_key: need.layer_key,
+                dependency_files: need
+                    .files
+                    .into_iter()
+                    .map(|file| DependencyFileRef {
+                        path: file.path,
+                        sha256: file.sha256,
+                    })
+                    .collect(),
+            })
+        })
+        .collect()
 }
 
 fn short(commit: &str) -> &str {

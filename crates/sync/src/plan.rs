@@ -83,6 +83,16 @@ pub struct Packaged {
     pub snapshot_hash: String,
     /// `sha256:<hex>` of the archive.
     pub payload_digest: String,
+    /// Its dependency files and their layer key, when the pre-flight found something to
+    /// install (docs/reference.md "Dependency layers"); `None` for a pass-through.
+    pub layers: Option<astrolift_package::LayerNeed>,
+}
+
+impl Packaged {
+    /// The layer key its record carries.
+    pub fn layer_key(&self) -> Option<String> {
+        self.layers.as_ref().map(|need| need.layer_key.clone())
+    }
 }
 
 /// Who and when, for the records a plan writes.
@@ -259,7 +269,9 @@ fn classify(
         && previous.alias == manifest.alias
         && previous.name == manifest.name
         // Re-registered under another project: the record moves with it.
-        && previous.project_id == project_id;
+        && previous.project_id == project_id
+        // Registered before its layers were tracked, or with other dependency files.
+        && previous.layer_key == packaged.layer_key();
     match (target, previous.status) {
         (AgentStatus::Disabled, AgentStatus::Disabled) if same => (PlanStatus::Disabled, None),
         (AgentStatus::Disabled, AgentStatus::Active | AgentStatus::Disabled) => {
@@ -351,6 +363,7 @@ fn agent_record(
         version: 0,
         updated_at: context.now,
         bindings_digest: None,
+        layer_key: packaged.layer_key(),
     }
 }
 

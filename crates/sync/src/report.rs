@@ -107,7 +107,14 @@ pub struct Report {
     /// Not part of the JSON report.
     #[serde(skip)]
     pub skill_sources: BTreeMap<String, Vec<astrolift_store::state::SkillSource>>,
+    /// The agents this apply registered whose packages need dependency layers, in manifest
+    /// order: what the caller hands to the packager (docs/reference.md "Dependency
+    /// layers"). Empty for a check. Not part of the JSON report.
+    #[serde(skip)]
+    pub layer_needs: Vec<LayerRequest>,
 }
+
+pub use astrolift_store::state::LayerRequest;
 
 /// A manifest that no registration of its repository covers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -180,6 +187,16 @@ impl Report {
     /// Entries with `status`.
     pub fn count(&self, status: PlanStatus) -> usize {
         self.counts.plan.get(status.as_str()).copied().unwrap_or(0)
+    }
+
+    /// Adds diagnostics found after the sync (the packager's outcomes,
+    /// `astrolift_bot::layers`), keeping the counts true.
+    pub fn add_diagnostics(&mut self, found: Vec<Diagnostic>) {
+        if found.is_empty() {
+            return;
+        }
+        self.diagnostics.extend(found);
+        self.recount();
     }
 
     pub(crate) fn recount(&mut self) {

@@ -50,11 +50,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use astrolift_dispatch::Answer;
-use astrolift_dispatch::content::{ContentSource, RecordOnlyContent, env_spec_parts};
+use astrolift_dispatch::content::{ContentError, ContentSource, RecordOnlyContent, env_spec_parts};
 use astrolift_dispatch::dispatch::Origin;
 use astrolift_dispatch::dispatch::{
     DispatchError, DispatchQueue, DispatchRequest, delivery_key, record_and_queue,
 };
+use astrolift_dispatch::layers::attach_layers;
 use astrolift_dispatch::message::Source;
 use astrolift_dispatch::report::{ReportSubject, ResultReporter, report_target};
 use astrolift_forge::webhook::Envelope;
@@ -397,12 +398,23 @@ impl TriggerService {
             Err(refused) => return refused,
         };
         let now = now_seconds();
-        let content = match self.content.content(&ready.agent, now).await {
+        let mut content = match self.content.content(&ready.agent, now).await {
             Ok(content) => content,
             Err(error) => {
                 return dispatch_error_response(trigger_id, &DispatchError::Content(error));
             }
         };
+        let layers = attach_layers(
+            self.state.as_ref(),
+            self.content.as_ref(),
+            &ready.agent,
+            &mut content,
+            false,
+            now,
+        );
+        if let Err(error) = layers.await {
+            return dispatch_error_response(trigger_id, &DispatchError::Content(error));
+        }
         let parts = env_spec_parts(
             self.content.as_ref(),
             self.state.as_ref(),
@@ -563,6 +575,14 @@ fn dispatch_error_response(trigger_id: &str, error: &DispatchError) -> Answer {
             503,
             trigger_id,
             "too many dispatches are waiting to be delivered; retry later",
+            &error.to_string(),
+        ),
+        DispatchError::Content(
+            ContentError::LayersPending { .. } | ContentError::LayersFailed { .. },
+        ) => error_response(
+            409,
+            trigger_id,
+            "the agent's dependency layers are not built yet; retry once the packager has returned them",
             &error.to_string(),
         ),
         DispatchError::Content(content) if content.is_transient() => error_response(

@@ -141,10 +141,14 @@ async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Re
         skills,
     };
     let progress = Progress::bar("packaging", "agents", args.format == CheckFormat::Human);
-    let report = sync(tree, &request, &stores, &|done, total| {
+    let mut report = sync(tree, &request, &stores, &|done, total| {
         progress.set(done, total)
     })
     .await?;
+    if !report.layer_needs.is_empty() {
+        let packager = astrolift_bot::layers::LayerPackager::from_env(&stores, None).await?;
+        packager.request(&stores, &mut report, now).await?;
+    }
     Ok(report)
 }
 

@@ -9,6 +9,7 @@ pub mod drift;
 mod fix;
 pub mod import;
 pub mod jobs;
+pub mod layers;
 pub mod package;
 pub mod reconcile;
 pub mod registry;

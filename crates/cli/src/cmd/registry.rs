@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use astrolift_dispatch::layers::{LayerState, agent_layer_state};
 use astrolift_store::StateStore;
 use astrolift_store::state::{
     Agent, AgentStatus, EnvSpec, RepoRegistration, covering_registration,
@@ -308,12 +309,26 @@ fn is_env_spec_word(word: &str) -> bool {
 pub fn agents_list(args: AgentsListArgs) -> anyhow::Result<ExitCode> {
     with_state(&args.stores, async |state| {
         let agents = all_agents(state, args.repository.as_deref()).await?;
+        let mut layers = Vec::with_capacity(agents.len());
+        for agent in &agents {
+            layers.push(agent_layer_state(state, agent).await?);
+        }
         match args.format {
-            ListFormat::Json => outln!("{}", serde_json::to_string(&agents)?)?,
+            ListFormat::Json => {
+                let rows = agents
+                    .iter()
+                    .zip(&layers)
+                    .map(|(agent, layers)| agent_json(agent, layers))
+                    .collect::<Result<Vec<_>, _>>()?;
+                outln!("{}", serde_json::to_string(&rows)?)?;
+            }
             ListFormat::Human => {
-                for a in &agents {
+                for (a, layers) in agents.iter().zip(&layers) {
+                    let layers = layers
+                        .name()
+                        .map_or(String::new(), |name| format!(" (layers-{name})"));
                     outln!(
-                        "{:<10} {:<24} v{:<4} {:<14} {}:{}",
+                        "{:<10} {:<24} v{:<4} {:<14} {}:{}{layers}",
                         a.status.as_str(),
                         a.name,
                         a.version,
@@ -327,6 +342,20 @@ pub fn agents_list(args: AgentsListArgs) -> anyhow::Result<ExitCode> {
         }
         Ok(())
     })
+}
+
+/// An agent record as JSON, plus `layers` (`pending`, `ready`, `failed`) and, when
+/// failed, `layers_error`, for an agent whose package needs dependency layers
+/// (docs/reference.md "Dependency layers"); other agents' records are as they were.
+fn agent_json(agent: &Agent, layers: &LayerState) -> anyhow::Result<serde_json::Value> {
+    let mut row = serde_json::to_value(agent)?;
+    if let (Some(name), Some(object)) = (layers.name(), row.as_object_mut()) {
+        object.insert("layers".to_owned(), serde_json::json!(name));
+        if let LayerState::Failed(error) = layers {
+            object.insert("layers_error".to_owned(), serde_json::json!(error));
+        }
+    }
+    Ok(row)
 }
 
 pub fn history(args: AgentArgs) -> anyhow::Result<ExitCode> {

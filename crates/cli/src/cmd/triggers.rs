@@ -26,6 +26,7 @@ use astrolift_dispatch::dispatch::{
 use astrolift_dispatch::env::{
     DispatchContext, RenderedEnv, RuntimeOptions, SnapshotView, render_runtime_env,
 };
+use astrolift_dispatch::layers::attach_layers;
 use astrolift_dispatch::message::Source;
 use astrolift_dispatch::prompts::non_empty_payload;
 use astrolift_manifest::model::AgentManifest;
@@ -108,6 +109,10 @@ pub struct DispatchArgs {
     /// The env spec to run with: refused unless it belongs to the agent's project.
     #[arg(long, value_name = "NAME")]
     env_spec: Option<String>,
+    /// Dispatch an agent whose dependency layers are pending or failed, without them
+    /// (otherwise refused).
+    #[arg(long)]
+    allow_pending_layers: bool,
     #[command(flatten)]
     stores: StoreArgs,
 }
@@ -207,7 +212,17 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
             Limits::DEFAULT,
         );
         let cannot = || format!("cannot dispatch {}", agent.key());
-        let content = source.content(&agent, now).await.with_context(cannot)?;
+        let mut content = source.content(&agent, now).await.with_context(cannot)?;
+        attach_layers(
+            state.as_ref(),
+            &source,
+            &agent,
+            &mut content,
+            args.allow_pending_layers,
+            now,
+        )
+        .await
+        .with_context(cannot)?;
         let (env_spec, config) = env_spec_parts(&source, state.as_ref(), env_spec.as_ref(), now)
             .await
             .with_context(cannot)?;

@@ -23,6 +23,7 @@ mod hostile;
 mod import;
 mod inline;
 mod killed;
+mod layers;
 mod pipes;
 mod push_bench;
 mod reconcile;

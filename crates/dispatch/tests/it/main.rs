@@ -6,3 +6,4 @@
 mod answer;
 mod content;
 mod env;
+mod layers;

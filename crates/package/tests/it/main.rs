@@ -4,6 +4,7 @@ mod abuse;
 mod bounds;
 mod catalogue;
 mod common;
+mod dependencies;
 mod determinism;
 mod fingerprint;
 mod golden;

@@ -79,6 +79,15 @@ impl BlobKey {
         )))
     }
 
+    /// `layers/sha256/<hex>.tar.gz`, the key of a dependency layer the packager agent
+    /// built (docs/reference.md "Dependency layers"), by the digest it returned.
+    pub fn layer(sha256_hex: &str) -> StoreResult<Self> {
+        Ok(BlobKey(format!(
+            "layers/sha256/{}.tar.gz",
+            checked_sha256_hex(sha256_hex)?
+        )))
+    }
+
     /// The key as a string.
     pub fn as_str(&self) -> &str {
         &self.0

@@ -337,6 +337,7 @@ mod tests {
             version: 0,
             updated_at: 0,
             bindings_digest: None,
+            layer_key: None,
         };
         let mut change = AgentChange::new(agent, None, AuditAction::Added, "c", "", 0);
         change.delete_bindings = (0..bindings).map(|i| format!("t{i}")).collect();

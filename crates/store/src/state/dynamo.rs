@@ -38,6 +38,7 @@ mod dispatches;
 mod env_specs;
 mod installations;
 mod jobs;
+mod layers;
 mod registrations;
 mod seen_heads;
 mod skills;
@@ -1145,6 +1146,10 @@ impl StateStore for DynamoStateStore {
     }
 
     fn workspaces(&self) -> &dyn super::workspaces::WorkspaceStore {
+        self
+    }
+
+    fn layers(&self) -> &dyn super::layers::LayerStore {
         self
     }
 

@@ -260,6 +260,11 @@ pub struct Agent {
     /// that does not know them; the plan then compares the listing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bindings_digest: Option<String>,
+    /// The layer key of its package's dependency files (docs/reference.md "Dependency
+    /// layers"): its layers are the [`LayerBuild`](super::LayerBuild) of that key. `None`
+    /// for a package that needs no layer, and on records written before layers existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer_key: Option<String>,
 }
 
 impl Agent {

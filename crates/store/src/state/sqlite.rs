@@ -25,6 +25,7 @@ mod dispatches;
 mod env_specs;
 mod installations;
 mod jobs;
+mod layers;
 mod outbox;
 mod registrations;
 mod rows;
@@ -209,6 +210,9 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
         .map_err(sql_error)?;
     connection
         .execute_batch(seen_heads::SCHEMA)
+        .map_err(sql_error)?;
+    connection
+        .execute_batch(layers::SCHEMA)
         .map_err(sql_error)?;
     connection
         .execute_batch(skills::SCHEMA)
@@ -447,6 +451,10 @@ impl StateStore for SqliteStateStore {
     }
 
     fn workspaces(&self) -> &dyn super::workspaces::WorkspaceStore {
+        self
+    }
+
+    fn layers(&self) -> &dyn super::layers::LayerStore {
         self
     }
 

@@ -12,6 +12,7 @@ use super::dispatches::DispatchStore;
 use super::env_specs::EnvSpecStore;
 use super::installations::InstallationStore;
 use super::jobs::JobStore;
+use super::layers::LayerStore;
 use super::model::*;
 use super::outbox::DispatchOutbox;
 use super::registrations::RegistrationStore;
@@ -103,6 +104,9 @@ pub trait StateStore:
 
     /// Registered workspace manifests and drift acceptances ([`workspaces`](super::workspaces)).
     fn workspaces(&self) -> &dyn WorkspaceStore;
+
+    /// Dependency layer builds ([`layers`](super::layers)).
+    fn layers(&self) -> &dyn LayerStore;
 
     /// Packaged config manifests ([`configs`](super::configs)).
     fn config_packages(&self) -> &dyn ConfigPackageStore;

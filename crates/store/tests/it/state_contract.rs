@@ -33,6 +33,7 @@ pub(crate) fn agent(manifest: &str, name: &str) -> Agent {
         version: 0,
         updated_at: NOW,
         bindings_digest: None,
+        layer_key: None,
     }
 }
 

@@ -450,3 +450,85 @@ async fn the_first_terminal_report_is_reported_back_once() {
         result.markdown()
     );
 }
+
+/// The packager's callback (docs/reference.md "Dependency layers"): a malformed result is
+/// 400 and leaves the layer build pending; a good one makes it ready; a repeat is 409.
+#[tokio::test]
+async fn a_packager_callback_records_its_layers_and_refuses_a_malformed_result() {
+    use astrolift_dispatch::layers::{LayerOutcome, PackagerContext, request_layers};
+    use astrolift_store::state::{LayerRequest, LayerStatus};
+    let subject = Subject::new().await;
+    let agents = subject.state.list_agents(REPO).await.expect("agents");
+    let triage = agents.iter().find(|a| a.name == "triage").expect("triage");
+    let key = "c".repeat(64);
+    let request = LayerRequest {
+        repository: REPO.to_owned(),
+        manifest_path: triage.manifest_path.clone(),
+        name: triage.name.clone(),
+        project_id: triage.project_id.clone(),
+        artifact_ref: format!("sha256:{}", "d".repeat(64)),
+        layer_key: key.clone(),
+        dependency_files: Vec::new(),
+    };
+    let context = PackagerContext {
+        state: subject.state.as_ref(),
+        queue: &subject.queue,
+        content: &CONTENT,
+        packager: Some("triage"),
+        callback_base: None,
+        now: NOW,
+    };
+    let twice = [request.clone(), request];
+    let outcomes = request_layers(context, &twice).await.expect("store");
+    let LayerOutcome::Dispatched { dispatch_id } = &outcomes[0] else {
+        panic!("{outcomes:?}")
+    };
+    assert_eq!(outcomes[1], LayerOutcome::InFlight);
+    assert_eq!(subject.queue.messages().len(), 1);
+    let task = subject
+        .state
+        .tasks()
+        .get_dispatch_task(dispatch_id)
+        .await
+        .expect("read");
+    let task_id = task.expect("a task").task_id;
+    subject.render_with(&task_id, KEY).await;
+    let build = || async {
+        let layers = subject.state.layers();
+        layers
+            .get_layer_build(&key)
+            .await
+            .expect("read")
+            .expect("a build")
+    };
+    let layer = |mount_path: &str| {
+        json!({"status": "ok", "layers": [{"layer_id": "l", "name": "deps",
+            "mount_path": mount_path, "digest": format!("sha256:{}", "e".repeat(64))}]})
+    };
+    let malformed = subject
+        .call(&task_id, KEY, &report("succeeded", layer("venv")))
+        .await;
+    assert_eq!(malformed.status, 400, "{:?}", malformed.body);
+    assert_eq!(build().await.status, LayerStatus::Pending);
+    let task = subject
+        .state
+        .tasks()
+        .get_task(&task_id)
+        .await
+        .expect("read");
+    assert_eq!(task.expect("a task").status, TaskStatus::Queued);
+    let good = subject
+        .call(&task_id, KEY, &report("succeeded", layer("/tmp/venv")))
+        .await;
+    assert_eq!(good.status, 200, "{:?}", good.body);
+    let ready = build().await;
+    assert_eq!(ready.status, LayerStatus::Ready);
+    assert_eq!(ready.layers[0].mount_path, "/tmp/venv");
+    let again = subject
+        .call(&task_id, KEY, &report("succeeded", layer("/tmp/venv")))
+        .await;
+    assert_eq!(again.status, 409);
+    // Built: the next request reuses it.
+    let reused = request_layers(context, &twice[..1]).await.expect("store");
+    assert_eq!(reused, [LayerOutcome::Reused]);
+}

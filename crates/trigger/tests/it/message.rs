@@ -110,6 +110,7 @@ pub async fn register_example_in(blobs: Arc<dyn BlobStore>) -> (Agent, AgentMani
         version: 0,
         updated_at: 1,
         bindings_digest: None,
+        layer_key: None,
     };
     (agent, manifest, archive)
 }

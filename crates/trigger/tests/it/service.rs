@@ -116,6 +116,7 @@ pub fn agent(manifest: &str, name: &str, status: AgentStatus) -> Agent {
         version: 0,
         updated_at: 1,
         bindings_digest: None,
+        layer_key: None,
     }
 }
 

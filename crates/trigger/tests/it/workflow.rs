@@ -68,6 +68,7 @@ fn agent(name: &str, status: AgentStatus) -> AgentChange {
         version: 0,
         updated_at: 1,
         bindings_digest: None,
+        layer_key: None,
     };
     AgentChange::new(agent, None, AuditAction::Added, "c1", "test", 1)
 }

@@ -119,6 +119,7 @@ async fn register(state: &dyn StateStore, github_id: &str, missing_id: &str) {
         version: 0,
         updated_at: 1,
         bindings_digest: None,
+        layer_key: None,
     };
     let mut change = AgentChange::new(agent, None, AuditAction::Added, "c0ffee", "smoke", 1);
     let missing = Verify::Token {

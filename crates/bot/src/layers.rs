@@ -1,0 +1,130 @@
+//! After a sync: hand the agents whose packages need dependency layers to the packager
+//! agent (docs/reference.md "Dependency layers"), and put what became of each on the
+//! report, so the check run shows it. The one step `check --apply`, `serve` and the sync
+//! function share.
+
+use std::sync::Arc;
+
+use astrolift_dispatch::content::{BlobContent, UrlOptions};
+use astrolift_dispatch::dispatch::DispatchQueue;
+use astrolift_dispatch::layers::{
+    LayerOutcome, PACKAGER_AGENT_ENV, PackagerContext, request_layers,
+};
+use astrolift_manifest::{Diagnostic, Limits, Span};
+use astrolift_package::codes::{PACKAGER_DISPATCHED, PACKAGER_FAILED, PACKAGER_NOT_CONFIGURED};
+use astrolift_store::StoreResult;
+use astrolift_store::state::LayerRequest;
+use astrolift_store::state::UnixSeconds;
+use astrolift_sync::Report;
+use astrolift_sync::Stores;
+
+use crate::config::Environment;
+use crate::triggers::{TriggerSetupError, callback_base_from_env, dispatch_queue_from_env};
+
+/// What packager dispatches go through: the dispatch queue, the content source of the
+/// packager's own package, `ASTROLIFT_PACKAGER_AGENT` and the callback base.
+#[derive(Debug, Clone)]
+pub struct LayerPackager {
+    pub queue: Arc<dyn DispatchQueue>,
+    pub content: BlobContent,
+    /// `ASTROLIFT_PACKAGER_AGENT`; `None` when unset or empty.
+    pub packager: Option<String>,
+    pub callback_base: Option<String>,
+}
+
+impl LayerPackager {
+    /// From the environment, on `stores`: the dispatch queue `serve`, the functions and
+    /// `astrolift dispatch` share ([`dispatch_queue_from_env`]).
+    pub async fn from_env(
+        stores: &Stores,
+        aws: Option<&Environment>,
+    ) -> Result<Self, TriggerSetupError> {
+        let queue = dispatch_queue_from_env(&stores.state, aws).await?;
+        let urls = UrlOptions::from_env().map_err(TriggerSetupError::Config)?;
+        Ok(LayerPackager {
+            queue,
+            content: BlobContent::new(Arc::clone(&stores.blobs), urls, Limits::DEFAULT),
+            packager: packager_from_env(),
+            callback_base: callback_base_from_env(),
+        })
+    }
+
+    /// Requests the layers `report.layer_needs` lists and adds one diagnostic per
+    /// outcome that is not a reuse (a notice for a packager dispatch, a warning when no
+    /// packager can be dispatched). A store failure is `Err`.
+    pub async fn request(
+        &self,
+        stores: &Stores,
+        report: &mut Report,
+        now: UnixSeconds,
+    ) -> StoreResult<()> {
+        if report.layer_needs.is_empty() {
+            return Ok(());
+        }
+        let context = PackagerContext {
+            state: stores.state.as_ref(),
+            queue: self.queue.as_ref(),
+            content: &self.content,
+            packager: self.packager.as_deref(),
+            callback_base: self.callback_base.as_deref(),
+            now,
+        };
+        let outcomes = request_layers(context, &report.layer_needs).await?;
+        let found: Vec<_> = report
+            .layer_needs
+            .iter()
+            .zip(&outcomes)
+            .filter_map(|(request, outcome)| diagnostic(outcome, request))
+            .collect();
+        report.add_diagnostics(found);
+        Ok(())
+    }
+}
+
+/// `ASTROLIFT_PACKAGER_AGENT`, when set and not empty.
+pub fn packager_from_env() -> Option<String> {
+    std::env::var(PACKAGER_AGENT_ENV)
+        .ok()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+}
+
+/// The check-run diagnostic of `outcome` for `request`, on its manifest (none for a reuse).
+pub fn diagnostic(outcome: &LayerOutcome, request: &LayerRequest) -> Option<Diagnostic> {
+    let key = request.layer_key.get(..12).unwrap_or(&request.layer_key);
+    let name = &request.name;
+    let (code, message) = match outcome {
+        LayerOutcome::Reused => return None,
+        LayerOutcome::InFlight => (
+            &PACKAGER_DISPATCHED,
+            format!(
+                "{name}: dependency layers {key} are being built by the packager agent; the agent is layers-pending until they arrive"
+            ),
+        ),
+        LayerOutcome::Dispatched { dispatch_id } => (
+            &PACKAGER_DISPATCHED,
+            format!(
+                "{name}: the packager agent was dispatched ({dispatch_id}) to build dependency layers {key}; the agent is layers-pending until they arrive"
+            ),
+        ),
+        LayerOutcome::NoPackager { reason } => (
+            &PACKAGER_NOT_CONFIGURED,
+            format!(
+                "{name}: the package needs dependency layers, but {reason}: the agent is registered layers-pending and its dispatches are refused"
+            ),
+        ),
+        LayerOutcome::Failed { error } => (
+            &PACKAGER_FAILED,
+            format!(
+                "{name}: the packager agent could not be dispatched for dependency layers {key}: {error}"
+            ),
+        ),
+    };
+    let diagnostic = Diagnostic::new(code, request.manifest_path.clone(), Span::FILE, message);
+    Some(match outcome {
+        LayerOutcome::NoPackager { .. } => diagnostic.with_help(format!(
+            "register the packager agent (seed 002's SKILL.md) and set {PACKAGER_AGENT_ENV} to its name, then sync again"
+        )),
+        _ => diagnostic,
+    })
+}
