@@ -123,7 +123,7 @@ pub fn diagnostic(outcome: &LayerOutcome, request: &LayerRequest) -> Option<Diag
     let diagnostic = Diagnostic::new(code, request.manifest_path.clone(), Span::FILE, message);
     Some(match outcome {
         LayerOutcome::NoPackager { .. } => diagnostic.with_help(format!(
-            "register the packager agent (seed 002's SKILL.md) and set {PACKAGER_AGENT_ENV} to its name, then sync again"
+            "register a packager agent (examples/layers/agents/packager is one; docs/reference.md §16) and set {PACKAGER_AGENT_ENV} to its name, then sync again"
         )),
         _ => diagnostic,
     })

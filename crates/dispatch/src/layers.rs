@@ -22,13 +22,11 @@ use serde_json::{Value, json};
 
 use crate::content::{ContentError, ContentSource};
 use crate::dispatch::{DispatchError, DispatchQueue, DispatchRequest, Origin, new_dispatch};
-use crate::message::{DispatchContent, Source};
+use crate::message::{DispatchContent, PACKAGER_TRIGGER_PREFIX, Source};
 
 /// The variable naming the packager agent (an agent name, looked up in the project of
 /// the agent that needs layers).
 pub const PACKAGER_AGENT_ENV: &str = "ASTROLIFT_PACKAGER_AGENT";
-/// The record id (`trigger_id`) prefix of a packager dispatch: `packager:<layer key>`.
-pub const PACKAGER_TRIGGER_PREFIX: &str = "packager:";
 /// The most layers one result may list.
 pub const MAX_LAYERS: usize = 16;
 /// The longest `layer_id`, `name` or `artifact_ref` accepted.
@@ -351,8 +349,8 @@ pub enum PackagerResult {
     Failed(String),
 }
 
-/// Checks a packager's terminal report (`status`, and `result` as JSON text): seed 002's
-/// return format plus `layers`. `Err` says what is malformed (the callback answers 400
+/// Checks a packager's terminal report (`status`, and `result` as JSON text): the packager's
+/// return format plus `layers` (docs/reference.md §16). `Err` says what is malformed (the callback answers 400
 /// and records nothing).
 pub fn parse_packager_result(
     status: TaskStatus,

@@ -23,6 +23,9 @@ pub const DISPATCH_SCHEMA_V1: &str = "astrolift.dispatch/v1";
 
 /// The `trigger_id` of a dispatch asked for by hand (`astrolift dispatch`).
 pub const MANUAL_TRIGGER: &str = "manual";
+/// The record id (`trigger_id`) prefix of a packager dispatch: `packager:<layer key>`
+/// (docs/reference.md §16).
+pub const PACKAGER_TRIGGER_PREFIX: &str = "packager:";
 
 /// One dispatch, as sent to the dispatch queue and kept in the record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -102,7 +105,7 @@ impl Source {
                 stage,
             } => format!("workflow:{workflow_run}:{stage}"),
             Source::Packager { layer_key, .. } => {
-                format!("{}{layer_key}", crate::layers::PACKAGER_TRIGGER_PREFIX)
+                format!("{PACKAGER_TRIGGER_PREFIX}{layer_key}")
             }
         }
     }

@@ -2,7 +2,7 @@
 //! subdirectory is one repository, with at least one agent and no error or
 //! warning, in every format, but for its catalogue and organization skills: without App
 //! credentials each is the warning `skill/unresolved` (docs/reference.md §5.1), and only
-//! that (and seed 002's skill name in `examples/layers`).
+//! that (and the packager's own skill name in `examples/layers`, docs/reference.md §16).
 
 use std::path::Path;
 
@@ -42,7 +42,7 @@ fn examples_validate_clean() {
             .expect("diagnostics array")
             .iter()
             .filter(|d| d["severity"] != "notice")
-            // Seed 002's packager keeps its own skill name (`packager.default`): a warning
+            // The packager keeps its own skill name (`packager.default`): a warning
             // with a fix, by design (docs/reference.md "Dependency layers").
             .filter(|d| !(dir.ends_with("layers") && d["code"] == "skill/invalid-name"))
             .filter(|d| {

@@ -4,33 +4,97 @@
 //! the packager's result arrives (`layers report`, what the callback route does), and a
 //! dispatch then carries the layers. Reuse on a brief-only change, a new packager
 //! dispatch on a changed `requirements.txt`, a failed and a malformed result, a
-//! pass-through, and no packager configured.
+//! pass-through, and no packager configured. The push-to-dispatch path runs again on
+//! DynamoDB, S3 and an SQS dispatch queue on moto.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
+use astrolift_store::blob::{BlobOptions, S3BlobStore};
+use astrolift_store::state::DynamoStateStore;
+use astrolift_store::testing::{aws_endpoint, unique_name};
+
 use crate::dispatch_schema::dispatch_schema_errors;
 use crate::support::{Run, copy_tree, json, run_of};
 
 const DIGEST: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 
-fn astrolift(args: &[&str], home: &Path, packager: Option<&str>) -> Run {
+/// Where a test's commands keep their state, and the folder its repository is copied to.
+struct Stores {
+    dir: tempfile::TempDir,
+    /// `ASTROLIFT_STATE`, `ASTROLIFT_BLOBS` and, on AWS, `ASTROLIFT_DISPATCH_QUEUE_URL`.
+    env: Vec<(&'static str, String)>,
+}
+
+impl Stores {
+    /// SQLite and a blob directory in a temporary folder; dispatches go to the outbox.
+    fn embedded() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let env = vec![
+            (
+                "ASTROLIFT_STATE",
+                format!("sqlite:{}", dir.path().join("state.db").display()),
+            ),
+            (
+                "ASTROLIFT_BLOBS",
+                format!("file:{}", dir.path().join("blobs").display()),
+            ),
+        ];
+        Stores { dir, env }
+    }
+
+    /// A fresh DynamoDB table, S3 bucket and SQS dispatch queue on moto; `None` when the AWS
+    /// tests are skipped (no `AWS_ENDPOINT_URL`, and `ASTROLIFT_REQUIRE_AWS` unset).
+    fn on_moto(test: &str) -> Option<Self> {
+        aws_endpoint(test)?;
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        let (table, bucket, queue) = runtime.block_on(async {
+            let table = unique_name("layers");
+            let state = DynamoStateStore::from_env(&table).await.expect("dynamo");
+            state.create_table().await.expect("table");
+            let bucket = unique_name("layers");
+            let blobs = S3BlobStore::from_env(&bucket, "", BlobOptions::default())
+                .await
+                .expect("s3");
+            blobs.create_bucket().await.expect("bucket");
+            let sqs = aws_sdk_sqs::Client::new(&aws_config::load_from_env().await);
+            let created = sqs
+                .create_queue()
+                .queue_name(unique_name("layers-dispatch"))
+                .send()
+                .await
+                .expect("queue");
+            (
+                table,
+                bucket,
+                created.queue_url().expect("a URL").to_owned(),
+            )
+        });
+        let env = vec![
+            ("ASTROLIFT_STATE", format!("dynamodb:{table}")),
+            ("ASTROLIFT_BLOBS", format!("s3://{bucket}")),
+            ("ASTROLIFT_DISPATCH_QUEUE_URL", queue),
+        ];
+        let dir = tempfile::tempdir().expect("temp dir");
+        Some(Stores { dir, env })
+    }
+
+    fn home(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+fn astrolift(args: &[&str], stores: &Stores, packager: Option<&str>) -> Run {
     let mut command = Command::new(env!("CARGO_BIN_EXE_astrolift"));
     command
         .args(args)
-        .env(
-            "ASTROLIFT_STATE",
-            format!("sqlite:{}", home.join("state.db").display()),
-        )
-        .env(
-            "ASTROLIFT_BLOBS",
-            format!("file:{}", home.join("blobs").display()),
-        )
+        .current_dir(stores.home())
         .env_remove("ASTROLIFT_DISPATCH_QUEUE_URL")
         .env_remove("ASTROLIFT_PACKAGER_AGENT")
-        .env_remove("RUST_LOG");
+        .env_remove("RUST_LOG")
+        .envs(stores.env.iter().map(|(name, value)| (name, value)));
     if let Some(name) = packager {
         command.env("ASTROLIFT_PACKAGER_AGENT", name);
     }
@@ -50,7 +114,7 @@ fn example(home: &Path) -> PathBuf {
     repo
 }
 
-fn apply(home: &Path, repo: &Path, packager: Option<&str>) -> Value {
+fn apply(stores: &Stores, repo: &Path, packager: Option<&str>) -> Value {
     let repo = repo.to_str().expect("utf-8");
     let args = [
         "check",
@@ -61,14 +125,14 @@ fn apply(home: &Path, repo: &Path, packager: Option<&str>) -> Value {
         "json",
         repo,
     ];
-    json(&ok(astrolift(&args, home, packager)).stdout)
+    json(&ok(astrolift(&args, stores, packager)).stdout)
 }
 
-fn packager_dispatches(home: &Path) -> Vec<Value> {
+fn packager_dispatches(stores: &Stores) -> Vec<Value> {
     let list = json(
         &ok(astrolift(
             &["dispatch", "list", "--format", "json"],
-            home,
+            stores,
             None,
         ))
         .stdout,
@@ -85,11 +149,11 @@ fn packager_dispatches(home: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn reporter(home: &Path) -> Value {
+fn reporter(stores: &Stores) -> Value {
     let list = json(
         &ok(astrolift(
             &["agents", "list", "--format", "json"],
-            home,
+            stores,
             None,
         ))
         .stdout,
@@ -102,13 +166,13 @@ fn reporter(home: &Path) -> Value {
         .expect("the reporter is registered")
 }
 
-fn dispatch(home: &Path, extra: &[&str]) -> Run {
+fn dispatch(stores: &Stores, extra: &[&str]) -> Run {
     let mut args = vec!["dispatch", "reporter", "--input", "{}"];
     args.extend_from_slice(extra);
-    astrolift(&args, home, None)
+    astrolift(&args, stores, None)
 }
 
-fn report(home: &Path, dispatch_id: &str, status: &str, result: &str) -> Run {
+fn report(stores: &Stores, dispatch_id: &str, status: &str, result: &str) -> Run {
     let args = [
         "layers",
         "report",
@@ -118,7 +182,7 @@ fn report(home: &Path, dispatch_id: &str, status: &str, result: &str) -> Run {
         "--result",
         result,
     ];
-    astrolift(&args, home, None)
+    astrolift(&args, stores, None)
 }
 
 fn ok_result(mount_path: &str) -> String {
@@ -127,10 +191,10 @@ fn ok_result(mount_path: &str) -> String {
     )
 }
 
-fn message_of(home: &Path, dispatch_id: &str) -> Value {
+fn message_of(stores: &Stores, dispatch_id: &str) -> Value {
     let shown = ok(astrolift(
         &["dispatch", "show", dispatch_id, "--format", "json"],
-        home,
+        stores,
         None,
     ));
     json(&shown.stdout)["message"].clone()
@@ -149,19 +213,31 @@ fn codes(report: &Value) -> Vec<String> {
 
 #[test]
 fn an_agent_with_dependencies_goes_from_push_to_a_dispatch_carrying_its_layers() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let home = dir.path();
+    push_to_a_dispatch_carrying_layers(&Stores::embedded());
+}
+
+#[test]
+fn on_dynamodb_s3_and_sqs_an_agent_goes_from_push_to_a_dispatch_carrying_its_layers() {
+    if let Some(stores) = Stores::on_moto("layers on moto") {
+        push_to_a_dispatch_carrying_layers(&stores);
+    }
+}
+
+/// Push, packager dispatch, pending and refused, malformed then good result, a dispatch
+/// carrying the layers, reuse on a brief-only change, a new build on changed dependencies.
+fn push_to_a_dispatch_carrying_layers(stores: &Stores) {
+    let home = stores.home();
     let repo = example(home);
-    let first = apply(home, &repo, Some("packager"));
+    let first = apply(stores, &repo, Some("packager"));
     assert_eq!(codes(&first), ["package/packager-dispatched"], "{first}");
-    let dispatched = packager_dispatches(home);
+    let dispatched = packager_dispatches(stores);
     assert_eq!(dispatched.len(), 1, "{dispatched:?}");
     let packager_id = dispatched[0]["dispatch_id"]
         .as_str()
         .expect("an id")
         .to_owned();
     assert_eq!(dispatched[0]["agent"], "packager");
-    let packager_message = message_of(home, &packager_id);
+    let packager_message = message_of(stores, &packager_id);
     assert_eq!(
         dispatch_schema_errors(&packager_message),
         Vec::<String>::new()
@@ -170,16 +246,16 @@ fn an_agent_with_dependencies_goes_from_push_to_a_dispatch_carrying_its_layers()
     let payload = &packager_message["payload"];
     assert_eq!(
         payload["artifact_ref"],
-        reporter(home)["payload_digest"],
+        reporter(stores)["payload_digest"],
         "{payload}"
     );
     assert_eq!(
         payload["dependency_files"][0]["path"], "requirements.txt",
         "{payload}"
     );
-    assert_eq!(reporter(home)["layers"], "pending");
+    assert_eq!(reporter(stores)["layers"], "pending");
 
-    let refused = dispatch(home, &[]);
+    let refused = dispatch(stores, &[]);
     assert_eq!(refused.code, 2, "{refused:?}");
     assert!(
         refused.stderr.contains("layers-pending"),
@@ -191,24 +267,29 @@ fn an_agent_with_dependencies_goes_from_push_to_a_dispatch_carrying_its_layers()
         "{}",
         refused.stderr
     );
-    let without = json(&ok(dispatch(home, &["--allow-pending-layers"])).stdout);
+    let without = json(&ok(dispatch(stores, &["--allow-pending-layers"])).stdout);
     let id = without["dispatch_id"].as_str().expect("an id");
-    assert!(message_of(home, id)["package"].get("layers").is_none());
+    assert!(message_of(stores, id)["package"].get("layers").is_none());
 
     // A malformed result is refused and changes nothing.
-    let malformed = report(home, &packager_id, "succeeded", &ok_result("/tmp/../venv"));
+    let malformed = report(
+        stores,
+        &packager_id,
+        "succeeded",
+        &ok_result("/tmp/../venv"),
+    );
     assert_eq!(malformed.code, 2, "{malformed:?}");
     assert!(
         malformed.stderr.contains("mount_path"),
         "{}",
         malformed.stderr
     );
-    assert_eq!(reporter(home)["layers"], "pending");
+    assert_eq!(reporter(stores)["layers"], "pending");
 
     // By agent: the packager dispatch its pending layers wait for.
     let reported = json(
         &ok(report(
-            home,
+            stores,
             "reporter",
             "succeeded",
             &ok_result("/tmp/venv"),
@@ -217,16 +298,17 @@ fn an_agent_with_dependencies_goes_from_push_to_a_dispatch_carrying_its_layers()
     );
     assert_eq!(reported["dispatch_id"], packager_id.as_str(), "{reported}");
     assert_eq!(reported["layers"], "ready", "{reported}");
-    assert_eq!(reporter(home)["layers"], "ready");
-    let sent = json(&ok(dispatch(home, &[])).stdout);
-    let message = message_of(home, sent["dispatch_id"].as_str().expect("an id"));
+    assert_eq!(reporter(stores)["layers"], "ready");
+    let sent = json(&ok(dispatch(stores, &[])).stdout);
+    let message = message_of(stores, sent["dispatch_id"].as_str().expect("an id"));
     assert_eq!(dispatch_schema_errors(&message), Vec::<String>::new());
     let layers = &message["package"]["layers"];
     assert_eq!(layers[0]["digest"], DIGEST, "{message}");
     assert_eq!(layers[0]["mount_path"], "/tmp/venv");
     let url = layers[0]["url"].as_str().expect("a URL");
+    // A file: URL, or an S3 URL presigned with its query after the key.
     assert!(
-        url.ends_with(&format!("layers/sha256/{}.tar.gz", &DIGEST[7..])),
+        url.contains(&format!("layers/sha256/{}.tar.gz", &DIGEST[7..])),
         "{url}"
     );
 
@@ -236,45 +318,45 @@ fn an_agent_with_dependencies_goes_from_push_to_a_dispatch_carrying_its_layers()
         "# Reporter\n\nShorter.\n",
     )
     .expect("write");
-    let brief_only = apply(home, &repo, Some("packager"));
+    let brief_only = apply(stores, &repo, Some("packager"));
     assert_eq!(codes(&brief_only), Vec::<String>::new(), "{brief_only}");
-    assert_eq!(packager_dispatches(home).len(), 1);
-    assert_eq!(reporter(home)["layers"], "ready");
+    assert_eq!(packager_dispatches(stores).len(), 1);
+    assert_eq!(reporter(stores)["layers"], "ready");
     std::fs::write(
         repo.join("agents/reporter/requirements.txt"),
         "requests==2.32.4\n",
     )
     .expect("write");
-    let changed = apply(home, &repo, Some("packager"));
+    let changed = apply(stores, &repo, Some("packager"));
     assert_eq!(
         codes(&changed),
         ["package/packager-dispatched"],
         "{changed}"
     );
-    assert_eq!(packager_dispatches(home).len(), 2);
-    assert_eq!(reporter(home)["layers"], "pending");
+    assert_eq!(packager_dispatches(stores).len(), 2);
+    assert_eq!(reporter(stores)["layers"], "pending");
 }
 
 #[test]
 fn a_failed_packager_result_is_visible_and_the_next_sync_retries() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let home = dir.path();
+    let stores = Stores::embedded();
+    let home = stores.home();
     let repo = example(home);
-    apply(home, &repo, Some("packager"));
-    let id = packager_dispatches(home)[0]["dispatch_id"]
+    apply(&stores, &repo, Some("packager"));
+    let id = packager_dispatches(&stores)[0]["dispatch_id"]
         .as_str()
         .expect("id")
         .to_owned();
     let failed = r#"{"status":"error","error":"pip could not resolve requests==2.32.3"}"#;
-    ok(report(home, &id, "succeeded", failed));
-    let agent = reporter(home);
+    ok(report(&stores, &id, "succeeded", failed));
+    let agent = reporter(&stores);
     assert_eq!(agent["layers"], "failed", "{agent}");
     assert!(
         agent["layers_error"]
             .as_str()
             .is_some_and(|e| e.contains("pip"))
     );
-    let refused = dispatch(home, &[]);
+    let refused = dispatch(&stores, &[]);
     assert_eq!(refused.code, 2, "{refused:?}");
     assert!(
         refused.stderr.contains("layers-failed"),
@@ -283,43 +365,43 @@ fn a_failed_packager_result_is_visible_and_the_next_sync_retries() {
     );
     // A second report of the same dispatch is refused: its task is finished.
     assert_eq!(
-        report(home, &id, "succeeded", &ok_result("/tmp/venv")).code,
+        report(&stores, &id, "succeeded", &ok_result("/tmp/venv")).code,
         2
     );
-    let retried = apply(home, &repo, Some("packager"));
+    let retried = apply(&stores, &repo, Some("packager"));
     assert_eq!(
         codes(&retried),
         ["package/packager-dispatched"],
         "{retried}"
     );
-    assert_eq!(packager_dispatches(home).len(), 2);
-    assert_eq!(reporter(home)["layers"], "pending");
+    assert_eq!(packager_dispatches(&stores).len(), 2);
+    assert_eq!(reporter(&stores)["layers"], "pending");
 }
 
 #[test]
 fn without_a_packager_the_agent_is_registered_layers_pending_with_a_warning() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let home = dir.path();
+    let stores = Stores::embedded();
+    let home = stores.home();
     let repo = example(home);
-    let report = apply(home, &repo, None);
+    let report = apply(&stores, &repo, None);
     assert_eq!(
         codes(&report),
         ["package/packager-not-configured"],
         "{report}"
     );
-    assert!(packager_dispatches(home).is_empty());
-    assert_eq!(reporter(home)["layers"], "pending");
-    let named_wrong = apply(home, &repo, Some("no-such-agent"));
+    assert!(packager_dispatches(&stores).is_empty());
+    assert_eq!(reporter(&stores)["layers"], "pending");
+    let named_wrong = apply(&stores, &repo, Some("no-such-agent"));
     assert_eq!(codes(&named_wrong), ["package/packager-not-configured"]);
     // Configured later: the next sync dispatches it.
-    let configured = apply(home, &repo, Some("packager"));
+    let configured = apply(&stores, &repo, Some("packager"));
     assert_eq!(codes(&configured), ["package/packager-dispatched"]);
 }
 
 #[test]
 fn a_comment_only_requirements_file_is_a_pass_through_with_the_same_digest() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let home = dir.path();
+    let stores = Stores::embedded();
+    let home = stores.home();
     let repo = example(home);
     let agent = repo.join("agents/reporter");
     std::fs::write(
@@ -334,9 +416,9 @@ fn a_comment_only_requirements_file_is_a_pass_through_with_the_same_digest() {
         "--manifest",
         "agents/reporter/astrolift.toml",
     ];
-    let packaged = ok(astrolift(&package, home, None));
+    let packaged = ok(astrolift(&package, &stores, None));
     let digest = json(&packaged.stdout)["digest"].clone();
-    let report = apply(home, &repo, Some("packager"));
+    let report = apply(&stores, &repo, Some("packager"));
     assert_eq!(codes(&report), Vec::<String>::new(), "{report}");
     let entry = report["plan"]
         .as_array()
@@ -346,11 +428,11 @@ fn a_comment_only_requirements_file_is_a_pass_through_with_the_same_digest() {
         .cloned()
         .expect("planned");
     assert_eq!(entry["digest"], digest, "{report}");
-    assert!(packager_dispatches(home).is_empty());
-    let agent = reporter(home);
+    assert!(packager_dispatches(&stores).is_empty());
+    let agent = reporter(&stores);
     assert!(
         agent.get("layers").is_none() && agent.get("layer_key").is_none(),
         "{agent}"
     );
-    ok(dispatch(home, &[]));
+    ok(dispatch(&stores, &[]));
 }

@@ -1,5 +1,5 @@
-//! The packager's result (docs/reference.md "Dependency layers"): seed 002's return format
-//! plus `layers`, each bound tested at its limit and just past it.
+//! The packager's result (docs/reference.md §16, "Dependency layers"): the packager's return
+//! format plus `layers`, each bound tested at its limit and just past it.
 
 use astrolift_dispatch::layers::{
     MAX_LAYER_ERROR, MAX_LAYER_FIELD, MAX_LAYERS, MAX_MOUNT_PATH, PackagerResult, is_sha256_digest,

@@ -36,7 +36,7 @@ impl LayerStatus {
     }
 }
 
-/// One layer the packager captured (seed 002's `layers` entry).
+/// One layer the packager captured (an entry of its result's `layers`, docs/reference.md §16).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Layer {
     pub layer_id: String,
