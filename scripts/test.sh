@@ -56,11 +56,12 @@ export ASTROLIFT_RELEASE_BIN_DIR="$CARGO_TARGET_DIR/release-test" ASTROLIFT_REQU
 # than skip under ASTROLIFT_REQUIRE_AWS): scripts/smoke-webhook.sh and smoke-trigger.sh
 # run them. Arguments are cargo's (`-p`, `--test`); without them, every test but those.
 # The benchmarks run once each as tests, apart: criterion's harness takes no `--skip`
-# (the same packages and dev-dependencies, so the same features and artifacts).
+# (the same packages and dev-dependencies, so the same features and artifacts). The main run
+# goes on past a failing test binary, so one run reports every failure.
 if [ "$#" -gt 0 ]; then
   cargo test --workspace --all-targets --locked "$@"
 else
-  cargo test --workspace --lib --bins --tests --examples --locked -- --skip stack::
+  cargo test --workspace --lib --bins --tests --examples --locked --no-fail-fast -- --skip stack::
   cargo test --workspace --benches --locked
 fi
 # The SAM template deployed into moto's CloudFormation, with the store tests on its resources.
