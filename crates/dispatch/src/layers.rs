@@ -17,12 +17,11 @@ use astrolift_store::state::{
     UnixSeconds,
 };
 use astrolift_store::{StoreError, StoreResult};
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::content::{ContentError, ContentSource};
 use crate::dispatch::{DispatchError, DispatchQueue, DispatchRequest, Origin, new_dispatch};
-use crate::message::{DispatchContent, PACKAGER_TRIGGER_PREFIX, Source};
+use crate::message::{DispatchContent, LayerRef, PACKAGER_TRIGGER_PREFIX, Source};
 
 /// The variable naming the packager agent (an agent name, looked up in the project of
 /// the agent that needs layers).
@@ -75,22 +74,6 @@ pub async fn agent_layer_state(state: &dyn StateStore, agent: &Agent) -> StoreRe
             LayerStatus::Failed => LayerState::Failed(build.error.unwrap_or_default()),
         },
     })
-}
-
-/// One layer in a dispatch message's `package.layers`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LayerRef {
-    pub layer_id: String,
-    pub name: String,
-    /// `sha256:<hex>` of the layer's `tar.gz`.
-    pub digest: String,
-    /// Where the runtime mounts it.
-    pub mount_path: String,
-    /// Presigned GET URL of `layers/sha256/<hex>.tar.gz`; absent with no blob store.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<UnixSeconds>,
 }
 
 /// Puts `agent`'s layers into `content.package.layers`, each with a URL presigned now.

@@ -142,6 +142,22 @@ impl EnvSpecRef {
     }
 }
 
+/// One layer in a dispatch message's `package.layers`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LayerRef {
+    pub layer_id: String,
+    pub name: String,
+    /// `sha256:<hex>` of the layer's `tar.gz`.
+    pub digest: String,
+    /// Where the runtime mounts it.
+    pub mount_path: String,
+    /// Presigned GET URL of `layers/sha256/<hex>.tar.gz`; absent with no blob store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<UnixSeconds>,
+}
+
 /// The agent package: a presigned URL (with its expiry), or inline.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PackageRef {
@@ -160,7 +176,7 @@ pub struct PackageRef {
     /// Its dependency layers, for the runtime to mount (docs/reference.md "Dependency
     /// layers"); absent when it has none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub layers: Vec<crate::layers::LayerRef>,
+    pub layers: Vec<LayerRef>,
 }
 
 impl PackageRef {
