@@ -167,13 +167,14 @@ fn dry_run_on_a_folder_of_repositories_says_why_nothing_is_fixed() {
         .current_dir(dir.path())
         .output()
         .expect("the astrolift binary runs");
+    // A dry run of `examples/layers`: the diff of its packager's skill-name fix, exit 1.
     let again = crate::support::run_of(output);
-    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(again.code, 1, "{}", again.stderr);
     assert!(
         again
-            .stderr
-            .starts_with("nothing to fix in examples/monorepo"),
+            .stdout
+            .starts_with("--- a/agents/packager/skills/packager-default/SKILL.md"),
         "{}",
-        again.stderr
+        again.stdout
     );
 }
