@@ -164,7 +164,19 @@ pub fn unregister_repo(args: UnregisterRepoArgs) -> anyhow::Result<ExitCode> {
             .delete_registration(&args.repository, manifest_path.as_deref())
             .await?
         {
-            bail!("no registration of {scope}");
+            // What to try next: a registration is removed as it was made, on its store.
+            let hint = match &manifest_path {
+                Some(_) => "check the repository, the --manifest-path",
+                None => {
+                    "a registration made with --manifest-path is removed with that \
+                     --manifest-path; check the repository"
+                }
+            };
+            bail!(
+                "no registration of {scope} on {}: {hint}, and that --state (or \
+                 ASTROLIFT_STATE) names the store `register-repo` wrote to",
+                state.location()
+            );
         }
         outln!("unregistered {scope}; its agents stay registered as they are")?;
         Ok(())

@@ -444,6 +444,16 @@ fn register_repo_per_manifest_refuses_overlaps() {
         dir.path(),
     );
     assert_eq!(again.code, 2, "{}", again.stderr);
+    // The error says what to check next (docs/reference.md §3, "Errors").
+    assert!(
+        again
+            .stderr
+            .contains("no registration of acme/mono:agents/triage/astrolift.toml on ")
+            && again.stderr.contains("--manifest-path")
+            && again.stderr.contains("--state"),
+        "{}",
+        again.stderr
+    );
     let whole = register(&[]);
     assert_eq!(whole.code, 0, "{}", whole.stderr);
 }
