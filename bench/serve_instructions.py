@@ -18,6 +18,9 @@ answers REQUESTS more over one keep-alive connection, and is dumped
 request in `serve`'s own process. The jq worker processes are not traced
 (valgrind cannot run under the address-space limit the pool sets on them);
 bench/load.sh's CPU µs/request column includes them.
+
+With KEEP_DUMPS=DIR, each build's dump is copied to DIR/NAME.callgrind, for
+`callgrind_annotate --inclusive=yes DIR/NAME.callgrind` (where the instructions go).
 """
 import glob
 import hashlib
@@ -98,7 +101,16 @@ def dumped_instructions(work: str, pid: int) -> int:
     raise SystemExit("no callgrind dump appeared")
 
 
-def measure(binary: str, case: str, requests: int) -> int:
+def keep_dump(work: str, pid: int, name: str) -> None:
+    keep = os.environ.get("KEEP_DUMPS")
+    if not keep:
+        return
+    os.makedirs(keep, exist_ok=True)
+    for path in sorted(glob.glob(f"{work}/callgrind.out.{pid}.*"))[:1]:
+        shutil.copy(path, os.path.join(keep, f"{name}.callgrind"))
+
+
+def measure(binary: str, case: str, requests: int, name: str = "build") -> int:
     work = tempfile.mkdtemp(prefix="astrolift-instructions-")
     try:
         prepare(binary, work)
@@ -125,7 +137,9 @@ def measure(binary: str, case: str, requests: int) -> int:
                            capture_output=True)
             if any(status >= 300 for status in statuses):
                 raise SystemExit(f"{binary}: answers {sorted(set(statuses))}")
-            return dumped_instructions(work, serve.pid)
+            total = dumped_instructions(work, serve.pid)
+            keep_dump(work, serve.pid, name)
+            return total
         finally:
             serve.terminate()
             serve.wait(timeout=120)
@@ -139,7 +153,7 @@ def main() -> None:
     print("| --- | ---: |")
     for build in builds:
         name, binary = build.split("=", 1)
-        total = measure(binary, case, requests)
+        total = measure(binary, case, requests, name)
         print(f"| {name} | {total / requests:,.0f} |", flush=True)
 
 

@@ -2,11 +2,16 @@
 //! is recorded in the state store (`astrolift_store::state::jobs`) before it is queued, so
 //! that a job accepted with `202` survives `kill -9` and a restart.
 //!
-//! - **Queued:** the job is recorded `queued`, then handed to its lane of the in-process
-//!   queue ([`LocalJobQueue`]), which runs each lane in order (at most
-//!   [`LOCAL_QUEUE_CAPACITY`](crate::queue::LOCAL_QUEUE_CAPACITY) waiting per lane).
+//! - **Queued:** the job is recorded `queued` (a webhook's with its delivery, in one
+//!   transaction:
+//!   [`JobStore::put_job_for_delivery`](astrolift_store::state::JobStore::put_job_for_delivery)), then handed to its lane of the
+//!   in-process queue ([`LocalJobQueue`]), which runs each lane in order (at most
+//!   [`LOCAL_QUEUE_CAPACITY`](crate::queue::LOCAL_QUEUE_CAPACITY) waiting per lane). The
+//!   lane carries the record as written, so a job's first attempt reads nothing back.
 //! - **Running:** each attempt records `running` and its number; at most `syncs` attempts
-//!   run at once across lanes. A success deletes the record.
+//!   run at once across lanes. A success deletes the record. So a job that succeeds at
+//!   once costs three writes: the record (with its delivery), `running`, the delete
+//!   (BENCHMARKS.md, issue 27).
 //! - **Retried:** a failed attempt waits as [`RetryPolicy`] says (no sync slot held), then
 //!   runs again; when the policy gives up the record stays, `failed`, with the last error:
 //!   the dead letter, which `astrolift jobs list` shows, the check run reports with a
@@ -21,18 +26,21 @@
 
 use std::collections::HashSet;
 use std::fmt;
+use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use astrolift_store::state::{JobRecord, JobState, StateStore};
+use astrolift_store::state::{DeliveryOutcome, JobRecord, JobState, StateStore};
 use astrolift_store::{BoxFuture, StoreError};
 use tokio::sync::{Notify, Semaphore, watch};
 
 use crate::ingress::now;
 use crate::job::SyncJob;
 use crate::job_error::JobError;
-use crate::queue::{JobHandler, JobQueue, LaneItem, LocalJobQueue, QueueError};
+use crate::queue::{
+    Delivery, DeliveryQueueError, JobHandler, JobQueue, LaneItem, LocalJobQueue, QueueError,
+};
 use crate::retry::{RetryPolicy, jitter};
 
 /// How often the queue looks for jobs queued by another process (`astrolift jobs retry`).
@@ -43,6 +51,10 @@ pub const SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 pub struct DurableJob {
     pub id: String,
     pub job: SyncJob,
+    /// The record as this process wrote it when it accepted the job, so that its first
+    /// attempt reads nothing; `None` for a job resumed or swept from the store, whose record
+    /// is read again before it runs (another process may have retried or dead-lettered it).
+    pub recorded: Option<JobRecord>,
 }
 
 impl LaneItem for DurableJob {
@@ -216,7 +228,12 @@ impl DurableJobQueue {
                 }
             };
             let id = record.id.clone();
-            if let Err(error) = self.lanes.push_resumed(DurableJob { id, job }) {
+            let resumed_job = DurableJob {
+                id,
+                job,
+                recorded: None,
+            };
+            if let Err(error) = self.lanes.push_resumed(resumed_job) {
                 self.shared.release(&record.id);
                 return Err(StoreError::Unavailable(error.to_string()));
             }
@@ -260,30 +277,100 @@ impl DurableJobQueue {
         *self.shared.closing.borrow()
     }
 
-    async fn record_and_queue(&self, job: &SyncJob) -> Result<(), QueueError> {
+    /// A new job's record, held before it is recorded, so that a sweep never takes it as
+    /// another's.
+    fn accept(&self, job: &SyncJob) -> Result<JobRecord, QueueError> {
         if self.closing() {
             return Err(QueueError::Closed);
         }
-        let id = self.shared.ids.next();
-        let record = queued_record(id.clone(), job)?;
-        // Held before it is recorded, so that a sweep never takes it as another's.
-        self.shared.hold(&id);
-        // Recorded and queued by a task of its own, which the caller only waits for: a
-        // caller dropped meanwhile (a webhook whose sender hung up) must not leave the job
-        // recorded but in no lane, held here and never run, and run by the next start
-        // after the later jobs of its lane.
-        let (shared, lanes) = (Arc::clone(&self.shared), Arc::clone(&self.lanes));
-        let job = DurableJob {
-            id,
-            job: job.clone(),
-        };
-        tokio::spawn(async move { record_and_push(&shared, &lanes, &record, &job).await })
-            .await
-            .map_err(|error| {
-                QueueError::Store(StoreError::Unavailable(format!(
-                    "the job's recording stopped: {error}"
-                )))
-            })?
+        let record = queued_record(self.shared.ids.next(), job)?;
+        self.shared.hold(&record.id);
+        Ok(record)
+    }
+
+    /// Runs `step` (a recording, then the push to its lane) in a task of its own, which the
+    /// caller only waits for: a caller dropped meanwhile (a webhook whose sender hung up)
+    /// must not leave the job recorded but in no lane, held here and never run, and run by
+    /// the next start after the later jobs of its lane.
+    async fn detached<T, F>(&self, step: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: Future<Output = T> + Send + 'static,
+    {
+        tokio::spawn(step).await.map_err(|error| {
+            StoreError::Unavailable(format!("the job's recording stopped: {error}"))
+        })
+    }
+
+    async fn record_and_queue(&self, job: &SyncJob) -> Result<(), QueueError> {
+        let record = self.accept(job)?;
+        let (shared, lanes, job) = (
+            Arc::clone(&self.shared),
+            Arc::clone(&self.lanes),
+            job.clone(),
+        );
+        self.detached(async move {
+            if let Err(error) = shared.store.jobs().put_job(&record).await {
+                shared.release(&record.id);
+                return Err(QueueError::Store(error));
+            }
+            push_recorded(&shared, &lanes, DurableJob::recorded(record, job)).await
+        })
+        .await?
+    }
+
+    /// Records `delivery` and the job in one transaction, then queues the job.
+    async fn record_delivery_and_queue(
+        &self,
+        delivery: Delivery<'_>,
+        job: &SyncJob,
+    ) -> Result<DeliveryOutcome, DeliveryQueueError> {
+        let record = self.accept(job).map_err(DeliveryQueueError::Queue)?;
+        let (shared, lanes, job) = (
+            Arc::clone(&self.shared),
+            Arc::clone(&self.lanes),
+            job.clone(),
+        );
+        let (delivery_id, now, ttl) = (delivery.id.to_owned(), delivery.now, delivery.ttl);
+        self.detached(async move {
+            let recorded = shared
+                .store
+                .jobs()
+                .put_job_for_delivery(&delivery_id, now, ttl, &record)
+                .await;
+            let outcome = match recorded {
+                Ok(outcome) => outcome,
+                Err(error) => {
+                    shared.release(&record.id);
+                    return Err(DeliveryQueueError::Record(error));
+                }
+            };
+            if outcome == DeliveryOutcome::Duplicate {
+                shared.release(&record.id);
+                return Ok(outcome);
+            }
+            let pushed = push_recorded(&shared, &lanes, DurableJob::recorded(record, job)).await;
+            if let Err(refused) = pushed {
+                if let Err(error) = shared.store.forget_delivery(&delivery_id).await {
+                    tracing::error!(%error, "cannot forget the delivery after a failed enqueue");
+                }
+                return Err(DeliveryQueueError::Queue(refused));
+            }
+            Ok(outcome)
+        })
+        .await
+        .map_err(DeliveryQueueError::Record)?
+    }
+}
+
+impl DurableJob {
+    /// A job this process has just recorded as `record`.
+    fn recorded(record: JobRecord, job: SyncJob) -> Self {
+        DurableJob {
+            id: record.id.clone(),
+            job,
+            recorded: Some(record),
+        }
     }
 }
 
@@ -301,33 +388,38 @@ fn queued_record(id: String, job: &SyncJob) -> Result<JobRecord, serde_json::Err
     })
 }
 
-/// Records `job` (`record`, held already) and pushes it to its lane; a job its lane
-/// refuses is deleted again, and either failure lets go of it.
-async fn record_and_push(
+/// Pushes a recorded (and held) job to its lane; a job its lane refuses is deleted again,
+/// so that no start ever runs it, and let go of.
+async fn push_recorded(
     shared: &Shared,
     lanes: &LocalJobQueue<DurableJob>,
-    record: &JobRecord,
-    job: &DurableJob,
+    job: DurableJob,
 ) -> Result<(), QueueError> {
-    let id = &job.id;
-    if let Err(error) = shared.store.jobs().put_job(record).await {
-        shared.release(id);
-        return Err(QueueError::Store(error));
+    let id = job.id.clone();
+    let Err(refused) = lanes.push_owned(job) else {
+        return Ok(());
+    };
+    if let Err(error) = shared.store.jobs().delete_job(&id).await {
+        tracing::warn!(%error, job_id = %id, "cannot delete the record of a refused job");
     }
-    if let Err(refused) = lanes.push(job) {
-        // Not accepted: its record goes, so no start ever runs it.
-        if let Err(error) = shared.store.jobs().delete_job(id).await {
-            tracing::warn!(%error, job_id = %id, "cannot delete the record of a refused job");
-        }
-        shared.release(id);
-        return Err(refused);
-    }
-    Ok(())
+    shared.release(&id);
+    Err(refused)
 }
 
 impl JobQueue for DurableJobQueue {
     fn enqueue<'a>(&'a self, job: &'a SyncJob) -> BoxFuture<'a, Result<(), QueueError>> {
         Box::pin(self.record_and_queue(job))
+    }
+
+    /// The delivery is recorded in this queue's state store, with the job, in one
+    /// transaction (`serve` builds its ingress and this queue on one store).
+    fn enqueue_delivery<'a>(
+        &'a self,
+        _state: &'a dyn StateStore,
+        delivery: Delivery<'a>,
+        job: &'a SyncJob,
+    ) -> BoxFuture<'a, Result<DeliveryOutcome, DeliveryQueueError>> {
+        Box::pin(self.record_delivery_and_queue(delivery, job))
     }
 }
 
@@ -358,7 +450,11 @@ impl Shared {
 
     async fn attempts(&self, queued: &DurableJob) {
         let jobs = self.store.jobs();
-        let mut record = match jobs.get_job(&queued.id).await {
+        let recorded = match &queued.recorded {
+            Some(record) => Ok(Some(record.clone())),
+            None => jobs.get_job(&queued.id).await,
+        };
+        let mut record = match recorded {
             Ok(Some(record)) if record.state != JobState::Failed => record,
             // Gone (retried by hand and already run) or dead-lettered meanwhile.
             Ok(_) => return,

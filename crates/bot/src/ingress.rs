@@ -21,7 +21,7 @@ use tracing::{Instrument as _, field};
 
 use crate::dead_letter::{Retried, is_job_id, rerun};
 use crate::job::{NoJob, job_for_event};
-use crate::queue::JobQueue;
+use crate::queue::{Delivery, DeliveryQueueError, JobQueue};
 use crate::telemetry::{self, Metric};
 
 /// GitHub-sourced trigger bindings, as the webhook sees them: evaluate and
@@ -171,28 +171,29 @@ impl Ingress {
         summary
     }
 
-    /// Records the delivery id, then queues the job. A delivery seen before is
-    /// acknowledged and not queued again; a job that cannot be queued makes
-    /// the delivery forgotten again, so that its redelivery is processed.
+    /// Records the delivery id and queues the job ([`JobQueue::enqueue_delivery`]). A
+    /// delivery seen before is acknowledged and not queued again; a job that cannot be
+    /// queued leaves the delivery forgotten again, so that its redelivery is processed.
     async fn queue_once(&self, delivery_id: &str, job: &crate::job::SyncJob) -> Answer {
+        let delivery = Delivery {
+            id: delivery_id,
+            now: now(),
+            ttl: DELIVERY_TTL,
+        };
         match self
-            .state
-            .record_delivery(delivery_id, now(), DELIVERY_TTL)
+            .jobs
+            .enqueue_delivery(self.state.as_ref(), delivery, job)
             .await
         {
-            Ok(DeliveryOutcome::Duplicate) => {
-                return Answer::new(200, json!({ "status": "duplicate" }));
+            Ok(DeliveryOutcome::Duplicate) => Answer::new(200, json!({ "status": "duplicate" })),
+            Ok(DeliveryOutcome::New) => Answer::new(202, json!({ "status": "queued" })),
+            Err(DeliveryQueueError::Record(error)) => {
+                self.unavailable("cannot record the delivery", &error)
             }
-            Ok(DeliveryOutcome::New) => {}
-            Err(error) => return self.unavailable("cannot record the delivery", &error),
-        }
-        if let Err(error) = self.jobs.enqueue(job).await {
-            if let Err(forget) = self.state.forget_delivery(delivery_id).await {
-                tracing::error!(error = %forget, "cannot forget the delivery after a failed enqueue");
+            Err(DeliveryQueueError::Queue(error)) => {
+                self.unavailable("cannot queue the sync job", &error)
             }
-            return self.unavailable("cannot queue the sync job", &error);
         }
-        Answer::new(202, json!({ "status": "queued" }))
     }
 
     /// A click on the **Re-run** button of a job `serve`'s queue gave up on

@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use astrolift_store::BoxFuture;
+use astrolift_store::state::{DeliveryOutcome, StateStore, UnixSeconds};
+use astrolift_store::{BoxFuture, StoreError};
 use tokio::sync::mpsc;
 
 use crate::job::SyncJob;
@@ -32,11 +33,66 @@ pub enum QueueError {
     Store(#[from] astrolift_store::StoreError),
 }
 
+/// A webhook delivery recorded with its job ([`JobQueue::enqueue_delivery`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Delivery<'a> {
+    pub id: &'a str,
+    pub now: UnixSeconds,
+    /// How long its id is remembered.
+    pub ttl: Duration,
+}
+
+/// Why a delivery's job was not queued (the webhook answers 503).
+#[derive(Debug, thiserror::Error)]
+pub enum DeliveryQueueError {
+    #[error("cannot record the delivery: {0}")]
+    Record(StoreError),
+    #[error("cannot queue the sync job: {0}")]
+    Queue(QueueError),
+}
+
 /// A queue of sync jobs.
 pub trait JobQueue: Send + Sync + fmt::Debug {
     /// Queues `job`; the jobs of one lane of a repository come out in the
     /// order they went in.
     fn enqueue<'a>(&'a self, job: &'a SyncJob) -> BoxFuture<'a, Result<(), QueueError>>;
+
+    /// Records `delivery` in `state` and queues its job, once: a duplicate delivery
+    /// queues nothing, and a job that cannot be queued leaves its delivery forgotten
+    /// again, so that a redelivery is processed. By default the delivery's conditional
+    /// write, then [`Self::enqueue`]; `serve`'s durable queue records both in one
+    /// transaction ([`crate::durable`]).
+    fn enqueue_delivery<'a>(
+        &'a self,
+        state: &'a dyn StateStore,
+        delivery: Delivery<'a>,
+        job: &'a SyncJob,
+    ) -> BoxFuture<'a, Result<DeliveryOutcome, DeliveryQueueError>> {
+        Box::pin(record_then_enqueue(self, state, delivery, job))
+    }
+}
+
+/// [`JobQueue::enqueue_delivery`] for a queue that does not record deliveries itself.
+async fn record_then_enqueue<Q: JobQueue + ?Sized>(
+    queue: &Q,
+    state: &dyn StateStore,
+    delivery: Delivery<'_>,
+    job: &SyncJob,
+) -> Result<DeliveryOutcome, DeliveryQueueError> {
+    let recorded = state
+        .record_delivery(delivery.id, delivery.now, delivery.ttl)
+        .await
+        .map_err(DeliveryQueueError::Record)?;
+    if recorded == DeliveryOutcome::Duplicate {
+        return Ok(recorded);
+    }
+    if let Err(error) = queue.enqueue(job).await {
+        if let Err(forget) = state.forget_delivery(delivery.id).await {
+            tracing::error!(error = %forget, "cannot forget the delivery after a failed enqueue");
+        }
+        return Err(DeliveryQueueError::Queue(error));
+    }
+    Ok(DeliveryOutcome::New)
 }
 
 /// The SQS FIFO sync queue: MessageGroupId = repository id and lane
@@ -133,6 +189,18 @@ impl JobQueue for LateJobQueue {
             queue.enqueue(job).await
         })
     }
+
+    fn enqueue_delivery<'a>(
+        &'a self,
+        state: &'a dyn StateStore,
+        delivery: Delivery<'a>,
+        job: &'a SyncJob,
+    ) -> BoxFuture<'a, Result<DeliveryOutcome, DeliveryQueueError>> {
+        match self.queue.get() {
+            Some(queue) => queue.enqueue_delivery(state, delivery, job),
+            None => Box::pin(record_then_enqueue(self, state, delivery, job)),
+        }
+    }
 }
 
 /// Runs one job; the in-process queue calls it.
@@ -210,6 +278,11 @@ impl<J: LaneItem> LocalJobQueue<J> {
     /// ([`QueueError::Full`]) when [`LOCAL_QUEUE_CAPACITY`] jobs of its lane wait already.
     pub fn push(&self, job: &J) -> Result<(), QueueError> {
         self.send(job.clone(), true)
+    }
+
+    /// [`Self::push`] of a job the caller owns (no copy).
+    pub fn push_owned(&self, job: J) -> Result<(), QueueError> {
+        self.send(job, true)
     }
 
     /// Sends `job` to its lane's worker whatever its backlog: a job accepted earlier

@@ -93,9 +93,6 @@ pub enum RefStatus {
 pub enum SkipReason {
     /// No registration names an installation, and GitHub says the App is not installed.
     NotInstalled,
-    /// No sync through the App recorded the repository's id yet, so its lane is unknown:
-    /// its first push syncs it.
-    NeverSynced,
     /// Its installation's rate limit is low (or exhausted): asked nothing this pass.
     RateLimited,
     /// GitHub says the ref names no commit (a deleted branch).
@@ -368,9 +365,6 @@ impl Pass<'_> {
                 None => return skip(outcome, SkipReason::NotInstalled),
             },
         };
-        if target.kind == RefKind::Registered && target.repository_id.is_none() {
-            return skip(outcome, SkipReason::NeverSynced);
-        }
         if self.exhausted(installation_id) {
             return skip(outcome, SkipReason::RateLimited);
         }
@@ -460,18 +454,33 @@ impl Pass<'_> {
         if synced.is_some_and(|s| s.commit.eq_ignore_ascii_case(&head)) {
             return Ok(());
         }
-        let job = reconcile_job(target, installation_id, target.repository_id, &head);
+        let mut job = reconcile_job(
+            target,
+            installation_id,
+            target.repository_id.unwrap_or_default(),
+            &head,
+        );
         if !self.record(&job).await? {
             outcome.status = RefStatus::Skipped;
             outcome.reason = Some(SkipReason::AlreadyQueued);
             return Ok(());
         }
-        if let Err(error) = self.queue.enqueue(&job).await {
+        let queued = async {
+            // No sync through the App has recorded the repository's id (a registration made
+            // with the CLI): its lanes are keyed by it, so GitHub is asked.
+            if target.repository_id.is_none() {
+                let repo = RepoPath::parse(&target.repository)?;
+                let installation = self.github.installation(installation_id);
+                job.repository_id = installation.repository_id(&repo).await?;
+            }
+            self.queue.enqueue(&job).await.map_err(JobError::from)
+        };
+        if let Err(error) = queued.await {
             // Forgotten again, so the next pass queues it.
             if let Err(forget) = self.state.forget_delivery(&job.delivery_id).await {
                 tracing::warn!(error = %forget, "cannot forget the reconcile delivery of a job not queued");
             }
-            return Err(error.into());
+            return Err(error);
         }
         outcome.status = RefStatus::Queued;
         outcome.jobs = 1;
@@ -491,7 +500,7 @@ impl Pass<'_> {
         outcome.synced = seen.as_ref().map(|s| s.commit.clone());
         let moved = seen.is_some_and(|s| !s.commit.eq_ignore_ascii_case(&now_seen.commit));
         if moved {
-            let push = reconcile_job(target, 0, None, &now_seen.commit);
+            let push = reconcile_job(target, 0, 0, &now_seen.commit);
             let (followed, jobs) = dependents::follow(self.state, self.github, &push).await?;
             for job in &jobs {
                 self.queue.enqueue(job).await?;
@@ -544,19 +553,14 @@ pub fn delivery_id(repository: &str, git_ref: &str, head: &str) -> String {
 }
 
 /// The job that syncs `head` of the target's ref, in the lane of its pushes.
-fn reconcile_job(
-    target: &Target,
-    installation_id: u64,
-    repository_id: Option<u64>,
-    head: &str,
-) -> SyncJob {
+fn reconcile_job(target: &Target, installation_id: u64, repository_id: u64, head: &str) -> SyncJob {
     SyncJob {
         version: JOB_VERSION,
         delivery_id: delivery_id(&target.repository, &target.git_ref, head),
         trigger: JobTrigger::Reconcile,
         installation_id,
         repository: target.repository.clone(),
-        repository_id: repository_id.unwrap_or_default(),
+        repository_id,
         head_sha: head.to_owned(),
         branch: Some(target.git_ref.clone()),
         fork: false,

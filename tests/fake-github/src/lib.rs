@@ -21,6 +21,8 @@
 //!   422 `No commit found for SHA` for an unknown ref; with an `ETag`, `304 Not Modified`
 //!   for an `If-None-Match` that names it, and `X-RateLimit-*` headers per installation
 //!   ([`FakeGitHub::set_rate_limit_remaining`]);
+//! - `GET /repos/{owner}/{repo}`: the repository's id (set by the test, or derived from
+//!   its name);
 //! - `GET /repos/{owner}/{repo}/installation` (App JWT): the installation the
 //!   test put the repository in ([`FakeGitHub::install_repo`]), 404 otherwise.
 //!
@@ -43,6 +45,7 @@ mod commits;
 mod compare;
 mod faults;
 mod pulls;
+mod repos;
 mod tarball;
 
 use std::collections::HashMap;
@@ -122,6 +125,8 @@ pub(crate) struct State {
     /// Requests left this hour per installation (0: a token of no installation), as the
     /// commit answers' `X-RateLimit-Remaining` says; [`RATE_LIMIT_PER_HOUR`] until used.
     pub rate_limit_remaining: HashMap<u64, u64>,
+    /// Repository ids a test set, by `(owner, repo)` (others are derived from the name).
+    pub repo_ids: HashMap<(String, String), u64>,
 }
 
 /// An installation's REST budget an hour, as GitHub's `X-RateLimit-Limit` says.
@@ -238,6 +243,20 @@ impl FakeGitHub {
         }
         let key = (owner.to_owned(), repo.to_owned());
         state.repo_installations.insert(key, id);
+    }
+
+    /// Makes `GET /repos/{owner}/{repo}` answer `id` as the repository's id (otherwise
+    /// [`repo_id`](Self::repo_id) derives one from its name).
+    pub fn set_repo_id(&self, owner: &str, repo: &str, id: u64) {
+        let key = (owner.to_owned(), repo.to_owned());
+        self.state.lock().repo_ids.insert(key, id);
+    }
+
+    /// The id `GET /repos/{owner}/{repo}` answers for `owner/repo`.
+    pub fn repo_id(&self, owner: &str, repo: &str) -> u64 {
+        let key = (owner.to_owned(), repo.to_owned());
+        let set = self.state.lock().repo_ids.get(&key).copied();
+        set.unwrap_or_else(|| repos::derived_id(owner, repo))
     }
 
     /// Sets what installation `id` has left of its hourly budget: the next commit answers
@@ -436,6 +455,7 @@ fn router(state: Shared) -> Router {
             "/repos/{owner}/{repo}/commits/{*git_ref}",
             get(commits::commit),
         )
+        .route("/repos/{owner}/{repo}", get(repos::repository))
         .route(
             "/repos/{owner}/{repo}/installation",
             get(commits::repository_installation),

@@ -16,7 +16,7 @@ use astrolift_sync::Stores;
 
 use crate::support::{
     INSTALLATION, MAIN_SHA, REPO_ID, embedded_stores, examples, fake_github, push_job, register,
-    runner,
+    register_repository_of, runner,
 };
 
 /// `main`'s next commit, pushed while no delivery reached the App.
@@ -124,6 +124,66 @@ async fn a_moved_head_is_queued_once_however_often_reconcile_runs() {
     let outcome = registered(&second)[0];
     assert_eq!(outcome.status, RefStatus::Skipped);
     assert_eq!(outcome.reason, Some(SkipReason::AlreadyQueued));
+    assert_eq!(queue.jobs().len(), 1);
+}
+
+/// A registration made with the CLI (`register-repo`: no installation, and no sync through
+/// the App has recorded the repository's id): reconcile learns both from GitHub and queues
+/// its head in the lane of the branch's pushes, and the job applies.
+#[tokio::test]
+async fn a_registration_no_app_sync_applied_is_reconciled_in_its_pushes_lane() {
+    let (stores, _dir) = embedded_stores().await;
+    register_repository_of(&stores, None).await;
+    astrolift_store::testing::register_example_skill_sources(stores.state.as_ref(), "proj-bot")
+        .await
+        .expect("skill sources");
+    let github = fake_github("monorepo").await;
+    github.add_commit("octo", "agents", MAIN_SHA, &[]);
+    github.install_repo(INSTALLATION, "octo", "agents");
+    github.set_repo_id("octo", "agents", REPO_ID);
+    let runner = runner(&github, &stores);
+    let queue = RecordingJobQueue::new();
+
+    let report = pass(&stores, &runner.github, &queue, ReconcileOptions::default()).await;
+    let outcome = registered(&report)[0];
+    assert_eq!(outcome.status, RefStatus::Queued, "{report:#?}");
+    assert_eq!(outcome.synced, None);
+    assert_eq!(
+        github
+            .requests_to("GET", "/repos/octo/agents/installation")
+            .len(),
+        1
+    );
+    let repository_asked = github.requests_to("GET", "/repos/octo/agents");
+    let repository_asked = repository_asked
+        .iter()
+        .filter(|r| r.path == "/repos/octo/agents");
+    assert_eq!(
+        repository_asked.count(),
+        1,
+        "the repository's id, asked once"
+    );
+    let jobs = queue.jobs();
+    assert_eq!(jobs.len(), 1, "{jobs:#?}");
+    assert_eq!(
+        (jobs[0].repository_id, jobs[0].installation_id),
+        (REPO_ID, INSTALLATION)
+    );
+    assert_eq!(jobs[0].message_group_id(), push_job("x").message_group_id());
+    let synced = runner.run(&jobs[0]).await.expect("the reconcile job runs");
+    assert!(synced.applied, "{:?}", synced.report.skipped);
+
+    // Synced now: the next pass asks one conditional head and nothing else of the repository.
+    let before = github.requests_to("GET", "/repos/octo/agents").len();
+    let again = pass(&stores, &runner.github, &queue, ReconcileOptions::default()).await;
+    assert_eq!(
+        registered(&again)[0].status,
+        RefStatus::Unchanged,
+        "{again:#?}"
+    );
+    let asked = github.requests_to("GET", "/repos/octo/agents")[before..].to_vec();
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert!(asked[0].path.starts_with(HEADS), "{asked:#?}");
     assert_eq!(queue.jobs().len(), 1);
 }
 

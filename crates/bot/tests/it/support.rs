@@ -73,9 +73,14 @@ pub async fn register(stores: &Stores) {
 
 /// [`register`] without the skill sources.
 pub async fn register_repository(stores: &Stores) {
+    register_repository_of(stores, Some(INSTALLATION)).await;
+}
+
+/// [`register_repository`] naming `installation_id` (`None`: as `register-repo` records it).
+pub async fn register_repository_of(stores: &Stores, installation_id: Option<u64>) {
     let registration = RepoRegistration {
         repository: "octo/agents".into(),
-        installation_id: Some(INSTALLATION),
+        installation_id,
         project_id: "proj-bot".into(),
         registered_ref: "main".into(),
         manifest_path: None,

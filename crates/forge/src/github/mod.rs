@@ -28,6 +28,7 @@ mod compare;
 mod layers;
 mod permissions;
 mod pulls;
+mod repository;
 pub mod retry;
 mod tarball;
 

@@ -570,40 +570,61 @@ impl DynamoStateStore {
     }
 
     async fn transact(&self, writes: Vec<TransactWriteItem>, names: &[String]) -> StoreResult<()> {
+        let Some(cancelled) = self.transact_conditionally(writes).await? else {
+            return Ok(());
+        };
+        let failed: Vec<&str> = cancelled
+            .failed
+            .iter()
+            .zip(names)
+            .filter(|(failed, _)| **failed)
+            .map(|(_, name)| name.as_str())
+            .collect();
+        Err(if failed.is_empty() {
+            StoreError::Conflict(format!("a condition failed: {}", cancelled.message))
+        } else {
+            StoreError::Conflict(format!("condition failed for {}", failed.join(", ")))
+        })
+    }
+
+    /// Runs a transaction; `Ok(None)` when it was written, the items whose condition failed
+    /// when one did (nothing written), an error for any other failure.
+    async fn transact_conditionally(
+        &self,
+        writes: Vec<TransactWriteItem>,
+    ) -> StoreResult<Option<CancelledTransaction>> {
         let count = writes.len() as u64;
-        match self
+        let sent = self
             .client
             .transact_write_items()
             .set_transact_items(Some(writes))
             .send()
-            .await
-        {
+            .await;
+        let err = match sent {
             Ok(_) => {
                 self.counters.wrote(count);
                 self.counters.transaction();
-                Ok(())
+                return Ok(None);
             }
-            Err(err) => Err(match err.as_service_error() {
-                Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
-                    let failed: Vec<&str> = cancelled
-                        .cancellation_reasons()
-                        .iter()
-                        .zip(names)
-                        .filter(|(reason, _)| reason.code() == Some("ConditionalCheckFailed"))
-                        .map(|(_, name)| name.as_str())
-                        .collect();
-                    let message = cancelled.message().unwrap_or_default();
-                    if !failed.is_empty() {
-                        StoreError::Conflict(format!("condition failed for {}", failed.join(", ")))
-                    } else if message.contains("ConditionalCheckFailed") {
-                        StoreError::Conflict(format!("a condition failed: {message}"))
-                    } else {
-                        StoreError::Unavailable(format!("TransactWriteItems cancelled: {message}"))
-                    }
-                }
-                _ => map_sdk_error(DYNAMODB, "TransactWriteItems", err),
-            }),
+            Err(err) => err,
+        };
+        let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) =
+            err.as_service_error()
+        else {
+            return Err(map_sdk_error(DYNAMODB, "TransactWriteItems", err));
+        };
+        let failed: Vec<bool> = cancelled
+            .cancellation_reasons()
+            .iter()
+            .map(|reason| reason.code() == Some("ConditionalCheckFailed"))
+            .collect();
+        let message = cancelled.message().unwrap_or_default().to_owned();
+        if failed.contains(&true) || message.contains("ConditionalCheckFailed") {
+            return Ok(Some(CancelledTransaction { failed, message }));
         }
+        Err(StoreError::Unavailable(format!(
+            "TransactWriteItems cancelled: {message}"
+        )))
     }
 
     /// A conditional put; `Ok(false)` when the condition failed.
@@ -635,6 +656,14 @@ impl DynamoStateStore {
         }
         Ok(written)
     }
+}
+
+/// A transaction cancelled because a condition failed.
+struct CancelledTransaction {
+    /// Per item, in the order written: whether its condition failed (empty when DynamoDB
+    /// gave no reasons).
+    failed: Vec<bool>,
+    message: String,
 }
 
 /// Whether a conditional write took effect: `Ok(false)` when its condition failed (no

@@ -12,9 +12,11 @@
 //! [`StateStore::jobs`](super::StateStore::jobs); its contract suite is
 //! `crates/store/tests/it/job_contract.rs`, run on SQLite and DynamoDB.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
-use super::model::UnixSeconds;
+use super::model::{DeliveryOutcome, UnixSeconds};
 use crate::{BoxFuture, StoreResult};
 
 /// Where a recorded job is.
@@ -65,11 +67,28 @@ pub struct JobRecord {
 ///
 /// Contract (the contract suite runs it on SQLite and DynamoDB):
 /// - `put_job` records a new id only (`StoreError::Conflict` for an id recorded already);
+/// - `put_job_for_delivery` records the delivery as `DeliveryStore::record_delivery` does and
+///   the job with it, in one transaction: a duplicate delivery records no job, and no
+///   failure leaves the one without the other;
 /// - `update_job` replaces a recorded job whole, and writes nothing for one not recorded;
 /// - listings are in id order and see the last write.
 pub trait JobStore: Send + Sync {
     /// Records a new job.
     fn put_job<'a>(&'a self, job: &'a JobRecord) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// Records the webhook delivery `delivery_id` for `ttl` (as
+    /// [`DeliveryStore::record_delivery`](super::DeliveryStore::record_delivery) does) and,
+    /// when it is new, `job` with it, in one transaction: what `serve` does before it
+    /// answers a delivery `202` (docs/reference.md §8, "The job queue"). A duplicate
+    /// delivery records nothing; an id recorded already is `StoreError::Conflict`, and then
+    /// the delivery is not recorded either.
+    fn put_job_for_delivery<'a>(
+        &'a self,
+        delivery_id: &'a str,
+        now: UnixSeconds,
+        ttl: Duration,
+        job: &'a JobRecord,
+    ) -> BoxFuture<'a, StoreResult<DeliveryOutcome>>;
 
     /// Replaces the recorded job of `job.id`; `Ok(false)`, writing nothing, when there is
     /// none (deleted meanwhile).

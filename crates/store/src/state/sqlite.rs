@@ -21,6 +21,7 @@ mod agents;
 mod bindings;
 mod configs;
 mod deliveries;
+mod delivery_insert;
 mod dispatches;
 mod env_specs;
 mod installations;

@@ -98,7 +98,63 @@ pub async fn a_long_queue_is_listed_whole(subject: Subject) {
     assert!(listed.windows(2).all(|w| w[0].id < w[1].id));
 }
 
+/// A delivery recorded with its job: both or neither. A duplicate delivery records no job;
+/// a job id recorded already leaves the delivery unrecorded; a redelivery of a failed one
+/// records it and its new job again.
+pub async fn a_delivery_and_its_job_are_recorded_together_or_not_at_all(subject: Subject) {
+    let (state, store) = (&subject.store, subject.store.jobs());
+    let ttl = std::time::Duration::from_secs(3600);
+    let first = job("00000000000000000001", JobState::Queued);
+    let recorded = store
+        .put_job_for_delivery("d-1", NOW, ttl, &first)
+        .await
+        .unwrap();
+    assert_eq!(recorded, DeliveryOutcome::New);
+    assert_eq!(store.get_job(&first.id).await.unwrap(), Some(first.clone()));
+    // The delivery is recorded: as a duplicate to both calls.
+    assert_eq!(
+        state.record_delivery("d-1", NOW + 1, ttl).await.unwrap(),
+        DeliveryOutcome::Duplicate
+    );
+    let second = job("00000000000000000002", JobState::Queued);
+    let again = store
+        .put_job_for_delivery("d-1", NOW + 1, ttl, &second)
+        .await
+        .unwrap();
+    assert_eq!(again, DeliveryOutcome::Duplicate);
+    assert_eq!(store.get_job(&second.id).await.unwrap(), None);
+
+    // A job id recorded already: a conflict, and its delivery is not recorded either.
+    let conflict = store
+        .put_job_for_delivery("d-2", NOW, ttl, &first)
+        .await
+        .unwrap_err();
+    assert!(conflict.is_conflict(), "{conflict}");
+    assert_eq!(
+        state.record_delivery("d-2", NOW + 1, ttl).await.unwrap(),
+        DeliveryOutcome::New
+    );
+
+    // A failed delivery's redelivery is new again, with its new job.
+    assert!(
+        state
+            .mark_delivery("d-1", DeliveryState::Failed, NOW + 2)
+            .await
+            .unwrap()
+    );
+    let redelivered = store
+        .put_job_for_delivery("d-1", NOW + 3, ttl, &second)
+        .await
+        .unwrap();
+    assert_eq!(redelivered, DeliveryOutcome::New);
+    assert_eq!(
+        ids(&store.list_jobs(None).await.unwrap()),
+        ["00000000000000000001", "00000000000000000002"]
+    );
+}
+
 state_contract_tests!(
     jobs_are_put_once_and_listed_in_id_order,
     a_long_queue_is_listed_whole,
+    a_delivery_and_its_job_are_recorded_together_or_not_at_all,
 );

@@ -11,31 +11,10 @@ impl DeliveryStore for DynamoStateStore {
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<DeliveryOutcome>> {
         Box::pin(async move {
-            let expires_at = now.saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX));
-            let mut item = key(delivery_pk(delivery_id), "DELIVERY");
-            item.insert("delivery_id".into(), s(delivery_id));
-            item.insert("received_at".into(), n(now));
-            item.insert(TTL_ATTRIBUTE.into(), n(expires_at));
-            item.insert(DELIVERY_STATE.into(), s(DeliveryState::Queued.as_str()));
-            item.insert(
-                LEASE_UNTIL.into(),
-                n(lease_until(DeliveryState::Queued, now)),
-            );
-            // TTL deletion lags (up to days), so an expired item still counts as absent; a
-            // failed one, or one past its lease, is recorded again (the module docs of
-            // `deliveries`). An item without a state (written before) is a duplicate.
+            let put = DeliveryPut::new(delivery_id, now, ttl);
+            let values = put.values();
             let stored = self
-                .put_if(
-                    item,
-                    "attribute_not_exists(#pk) OR #e <= :now OR delivery_state = :failed \
-                     OR (delivery_state IN (:queued, :running) AND lease_until <= :now)",
-                    &[
-                        (":now", n(now)),
-                        (":failed", s(DeliveryState::Failed.as_str())),
-                        (":queued", s(DeliveryState::Queued.as_str())),
-                        (":running", s(DeliveryState::Running.as_str())),
-                    ],
-                )
+                .put_if(put.item, DeliveryPut::CONDITION, &values)
                 .await?;
             Ok(if stored {
                 DeliveryOutcome::New
@@ -93,3 +72,43 @@ impl DeliveryStore for DynamoStateStore {
 const DELIVERY_STATE: &str = "delivery_state";
 /// The attribute of the end of a queued or running delivery's lease.
 const LEASE_UNTIL: &str = "lease_until";
+
+/// The conditional put that records a delivery `queued`: `record_delivery`'s one write, and the
+/// first item of a delivery recorded with its job (`JobStore::put_job_for_delivery`).
+pub(super) struct DeliveryPut {
+    pub(super) item: Item,
+    now: UnixSeconds,
+}
+
+impl DeliveryPut {
+    /// TTL deletion lags (up to days), so an expired item still counts as absent; a failed
+    /// one, or one past its lease, is recorded again (the module docs of `deliveries`). An
+    /// item without a state (written before deliveries had one) is a duplicate.
+    pub(super) const CONDITION: &str = "attribute_not_exists(#pk) OR #e <= :now \
+        OR delivery_state = :failed \
+        OR (delivery_state IN (:queued, :running) AND lease_until <= :now)";
+
+    pub(super) fn new(delivery_id: &str, now: UnixSeconds, ttl: Duration) -> Self {
+        let expires_at = now.saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX));
+        let mut item = key(delivery_pk(delivery_id), "DELIVERY");
+        item.insert("delivery_id".into(), s(delivery_id));
+        item.insert("received_at".into(), n(now));
+        item.insert(TTL_ATTRIBUTE.into(), n(expires_at));
+        item.insert(DELIVERY_STATE.into(), s(DeliveryState::Queued.as_str()));
+        item.insert(
+            LEASE_UNTIL.into(),
+            n(lease_until(DeliveryState::Queued, now)),
+        );
+        DeliveryPut { item, now }
+    }
+
+    /// The values [`Self::CONDITION`] names.
+    pub(super) fn values(&self) -> [(&'static str, AttributeValue); 4] {
+        [
+            (":now", n(self.now)),
+            (":failed", s(DeliveryState::Failed.as_str())),
+            (":queued", s(DeliveryState::Queued.as_str())),
+            (":running", s(DeliveryState::Running.as_str())),
+        ]
+    }
+}

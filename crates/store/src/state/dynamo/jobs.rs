@@ -2,8 +2,15 @@
 //! `sk = JOB#<id>`. One partition, listed with one Query in sort-key order, which is id
 //! order: the durable queue is `serve`'s, one process, so the partition is not hot.
 
-use super::{DynamoStateStore, key, record_item};
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+
+use super::deliveries::DeliveryPut;
+use super::{DynamoStateStore, build, key, record_item};
 use crate::state::jobs::{JobRecord, JobState, JobStore};
+use crate::state::model::{DeliveryOutcome, UnixSeconds};
+use crate::state::table::{PK, TTL_ATTRIBUTE};
 use crate::{BoxFuture, StoreError, StoreResult};
 
 const JOBS: &str = "JOBS";
@@ -21,6 +28,44 @@ impl JobStore for DynamoStateStore {
                 return Ok(());
             }
             Err(StoreError::Conflict(format!("job {} exists", job.id)))
+        })
+    }
+
+    fn put_job_for_delivery<'a>(
+        &'a self,
+        delivery_id: &'a str,
+        now: UnixSeconds,
+        ttl: Duration,
+        job: &'a JobRecord,
+    ) -> BoxFuture<'a, StoreResult<DeliveryOutcome>> {
+        Box::pin(async move {
+            let delivery = DeliveryPut::new(delivery_id, now, ttl);
+            let mut put = Put::builder()
+                .table_name(&self.table)
+                .condition_expression(DeliveryPut::CONDITION)
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_names("#e", TTL_ATTRIBUTE);
+            for (name, value) in delivery.values() {
+                put = put.expression_attribute_values(name, value);
+            }
+            let put = put.set_item(Some(delivery.item));
+            let writes = vec![
+                TransactWriteItem::builder()
+                    .put(build(put.build())?)
+                    .build(),
+                self.put_if_absent(record_item(job, key(JOBS, job_sk(&job.id)))?)?,
+            ];
+            let Some(cancelled) = self.transact_conditionally(writes).await? else {
+                return Ok(DeliveryOutcome::New);
+            };
+            match cancelled.failed.as_slice() {
+                [true, ..] => Ok(DeliveryOutcome::Duplicate),
+                [false, true] => Err(StoreError::Conflict(format!("job {} exists", job.id))),
+                _ => Err(StoreError::Conflict(format!(
+                    "delivery {delivery_id} or job {}: {}",
+                    job.id, cancelled.message
+                ))),
+            }
         })
     }
 

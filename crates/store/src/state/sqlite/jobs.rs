@@ -2,10 +2,14 @@
 //! indexed and the record as JSON in `body`. Created with the rest of the schema when a file
 //! is opened, so a file written before it gets it empty (nothing to backfill).
 
-use rusqlite::params;
+use std::time::Duration;
 
+use rusqlite::{Connection, TransactionBehavior, params};
+
+use super::delivery_insert::insert_delivery;
 use super::rows::{SqliteStateStore, query_bodies, query_body, sql_error, text, to_json};
 use crate::state::jobs::{JobRecord, JobState, JobStore};
+use crate::state::model::{DeliveryOutcome, UnixSeconds};
 use crate::{BoxFuture, StoreError, StoreResult};
 
 /// Created with the rest of the schema when a file is opened.
@@ -18,21 +22,42 @@ impl JobStore for SqliteStateStore {
     fn put_job<'a>(&'a self, job: &'a JobRecord) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(async move {
             let (id, state, body) = (job.id.clone(), job.state.as_str(), to_json(job)?);
-            let inserted = self
-                .with_connection(move |c| {
-                    c.execute(
-                        "INSERT INTO jobs (id, state, body) VALUES (?1, ?2, ?3) \
-                         ON CONFLICT (id) DO NOTHING",
-                        params![id, state, body],
-                    )
-                    .map_err(sql_error)
-                })
+            self.with_connection(move |c| insert_job(c, &id, state, &body))
                 .await?;
-            if inserted == 0 {
-                return Err(StoreError::Conflict(format!("job {} exists", job.id)));
-            }
             self.counters.wrote(1);
             Ok(())
+        })
+    }
+
+    fn put_job_for_delivery<'a>(
+        &'a self,
+        delivery_id: &'a str,
+        now: UnixSeconds,
+        ttl: Duration,
+        job: &'a JobRecord,
+    ) -> BoxFuture<'a, StoreResult<DeliveryOutcome>> {
+        Box::pin(async move {
+            let (id, state, body) = (job.id.clone(), job.state.as_str(), to_json(job)?);
+            let delivery_id = delivery_id.to_owned();
+            let outcome = self
+                .with_connection(move |c| {
+                    let transaction = c
+                        .transaction_with_behavior(TransactionBehavior::Immediate)
+                        .map_err(sql_error)?;
+                    let outcome = insert_delivery(&transaction, &delivery_id, now, ttl)?;
+                    if outcome == DeliveryOutcome::New {
+                        // A conflict returns before the commit: the delivery is rolled back.
+                        insert_job(&transaction, &id, state, &body)?;
+                    }
+                    transaction.commit().map_err(sql_error)?;
+                    Ok(outcome)
+                })
+                .await?;
+            if outcome == DeliveryOutcome::New {
+                self.counters.wrote(2);
+                self.counters.transaction();
+            }
+            Ok(outcome)
         })
     }
 
@@ -77,4 +102,18 @@ impl JobStore for SqliteStateStore {
             None => query_bodies(c, "SELECT body FROM jobs ORDER BY id", []),
         }))
     }
+}
+
+/// Inserts a new job's row; `StoreError::Conflict` when its id is recorded already.
+fn insert_job(c: &Connection, id: &str, state: &str, body: &str) -> StoreResult<()> {
+    let inserted = c
+        .prepare_cached(
+            "INSERT INTO jobs (id, state, body) VALUES (?1, ?2, ?3) ON CONFLICT (id) DO NOTHING",
+        )
+        .and_then(|mut insert| insert.execute(params![id, state, body]))
+        .map_err(sql_error)?;
+    if inserted == 0 {
+        return Err(StoreError::Conflict(format!("job {id} exists")));
+    }
+    Ok(())
 }
