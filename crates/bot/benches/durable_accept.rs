@@ -5,8 +5,9 @@
 //! a SQLite state store on disk) and differ only in the queue behind it:
 //! - `memory`: the in-process lanes ([`LocalJobQueue`]) alone, as `serve` had them before;
 //!   a job is lost if the process stops;
-//! - `durable`: [`DurableJobQueue`] on the same store: each job recorded before the `202`,
-//!   marked running and then succeeded by its lane.
+//! - `durable`: [`DurableJobQueue`] on the same store: each job recorded with its delivery
+//!   in one transaction before the `202` (instead of the delivery's insert alone), then
+//!   marked running and deleted once its attempt succeeds.
 //!
 //! Each job's attempt succeeds at once, so what is measured is the queue, not a sync.
 //! `CONCURRENCY` tasks (default 8, as bench/load.sh's 8 connections) send fresh `push`
@@ -14,8 +15,8 @@
 //! waiting jobs, which would answer `503` in either mode) for `SECONDS` (default 10) per
 //! mode, rounds alternating
 //! (`ROUNDS`, default 3); each round prints accepted webhooks per second, p50 and p99.
-//! HTTP is left out: it costs both modes the same, so the ratio here is the upper bound of
-//! the ratio over HTTP.
+//! HTTP is left out: it costs both modes the same, so the ratio here is the lower bound of
+//! the ratio over HTTP (the same cost added to both brings them closer).
 //!
 //! `cargo bench -p astrolift-bot --bench durable_accept` (BENCHMARKS.md, issue 27). Under
 //! `cargo test --benches` (no `--bench` argument) it runs one short round as a smoke test.

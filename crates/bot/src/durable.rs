@@ -10,8 +10,9 @@
 //!   lane carries the record as written, so a job's first attempt reads nothing back.
 //! - **Running:** each attempt records `running` and its number; at most `syncs` attempts
 //!   run at once across lanes. A success deletes the record. So a job that succeeds at
-//!   once costs three writes: the record (with its delivery), `running`, the delete
-//!   (BENCHMARKS.md, issue 27).
+//!   once costs the queue three writes: the record (with its delivery), `running`, the
+//!   delete (BENCHMARKS.md, issue 27); the runner's marks of the delivery's state are
+//!   beside them.
 //! - **Retried:** a failed attempt waits as [`RetryPolicy`] says (no sync slot held), then
 //!   runs again; when the policy gives up the record stays, `failed`, with the last error:
 //!   the dead letter, which `astrolift jobs list` shows, the check run reports with a
