@@ -15,6 +15,7 @@
 //! waiting jobs, which would answer `503` in either mode) for `SECONDS` (default 10) per
 //! mode, rounds alternating
 //! (`ROUNDS`, default 3); each round prints accepted webhooks per second, p50 and p99.
+//! `MODE=memory` or `MODE=durable` runs that mode alone (to profile it).
 //! HTTP is left out: it costs both modes the same, so the ratio here is the lower bound of
 //! the ratio over HTTP (the same cost added to both brings them closer).
 //!
@@ -182,6 +183,8 @@ fn main() {
         Duration::from_millis(200)
     };
     let concurrency = setting("CONCURRENCY", 8).max(1);
+    let only = std::env::var("MODE").ok();
+    let only = only.as_deref();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -192,6 +195,9 @@ fn main() {
     let mut p99s = [Vec::new(), Vec::new()];
     for run in 0..rounds {
         for (slot, mode) in [Mode::Memory, Mode::Durable].into_iter().enumerate() {
+            if only.is_some_and(|only| only != mode.name()) {
+                continue;
+            }
             let figures = runtime.block_on(round(mode, concurrency, length, run));
             println!(
                 "| {} | {} | {:.0} | {:.2} | {:.2} | {} |",

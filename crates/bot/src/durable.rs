@@ -491,9 +491,16 @@ impl Shared {
             record.attempts = record.attempts.saturating_add(1);
             record.state = JobState::Running;
             record.updated_at = now();
-            self.write(&record).await;
-            let outcome = (self.attempt)(queued.job.clone()).await;
-            drop(slot);
+            // The marker is sent before the attempt starts (a join polls its futures in
+            // order, and the SQLite store queues a call at its first poll), so whatever is
+            // asked of the store after the attempt started sees it `running`; but the slot
+            // is not held for its commit, which a burst of short attempts would wait on.
+            let attempt = async {
+                let outcome = (self.attempt)(queued.job.clone()).await;
+                drop(slot);
+                outcome
+            };
+            let ((), outcome) = tokio::join!(self.write(&record), attempt);
             // Settled before the attempt stops counting as running, so that a drain that
             // sees none running counts what is left correctly.
             let next = self.settle(&mut record, &queued.job, outcome).await;

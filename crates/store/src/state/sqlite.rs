@@ -2,11 +2,12 @@
 //!
 //! Each table keeps its key (and indexed) columns plus the record as JSON in `body`: the
 //! records are owned by this crate's types, and keeping them whole avoids a second mapping
-//! to maintain next to the DynamoDB one. Conditions are checked inside one `IMMEDIATE`
-//! transaction per call, which gives the same semantics as DynamoDB's conditional writes.
+//! to maintain next to the DynamoDB one. Conditions are checked inside one savepoint per
+//! call, itself inside the `IMMEDIATE` transaction that commits the calls waiting together
+//! (`connection.rs`), which gives the same semantics as DynamoDB's conditional writes.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -16,14 +17,17 @@ use super::model::*;
 use super::store::{StateStats, StateStore};
 use crate::location::check_sqlite_path;
 use crate::{BoxFuture, StoreError, StoreResult};
+use error::sql_error;
 
 mod agents;
 mod bindings;
 mod configs;
+mod connection;
 mod deliveries;
 mod delivery_insert;
 mod dispatches;
 mod env_specs;
+mod error;
 mod installations;
 mod jobs;
 mod layers;
@@ -36,8 +40,9 @@ mod tasks;
 mod workflows;
 mod workspaces;
 
+use connection::{Access, ConnectionThread, atomic};
 pub use rows::SqliteStateStore;
-use rows::{RecordCount, integer, query_bodies, query_body, sql_error, text, to_json};
+use rows::{RecordCount, integer, query_bodies, query_body, text, to_json};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS repository_registrations (
@@ -116,31 +121,21 @@ impl SqliteStateStore {
         let path = path.as_ref().to_owned();
         check_sqlite_path(&path)?;
         let opened = path.clone();
-        let connection = tokio::task::spawn_blocking(move || open_connection(&opened))
-            .await
-            .map_err(StoreError::join)??;
+        let connection = ConnectionThread::start(move || open_connection(&opened)).await?;
         Ok(SqliteStateStore {
-            connection: Arc::new(Mutex::new(connection)),
+            connection,
             path,
             counters: Arc::default(),
         })
     }
 
-    /// Runs `work` on the connection in a blocking thread.
+    /// Runs `work`, which writes, on the connection (`connection.rs`).
     async fn with_connection<T, F>(&self, work: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     {
-        let connection = Arc::clone(&self.connection);
-        tokio::task::spawn_blocking(move || {
-            let mut guard = connection.lock().map_err(|_| {
-                StoreError::Unavailable("sqlite connection poisoned by a panic".into())
-            })?;
-            work(&mut guard)
-        })
-        .await
-        .map_err(StoreError::join)?
+        self.connection.call(Access::Write, work).await
     }
 
     async fn read<T, F>(&self, work: F) -> StoreResult<T>
@@ -149,7 +144,7 @@ impl SqliteStateStore {
         F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     {
         self.counters.read();
-        let records = self.with_connection(work).await?;
+        let records = self.connection.call(Access::Read, work).await?;
         self.counters.read_records(records.record_count());
         Ok(records)
     }
@@ -322,9 +317,7 @@ fn put_registration_in_transaction(
     connection: &mut Connection,
     registration: &RepoRegistration,
 ) -> StoreResult<()> {
-    let tx = connection
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(sql_error)?;
+    let tx = atomic(connection)?;
     let existing: Vec<RepoRegistration> = query_bodies(
         &tx,
         "SELECT body FROM repository_registrations WHERE repository = ?1",
@@ -346,9 +339,7 @@ fn put_registration_in_transaction(
 
 /// Applies a validated change set in one transaction; returns the rows written.
 fn apply_in_transaction(connection: &mut Connection, changes: &ChangeSet) -> StoreResult<u64> {
-    let tx = connection
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(sql_error)?;
+    let tx = atomic(connection)?;
     let mut written = 0u64;
     for change in &changes.agents {
         let agent = &change.agent;

@@ -1,6 +1,7 @@
 //! The deliveries concern on SQLite ([`DeliveryStore`]).
 
 use super::delivery_insert::insert_delivery;
+use super::error::sql_error;
 use super::*;
 use crate::state::deliveries::{DeliveryStore, lease_until};
 

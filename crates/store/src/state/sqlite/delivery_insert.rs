@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, params};
 
-use super::rows::sql_error;
+use super::error::sql_error;
 use crate::StoreResult;
 use crate::state::deliveries::lease_until;
 use crate::state::model::{DeliveryOutcome, DeliveryState, UnixSeconds};

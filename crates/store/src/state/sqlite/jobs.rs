@@ -4,10 +4,12 @@
 
 use std::time::Duration;
 
-use rusqlite::{Connection, TransactionBehavior, params};
+use rusqlite::{Connection, params};
 
+use super::connection::atomic;
 use super::delivery_insert::insert_delivery;
-use super::rows::{SqliteStateStore, query_bodies, query_body, sql_error, text, to_json};
+use super::error::sql_error;
+use super::rows::{SqliteStateStore, query_bodies, query_body, text, to_json};
 use crate::state::jobs::{JobRecord, JobState, JobStore};
 use crate::state::model::{DeliveryOutcome, UnixSeconds};
 use crate::{BoxFuture, StoreError, StoreResult};
@@ -41,9 +43,7 @@ impl JobStore for SqliteStateStore {
             let delivery_id = delivery_id.to_owned();
             let outcome = self
                 .with_connection(move |c| {
-                    let transaction = c
-                        .transaction_with_behavior(TransactionBehavior::Immediate)
-                        .map_err(sql_error)?;
+                    let transaction = atomic(c)?;
                     let outcome = insert_delivery(&transaction, &delivery_id, now, ttl)?;
                     if outcome == DeliveryOutcome::New {
                         // A conflict returns before the commit: the delivery is rolled back.

@@ -8,9 +8,11 @@
 //! The tables are created with the rest of the schema whenever a file is opened, so a file
 //! written before them gets them, empty, on its first open.
 
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
-use super::rows::{SqliteStateStore, from_json, sql_error};
+use super::connection::atomic;
+use super::error::sql_error;
+use super::rows::{SqliteStateStore, from_json};
 use super::tasks::{existing_dispatch, insert_dispatch_in};
 use crate::state::model::{Dispatch, DispatchOutcome};
 use crate::state::outbox::{DispatchOutbox, Queued, QueuedDispatch};
@@ -41,7 +43,7 @@ fn size(connection: &Connection) -> StoreResult<u64> {
 }
 
 /// Queues `idempotency_key` unless it waits already; returns the rows written.
-fn enqueue(tx: &Transaction<'_>, idempotency_key: &str) -> StoreResult<u64> {
+fn enqueue(tx: &Connection, idempotency_key: &str) -> StoreResult<u64> {
     let written = tx
         .prepare_cached(
             "INSERT INTO dispatch_outbox (idempotency_key) VALUES (?1) ON CONFLICT DO NOTHING",
@@ -58,9 +60,7 @@ fn record_queued(
     dispatch: &Dispatch,
     max: u64,
 ) -> StoreResult<(Queued, u64)> {
-    let tx = connection
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(sql_error)?;
+    let tx = atomic(connection)?;
     if size(&tx)? >= max {
         // A dispatch recorded before writes nothing, so a full outbox still answers it.
         let existing = existing_dispatch(&tx, &dispatch.idempotency_key)?;
@@ -123,7 +123,7 @@ impl DispatchOutbox for SqliteStateStore {
         Box::pin(async move {
             let written = self
                 .with_connection(move |c| {
-                    let tx = c.transaction().map_err(sql_error)?;
+                    let tx = atomic(c)?;
                     // A key without its record would hold a place no drain can send.
                     if existing_dispatch(&tx, &key)?.is_none() {
                         return Err(StoreError::NotFound(format!("dispatch {key}")));

@@ -2,32 +2,24 @@
 //! mapping, and JSON bodies read from and written to rows.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::connection::ConnectionThread;
+use super::error::sql_error;
 use crate::state::store::StateCounters;
 use crate::{StoreError, StoreResult};
 
-/// The embedded state store. One connection, used from a blocking thread per call.
+/// The embedded state store. One connection, owned by a thread that commits the calls
+/// waiting for it in batches (`connection.rs`).
 #[derive(Debug, Clone)]
 pub struct SqliteStateStore {
-    pub(super) connection: Arc<Mutex<Connection>>,
+    pub(super) connection: ConnectionThread,
     pub(super) path: PathBuf,
     pub(super) counters: Arc<StateCounters>,
-}
-
-pub(super) fn sql_error(err: rusqlite::Error) -> StoreError {
-    use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
-    match err.sqlite_error_code() {
-        Some(DatabaseBusy | DatabaseLocked) => StoreError::Unavailable(format!("sqlite: {err}")),
-        _ => StoreError::Backend {
-            operation: "sqlite".into(),
-            message: err.to_string(),
-        },
-    }
 }
 
 pub(super) fn to_json<T: Serialize>(record: &T) -> StoreResult<String> {

@@ -2,9 +2,11 @@
 //! dispatch id, written with the dispatch (see [`insert_dispatch`]) and updated on its
 //! `version` inside one `IMMEDIATE` transaction.
 
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
-use super::rows::{SqliteStateStore, integer, query_body, sql_error, to_json};
+use super::connection::atomic;
+use super::error::sql_error;
+use super::rows::{SqliteStateStore, integer, query_body, to_json};
 use crate::state::model::{Dispatch, DispatchOutcome};
 use crate::state::tasks::{DispatchTask, TaskStore};
 use crate::{BoxFuture, StoreError, StoreResult};
@@ -23,9 +25,7 @@ pub(super) fn insert_dispatch(
     connection: &mut Connection,
     dispatch: &Dispatch,
 ) -> StoreResult<(DispatchOutcome, u64)> {
-    let tx = connection
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(sql_error)?;
+    let tx = atomic(connection)?;
     let inserted = insert_dispatch_in(&tx, dispatch)?;
     if inserted.1 > 0 {
         tx.commit().map_err(sql_error)?;
@@ -36,7 +36,7 @@ pub(super) fn insert_dispatch(
 /// [`insert_dispatch`]'s writes inside the caller's transaction, which commits them when
 /// rows were written (an existing key writes none).
 pub(super) fn insert_dispatch_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     dispatch: &Dispatch,
 ) -> StoreResult<(DispatchOutcome, u64)> {
     let body = to_json(dispatch)?;

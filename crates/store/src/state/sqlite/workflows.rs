@@ -1,11 +1,11 @@
 //! Workflows, runs and stage results on SQLite: one table each, keyed like
 //! the DynamoDB items, conditions checked inside one `IMMEDIATE` transaction.
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
-use super::rows::{
-    SqliteStateStore, from_json, integer, query_bodies, query_body, sql_error, to_json,
-};
+use super::connection::atomic;
+use super::error::sql_error;
+use super::rows::{SqliteStateStore, from_json, integer, query_bodies, query_body, to_json};
 use crate::state::workflows::{StageResult, WorkflowRecord, WorkflowRun, WorkflowStore};
 use crate::{BoxFuture, StoreError, StoreResult};
 
@@ -72,9 +72,7 @@ pub(super) fn put_versioned_row(
     let VersionedRow {
         table, key_column, ..
     } = row;
-    let tx = connection
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(sql_error)?;
+    let tx = atomic(connection)?;
     let stored = stored_version(
         &tx,
         &format!("SELECT version FROM {table} WHERE repository = ?1 AND {key_column} = ?2"),
@@ -101,9 +99,7 @@ fn update_run_row(
     run: &WorkflowRun,
     expected: u64,
 ) -> StoreResult<()> {
-    let tx = connection
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(sql_error)?;
+    let tx = atomic(connection)?;
     let stored = stored_version(
         &tx,
         "SELECT version FROM workflow_runs WHERE id = ?1",
@@ -149,9 +145,7 @@ pub(super) fn insert_once<T: serde::de::DeserializeOwned>(
     select: &str,
     select_key: &[&dyn rusqlite::ToSql],
 ) -> StoreResult<(T, u64)> {
-    let tx = connection
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(sql_error)?;
+    let tx = atomic(connection)?;
     let inserted = tx.execute(insert, insert_values).map_err(sql_error)?;
     let body: String = tx
         .query_row(select, select_key, |row| row.get(0))

@@ -1,0 +1,403 @@
+//! The store's one connection, owned by a thread of its own that runs the store's calls in
+//! batches (group commit).
+//!
+//! A call waits in a channel; when the thread is free it takes every call waiting (at most
+//! [`BATCH`]) and, when any of them writes, runs them all in one `BEGIN IMMEDIATE`
+//! transaction, each inside a savepoint of its own, and commits once. A call's answer is
+//! sent only after that commit, so an answered write is as durable as before, while the
+//! commits of many concurrent calls (a burst of webhooks, a queue's workers marking jobs
+//! running and deleting them) cost one WAL append instead of one each.
+//!
+//! - A call that fails is rolled back to its savepoint: the calls beside it commit.
+//! - A commit that fails fails every write of its batch: none of it was stored.
+//! - A batch of reads alone runs without a transaction, so it never takes the write lock
+//!   that another process (the CLI on the same file) may hold.
+//! - A call that needs several statements to be atomic opens a savepoint ([`atomic`]): a
+//!   transaction of its own when it runs alone, nested in the batch's otherwise.
+//! - A call that panics answers `StoreError::Unavailable` and is rolled back; the thread
+//!   goes on.
+//!
+//! Written by hand (a channel and a loop) because no maintained crate offers group commit
+//! over rusqlite; the loop is short and its behaviour is the module's tests.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
+
+use rusqlite::{Connection, Savepoint};
+use tokio::sync::oneshot;
+
+use super::error::{sql_error, sql_error_of};
+use crate::{StoreError, StoreResult};
+
+/// The most calls one transaction commits.
+const BATCH: usize = 64;
+
+/// Whether a call writes: a batch with a write runs in one write transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Access {
+    Read,
+    Write,
+}
+
+/// A call waiting for the connection.
+trait Waiting: Send {
+    fn access(&self) -> Access;
+    /// Runs the call; its answer waits for the batch's commit.
+    fn run(self: Box<Self>, connection: &mut Connection) -> Box<dyn Ran>;
+    /// Answers the call with `error` without running it.
+    fn refuse(self: Box<Self>, error: StoreError);
+}
+
+/// A call that has run and waits for its batch's commit before it answers.
+trait Ran: Send {
+    fn failed(&self) -> bool;
+    /// Answers the caller; `committed` is the batch's commit (`Ok` for a batch of reads).
+    fn answer(self: Box<Self>, committed: Result<(), &str>);
+}
+
+struct Call<T, F> {
+    access: Access,
+    work: F,
+    to: oneshot::Sender<StoreResult<T>>,
+}
+
+struct Answer<T> {
+    result: StoreResult<T>,
+    to: oneshot::Sender<StoreResult<T>>,
+}
+
+impl<T, F> Waiting for Call<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+{
+    fn access(&self) -> Access {
+        self.access
+    }
+
+    fn run(self: Box<Self>, connection: &mut Connection) -> Box<dyn Ran> {
+        let Call { work, to, .. } = *self;
+        Box::new(Answer {
+            result: work(connection),
+            to,
+        })
+    }
+
+    fn refuse(self: Box<Self>, error: StoreError) {
+        // A caller that stopped waiting (a dropped future) needs no answer.
+        let _ = self.to.send(Err(error));
+    }
+}
+
+impl<T: Send> Ran for Answer<T> {
+    fn failed(&self) -> bool {
+        self.result.is_err()
+    }
+
+    fn answer(self: Box<Self>, committed: Result<(), &str>) {
+        let result = match committed {
+            Ok(()) => self.result,
+            Err(message) => self.result.and_then(|_| Err(commit_error(message))),
+        };
+        let _ = self.to.send(result);
+    }
+}
+
+/// What a write of a batch whose commit failed answers: nothing of it was stored.
+fn commit_error(message: &str) -> StoreError {
+    StoreError::Unavailable(format!("sqlite: the commit failed: {message}"))
+}
+
+type Queued = Box<dyn Waiting>;
+
+/// The sending side of the connection's thread; the thread stops (and closes the
+/// connection) when the last clone is dropped.
+#[derive(Debug, Clone)]
+pub(super) struct ConnectionThread {
+    calls: Sender<Queued>,
+}
+
+impl ConnectionThread {
+    /// Starts the thread, which opens the connection with `open`.
+    pub(super) async fn start<O>(open: O) -> StoreResult<Self>
+    where
+        O: FnOnce() -> StoreResult<Connection> + Send + 'static,
+    {
+        let (calls, waiting) = channel::<Queued>();
+        let (opened, on_open) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("astrolift-sqlite".into())
+            .spawn(move || match open() {
+                Ok(connection) => {
+                    let _ = opened.send(Ok(()));
+                    serve(connection, &waiting);
+                }
+                Err(error) => {
+                    let _ = opened.send(Err(error));
+                }
+            })
+            .map_err(|error| {
+                StoreError::Unavailable(format!("cannot start the sqlite thread: {error}"))
+            })?;
+        on_open
+            .await
+            .map_err(|_| StoreError::Unavailable("the sqlite thread stopped".into()))??;
+        Ok(ConnectionThread { calls })
+    }
+
+    /// Runs `work` on the connection in the connection's thread, answered after its batch
+    /// commits.
+    pub(super) async fn call<T, F>(&self, access: Access, work: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let (to, answer) = oneshot::channel();
+        self.calls
+            .send(Box::new(Call { access, work, to }))
+            .map_err(|_| StoreError::Unavailable("the sqlite thread stopped".into()))?;
+        answer.await.map_err(|_| {
+            StoreError::Unavailable("the sqlite call stopped before it answered".into())
+        })?
+    }
+}
+
+/// Opens the one atomic unit of a call of several statements.
+pub(super) fn atomic(connection: &mut Connection) -> StoreResult<Savepoint<'_>> {
+    connection.savepoint().map_err(sql_error)
+}
+
+/// Runs batches until every sender is gone.
+fn serve(mut connection: Connection, waiting: &Receiver<Queued>) {
+    while let Ok(first) = waiting.recv() {
+        let mut batch = vec![first];
+        while batch.len() < BATCH {
+            match waiting.try_recv() {
+                Ok(call) => batch.push(call),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+        }
+        run_batch(&mut connection, batch, waiting);
+    }
+}
+
+fn run_batch(connection: &mut Connection, batch: Vec<Queued>, waiting: &Receiver<Queued>) {
+    if batch.iter().all(|call| call.access() == Access::Read) {
+        for call in batch {
+            if let Some(ran) = run_call(connection, call) {
+                ran.answer(Ok(()));
+            }
+        }
+        return;
+    }
+    // Another process (the CLI on the same file) holding the write lock past the busy
+    // timeout: each call answers the error it would alone.
+    if let Err(error) = control(connection, "BEGIN IMMEDIATE") {
+        for call in batch {
+            call.refuse(sql_error_of(&error));
+        }
+        return;
+    }
+    let mut ran = Vec::with_capacity(BATCH);
+    let mut taken = batch.len();
+    ran.extend(
+        batch
+            .into_iter()
+            .filter_map(|call| in_savepoint(connection, call)),
+    );
+    // Calls that came while these ran join the same commit, up to the batch's bound.
+    while taken < BATCH {
+        let Ok(call) = waiting.try_recv() else {
+            break;
+        };
+        taken += 1;
+        ran.extend(in_savepoint(connection, call));
+    }
+    let message = control(connection, "COMMIT")
+        .err()
+        .map(|error| error.to_string());
+    if message.is_some() {
+        // Nothing of the batch is stored; a failed COMMIT may leave the transaction open.
+        let _ = control(connection, "ROLLBACK");
+    }
+    for done in ran {
+        done.answer(message.as_deref().map_or(Ok(()), Err));
+    }
+}
+
+/// Runs a call of a write batch in a savepoint of its own, rolled back if it fails.
+fn in_savepoint(connection: &mut Connection, call: Queued) -> Option<Box<dyn Ran>> {
+    if let Err(error) = control(connection, "SAVEPOINT astrolift_call") {
+        call.refuse(sql_error_of(&error));
+        return None;
+    }
+    let ran = run_call(connection, call);
+    // Neither fails while the savepoint is open; if one did, the COMMIT reports it.
+    if ran.as_ref().is_none_or(|ran| ran.failed()) {
+        let _ = control(connection, "ROLLBACK TO astrolift_call");
+    }
+    let _ = control(connection, "RELEASE astrolift_call");
+    ran
+}
+
+/// Runs a statement of the batch's own (a transaction's or a savepoint's), kept prepared:
+/// parsing them again for every call cost more than the calls' own statements.
+fn control(connection: &Connection, statement: &str) -> rusqlite::Result<usize> {
+    connection.prepare_cached(statement)?.execute([])
+}
+
+/// Runs one call; `None` when it panicked: its answer's sender is dropped with it, so its
+/// caller sees the call stopped.
+fn run_call(connection: &mut Connection, call: Queued) -> Option<Box<dyn Ran>> {
+    catch_unwind(AssertUnwindSafe(|| call.run(connection))).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connection(dir: &tempfile::TempDir) -> Connection {
+        let connection = Connection::open(dir.path().join("state.db")).expect("open");
+        connection
+            .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (n INTEGER PRIMARY KEY);")
+            .expect("schema");
+        connection
+    }
+
+    type Answered<T> = oneshot::Receiver<StoreResult<T>>;
+
+    fn call<T, F>(access: Access, work: F) -> (Queued, Answered<T>)
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let (to, answer) = oneshot::channel();
+        (Box::new(Call { access, work, to }), answer)
+    }
+
+    fn insert(n: i64) -> impl FnOnce(&mut Connection) -> StoreResult<usize> + Send + 'static {
+        move |c| {
+            c.execute("INSERT INTO t (n) VALUES (?1)", [n])
+                .map_err(sql_error)
+        }
+    }
+
+    fn rows(connection: &Connection) -> Vec<i64> {
+        let mut statement = connection
+            .prepare("SELECT n FROM t ORDER BY n")
+            .expect("select");
+        statement
+            .query_map([], |row| row.get(0))
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("rows")
+    }
+
+    #[test]
+    fn a_failed_call_is_rolled_back_and_the_calls_beside_it_and_after_it_commit() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut connection = connection(&dir);
+        let (first, first_answer) = call(Access::Write, insert(1));
+        // Writes a row, then fails: its row must not be stored.
+        let (failing, failing_answer) = call(Access::Write, |c: &mut Connection| {
+            insert(2)(c)?;
+            Err::<(), _>(StoreError::Conflict("refused".into()))
+        });
+        let (panicking, panicking_answer) = call(Access::Write, |c: &mut Connection| {
+            insert(3)(c)?;
+            panic!("a call that panics");
+            #[allow(unreachable_code)]
+            Ok(())
+        });
+        let (last, last_answer) = call(Access::Write, insert(4));
+        let (read, read_answer) = call(Access::Read, |c: &mut Connection| Ok(rows(c)));
+        // The last two wait in the channel: they join the batch's commit.
+        let (sender, waiting) = channel();
+        for call in [last, read] {
+            sender.send(call).expect("queued");
+        }
+        run_batch(&mut connection, vec![first, failing, panicking], &waiting);
+        assert!(waiting.try_recv().is_err(), "every waiting call ran");
+        assert_eq!(
+            first_answer.blocking_recv().expect("answered").ok(),
+            Some(1)
+        );
+        assert!(matches!(
+            failing_answer.blocking_recv().expect("answered"),
+            Err(StoreError::Conflict(_))
+        ));
+        // Its sender went with the panic: the caller sees the call stopped.
+        assert!(panicking_answer.blocking_recv().is_err());
+        assert_eq!(last_answer.blocking_recv().expect("answered").ok(), Some(1));
+        // A read in the batch sees the writes before it.
+        assert_eq!(
+            read_answer.blocking_recv().expect("answered").ok(),
+            Some(vec![1, 4])
+        );
+        assert_eq!(rows(&connection), vec![1, 4]);
+    }
+
+    #[test]
+    fn a_batch_that_cannot_take_the_write_lock_answers_busy_and_reads_still_run() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut connection = connection(&dir);
+        connection
+            .busy_timeout(std::time::Duration::ZERO)
+            .expect("timeout");
+        let holder = Connection::open(dir.path().join("state.db")).expect("open");
+        holder
+            .execute_batch("BEGIN IMMEDIATE; INSERT INTO t (n) VALUES (9);")
+            .expect("lock");
+        let (write, write_answer) = call(Access::Write, insert(1));
+        let (read, read_answer) = call(Access::Read, |c: &mut Connection| Ok(rows(c)));
+        let (_sender, waiting) = channel();
+        run_batch(&mut connection, vec![write, read], &waiting);
+        assert!(matches!(
+            write_answer.blocking_recv().expect("answered"),
+            Err(StoreError::Unavailable(_))
+        ));
+        assert!(matches!(
+            read_answer.blocking_recv().expect("answered"),
+            Err(StoreError::Unavailable(_))
+        ));
+        // Reads alone take no write lock: they run while another process writes.
+        let (read, read_answer) = call(Access::Read, |c: &mut Connection| Ok(rows(c)));
+        run_batch(&mut connection, vec![read], &waiting);
+        assert_eq!(
+            read_answer.blocking_recv().expect("answered").ok(),
+            Some(vec![])
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_calls_are_each_answered_after_their_commit() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("state.db");
+        let opened = path.clone();
+        let thread = ConnectionThread::start(move || {
+            let connection = Connection::open(&opened).map_err(sql_error)?;
+            connection
+                .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (n INTEGER PRIMARY KEY);")
+                .map_err(sql_error)?;
+            Ok(connection)
+        })
+        .await
+        .expect("thread");
+        let calls = (0..200).map(|n| {
+            let thread = thread.clone();
+            tokio::spawn(async move { thread.call(Access::Write, insert(n)).await })
+        });
+        for call in calls.collect::<Vec<_>>() {
+            assert_eq!(call.await.expect("task").ok(), Some(1));
+        }
+        // Every answered write is committed: another connection sees it.
+        let other = Connection::open(&path).expect("open");
+        assert_eq!(rows(&other), (0..200).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn a_connection_that_cannot_open_fails_the_start() {
+        let failed = ConnectionThread::start(|| Err(StoreError::Invalid("no file".into()))).await;
+        assert!(matches!(failed, Err(StoreError::Invalid(_))));
+    }
+}
