@@ -33,6 +33,10 @@
 //!   agent `torn_down` and keeps it as a tombstone, so versions and history continue.
 //! - **One contract.** Each pair of implementations passes the same suite (`tests/it`), the
 //!   AWS ones against `moto_server` (`scripts/moto.sh`).
+//! - **Answered means committed.** The SQLite store's one connection belongs to a thread
+//!   that commits the calls waiting for it together (one `IMMEDIATE` transaction per batch,
+//!   a savepoint per call, so a call that fails is rolled back alone); a call is answered
+//!   only after its batch's commit.
 //! - **No secrets in errors.** [`StoreError`] messages name operations, keys and items, never
 //!   credentials, signatures or presigned URLs.
 //!
