@@ -41,6 +41,7 @@ use crate::job::SyncJob;
 use crate::job_error::JobError;
 use crate::queue::{
     Delivery, DeliveryQueueError, JobHandler, JobQueue, LaneItem, LocalJobQueue, QueueError,
+    forget_unqueued_delivery,
 };
 use crate::retry::{RetryPolicy, jitter};
 
@@ -352,9 +353,7 @@ impl DurableJobQueue {
             }
             let pushed = push_recorded(&shared, &lanes, DurableJob::recorded(record, job)).await;
             if let Err(refused) = pushed {
-                if let Err(error) = shared.store.forget_delivery(&delivery_id).await {
-                    tracing::error!(%error, "cannot forget the delivery after a failed enqueue");
-                }
+                forget_unqueued_delivery(shared.store.as_ref(), &delivery_id).await;
                 return Err(DeliveryQueueError::Queue(refused));
             }
             Ok(outcome)

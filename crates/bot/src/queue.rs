@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use astrolift_store::state::deliveries::DELIVERY_LEASE;
 use astrolift_store::state::{DeliveryOutcome, StateStore, UnixSeconds};
 use astrolift_store::{BoxFuture, StoreError};
 use tokio::sync::mpsc;
@@ -87,12 +88,24 @@ async fn record_then_enqueue<Q: JobQueue + ?Sized>(
         return Ok(recorded);
     }
     if let Err(error) = queue.enqueue(job).await {
-        if let Err(forget) = state.forget_delivery(delivery.id).await {
-            tracing::error!(error = %forget, "cannot forget the delivery after a failed enqueue");
-        }
+        forget_unqueued_delivery(state, delivery.id).await;
         return Err(DeliveryQueueError::Queue(error));
     }
     Ok(DeliveryOutcome::New)
+}
+
+/// Forgets a recorded delivery whose job was not queued, so that its redelivery (or the next
+/// reconcile pass) queues it. If even that fails, the log says what the sender sees.
+pub(crate) async fn forget_unqueued_delivery(state: &dyn StateStore, delivery_id: &str) {
+    if let Err(error) = state.forget_delivery(delivery_id).await {
+        tracing::error!(
+            %error,
+            delivery = %delivery_id,
+            lease_seconds = DELIVERY_LEASE.as_secs(),
+            "cannot forget the delivery of a job not queued: for its lease, a redelivery is \
+             answered `duplicate` and reconcile takes the ref as queued"
+        );
+    }
 }
 
 /// The SQS FIFO sync queue: MessageGroupId = repository id and lane

@@ -35,7 +35,7 @@ use crate::dependents;
 use crate::ingress::{DELIVERY_TTL, now};
 use crate::job::{JOB_VERSION, JobTrigger, SyncJob};
 use crate::job_error::JobError;
-use crate::queue::JobQueue;
+use crate::queue::{JobQueue, forget_unqueued_delivery};
 
 /// Requests in flight at once, by default.
 pub const DEFAULT_CONCURRENCY: usize = 8;
@@ -477,9 +477,7 @@ impl Pass<'_> {
         };
         if let Err(error) = queued.await {
             // Forgotten again, so the next pass queues it.
-            if let Err(forget) = self.state.forget_delivery(&job.delivery_id).await {
-                tracing::warn!(error = %forget, "cannot forget the reconcile delivery of a job not queued");
-            }
+            forget_unqueued_delivery(self.state, &job.delivery_id).await;
             return Err(error);
         }
         outcome.status = RefStatus::Queued;

@@ -189,6 +189,16 @@ async fn resumed_in_lane_order(state: Arc<dyn StateStore>) {
         started.lock().expect("log").len() == 1
     })
     .await;
+    // Its `running` marker is sent as its attempt starts, not awaited first (on DynamoDB it
+    // may still be in flight here).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while states(state.as_ref()).await.first().map(|(_, s)| *s) != Some(JobState::Running) {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for push-1's running marker"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     // A drain with no grace: push-1 is cut short, the rest never start.
     let drained = first.drain(Duration::ZERO).await;
     assert_eq!(drained.running, 1);
