@@ -17,8 +17,9 @@
 //! - A call that panics answers `StoreError::Unavailable` and is rolled back; the thread
 //!   goes on.
 //!
-//! Written by hand (a channel and a loop) because no maintained crate offers group commit
-//! over rusqlite; the loop is short and its behaviour is the module's tests.
+//! Written by hand (a channel and a loop) because the async wrappers of rusqlite we found
+//! (tokio-rusqlite) run one call per turn of their thread, with no group commit; the loop is
+//! short and its behaviour is the module's tests.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
