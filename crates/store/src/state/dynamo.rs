@@ -639,16 +639,12 @@ impl DynamoStateStore {
             .put_item()
             .table_name(&self.table)
             .set_item(Some(item))
-            .condition_expression(condition)
-            .expression_attribute_names("#pk", PK);
+            .condition_expression(condition);
+        for (placeholder, name) in condition_names(condition) {
+            request = request.expression_attribute_names(placeholder, name);
+        }
         for (name, value) in values {
             request = request.expression_attribute_values(*name, value.clone());
-        }
-        if condition.contains("#e") {
-            request = request.expression_attribute_names("#e", TTL_ATTRIBUTE);
-        }
-        if condition.contains("#v") {
-            request = request.expression_attribute_names("#v", "version");
         }
         let written = conditional_write("PutItem", request.send().await)?;
         if written {
@@ -923,11 +919,26 @@ impl DynamoStateStore {
 
     /// A transaction's put of `item` where no item with its key exists.
     fn put_if_absent(&self, item: Item) -> StoreResult<TransactWriteItem> {
-        let put = Put::builder()
+        self.transact_put_if(item, "attribute_not_exists(#pk)", &[])
+    }
+
+    /// [`Self::put_if`] as one item of a transaction.
+    pub(super) fn transact_put_if(
+        &self,
+        item: Item,
+        condition: &str,
+        values: &[(&str, AttributeValue)],
+    ) -> StoreResult<TransactWriteItem> {
+        let mut put = Put::builder()
             .table_name(&self.table)
             .set_item(Some(item))
-            .condition_expression("attribute_not_exists(#pk)")
-            .expression_attribute_names("#pk", PK);
+            .condition_expression(condition);
+        for (placeholder, name) in condition_names(condition) {
+            put = put.expression_attribute_names(placeholder, name);
+        }
+        for (name, value) in values {
+            put = put.expression_attribute_values(*name, value.clone());
+        }
         Ok(TransactWriteItem::builder()
             .put(build(put.build())?)
             .build())
@@ -969,6 +980,15 @@ const MAX_REGISTRATION_ATTEMPTS: usize = 3;
 
 /// The condition that the registrations guard is still at `version` (`None`: absent), as a
 /// condition expression, its names and its values.
+/// The attribute names a condition of [`DynamoStateStore::put_if`] may use: `#pk` always
+/// (DynamoDB refuses a name the expression does not use, and every condition names the key),
+/// `#e` (the TTL attribute) and `#v` (`version`) when it uses them.
+fn condition_names(condition: &str) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
+    [("#pk", PK), ("#e", TTL_ATTRIBUTE), ("#v", "version")]
+        .into_iter()
+        .filter(move |(placeholder, _)| *placeholder == "#pk" || condition.contains(placeholder))
+}
+
 fn guard_unchanged(
     version: Option<u64>,
 ) -> (

@@ -4,13 +4,10 @@
 
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
-
 use super::deliveries::DeliveryPut;
-use super::{DynamoStateStore, build, key, record_item};
+use super::{DynamoStateStore, key, record_item};
 use crate::state::jobs::{JobRecord, JobState, JobStore};
 use crate::state::model::{DeliveryOutcome, UnixSeconds};
-use crate::state::table::{PK, TTL_ATTRIBUTE};
 use crate::{BoxFuture, StoreError, StoreResult};
 
 const JOBS: &str = "JOBS";
@@ -40,19 +37,9 @@ impl JobStore for DynamoStateStore {
     ) -> BoxFuture<'a, StoreResult<DeliveryOutcome>> {
         Box::pin(async move {
             let delivery = DeliveryPut::new(delivery_id, now, ttl);
-            let mut put = Put::builder()
-                .table_name(&self.table)
-                .condition_expression(DeliveryPut::CONDITION)
-                .expression_attribute_names("#pk", PK)
-                .expression_attribute_names("#e", TTL_ATTRIBUTE);
-            for (name, value) in delivery.values() {
-                put = put.expression_attribute_values(name, value);
-            }
-            let put = put.set_item(Some(delivery.item));
+            let values = delivery.values();
             let writes = vec![
-                TransactWriteItem::builder()
-                    .put(build(put.build())?)
-                    .build(),
+                self.transact_put_if(delivery.item, DeliveryPut::CONDITION, &values)?,
                 self.put_if_absent(record_item(job, key(JOBS, job_sk(&job.id)))?)?,
             ];
             let Some(cancelled) = self.transact_conditionally(writes).await? else {
