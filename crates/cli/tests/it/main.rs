@@ -24,6 +24,7 @@ mod import;
 mod inline;
 mod killed;
 mod layers;
+mod linking;
 mod pipes;
 mod push_bench;
 mod reconcile;
