@@ -35,10 +35,17 @@ pub(super) fn insert_dispatch(
 
 /// [`insert_dispatch`]'s writes inside the caller's transaction, which commits them when
 /// rows were written (an existing key writes none).
+///
+/// The key is looked up before the record is serialized: a redelivered webhook's dispatch
+/// (its message JSON inside the record's JSON, escaped twice) costs serve several times the
+/// keyed read, which a new dispatch pays on top of its insert (BENCHMARKS.md, issue 26).
 pub(super) fn insert_dispatch_in(
     tx: &Connection,
     dispatch: &Dispatch,
 ) -> StoreResult<(DispatchOutcome, u64)> {
+    if let Some(existing) = existing_dispatch(tx, &dispatch.idempotency_key)? {
+        return Ok((DispatchOutcome::Existing(existing), 0));
+    }
     let body = to_json(dispatch)?;
     let inserted = tx
         .prepare_cached(
