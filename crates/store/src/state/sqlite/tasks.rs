@@ -36,9 +36,10 @@ pub(super) fn insert_dispatch(
 /// [`insert_dispatch`]'s writes inside the caller's transaction, which commits them when
 /// rows were written (an existing key writes none).
 ///
-/// The key is looked up before the record is serialized: a redelivered webhook's dispatch
-/// (its message JSON inside the record's JSON, escaped twice) costs serve several times the
-/// keyed read, which a new dispatch pays on top of its insert (BENCHMARKS.md, issue 26).
+/// The key is looked up before the record is serialized: serializing a redelivered
+/// webhook's dispatch only to be refused (its message JSON inside the record's JSON, escaped
+/// a second time) was a fifth of what `serve` spent on the request (BENCHMARKS.md, issue
+/// 26). A new dispatch pays the keyed read on top of its insert.
 pub(super) fn insert_dispatch_in(
     tx: &Connection,
     dispatch: &Dispatch,
