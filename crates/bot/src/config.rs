@@ -142,7 +142,7 @@ impl Environment {
     /// The standard AWS configuration (`AWS_ENDPOINT_URL` included), loaded
     /// once per container however many clients are made from it.
     pub async fn aws_config(&self) -> &aws_config::SdkConfig {
-        self.aws.get_or_init(aws_config::load_from_env).await
+        self.aws.get_or_init(astrolift_store::load_sdk_config).await
     }
 
     /// The SQS FIFO sync queue, when `ASTROLIFT_SYNC_QUEUE_URL` is set.

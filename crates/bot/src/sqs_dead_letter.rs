@@ -135,7 +135,7 @@ impl SqsDeadLetterQueue {
 
     /// The queue at `url` with the standard AWS configuration (`AWS_ENDPOINT_URL` included).
     pub async fn from_env(url: impl Into<String>) -> Self {
-        let config = aws_config::load_from_env().await;
+        let config = astrolift_store::load_sdk_config().await;
         Self::new(aws_sdk_sqs::Client::new(&config), url)
     }
 

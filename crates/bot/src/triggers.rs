@@ -118,7 +118,7 @@ pub async fn dispatch_queue_from_env(
         Ok(url) if !url.trim().is_empty() => {
             let client = match aws {
                 Some(environment) => aws_sdk_sqs::Client::new(environment.aws_config().await),
-                None => aws_sdk_sqs::Client::new(&aws_config::load_from_env().await),
+                None => aws_sdk_sqs::Client::new(&astrolift_store::load_sdk_config().await),
             };
             let queue = SqsDispatchQueue::new(client, url);
             if let Some(outbox) = StateOutbox::of(state.clone(), u64::MAX) {

@@ -411,7 +411,7 @@ impl SqsDispatchQueue {
 
     /// A client from the standard AWS configuration (`AWS_ENDPOINT_URL` included).
     pub async fn from_env(queue_url: impl Into<String>) -> Self {
-        let config = aws_config::load_from_env().await;
+        let config = astrolift_store::load_sdk_config().await;
         Self::new(aws_sdk_sqs::Client::new(&config), queue_url)
     }
 

@@ -242,7 +242,7 @@ impl AwsSecretResolver {
     /// A client from the standard AWS configuration (`AWS_ENDPOINT_URL`
     /// included), with the prefix of `ASTROLIFT_SECRET_PREFIX`.
     pub async fn from_env() -> Self {
-        let config = aws_config::load_from_env().await;
+        let config = astrolift_store::load_sdk_config().await;
         let prefix =
             std::env::var("ASTROLIFT_SECRET_PREFIX").unwrap_or_else(|_| DEFAULT_PREFIX.to_owned());
         Self::new(

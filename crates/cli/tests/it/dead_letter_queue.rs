@@ -25,7 +25,7 @@ fn job(delivery: &str) -> String {
 }
 
 async fn client() -> aws_sdk_sqs::Client {
-    aws_sdk_sqs::Client::new(&aws_config::load_from_env().await)
+    aws_sdk_sqs::Client::new(&astrolift_store::load_sdk_config().await)
 }
 
 /// A FIFO queue whose redrive policy names a FIFO DLQ holding two jobs and a body that is

@@ -59,7 +59,7 @@ impl Stores {
                 .await
                 .expect("s3");
             blobs.create_bucket().await.expect("bucket");
-            let sqs = aws_sdk_sqs::Client::new(&aws_config::load_from_env().await);
+            let sqs = aws_sdk_sqs::Client::new(&astrolift_store::load_sdk_config().await);
             let created = sqs
                 .create_queue()
                 .queue_name(unique_name("layers-dispatch"))

@@ -9,6 +9,7 @@ const SECRET: &str = "do-not-print-this-secret";
 fn unreachable_s3() -> aws_sdk_s3::Client {
     let config = aws_sdk_s3::Config::builder()
         .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+        .http_client(astrolift_store::sdk_http_client())
         .endpoint_url("http://127.0.0.1:1")
         .region(aws_sdk_s3::config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_s3::config::Credentials::new(
@@ -40,6 +41,11 @@ async fn unreachable_endpoint_is_retryable() {
         .await
         .unwrap_err();
     assert!(err.is_retryable(), "{err:?}");
+    assert_eq!(
+        astrolift_store::AwsCause::in_message(&err.to_string()),
+        Some(astrolift_store::AwsCause::Connect),
+        "{err}"
+    );
     assert_no_secret(&err);
 }
 

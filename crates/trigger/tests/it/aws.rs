@@ -11,7 +11,7 @@ use secrecy::ExposeSecret;
 
 async fn aws_config(test: &str) -> Option<aws_config::SdkConfig> {
     aws_endpoint(test)?;
-    Some(aws_config::load_from_env().await)
+    Some(astrolift_store::load_sdk_config().await)
 }
 
 #[tokio::test]

@@ -122,7 +122,7 @@ async fn the_outbox_drains_to_sqs_oldest_first() {
     if aws_endpoint("the_outbox_drains_to_sqs_oldest_first").is_none() {
         return;
     }
-    let config = aws_config::load_from_env().await;
+    let config = astrolift_store::load_sdk_config().await;
     let queue = SqsDispatchQueue::create(aws_sdk_sqs::Client::new(&config), &unique_name("outbox"))
         .await
         .expect("creates");

@@ -464,7 +464,7 @@ async fn the_dispatch_message_reaches_sqs() {
     let Some(fx) = dynamo("the_dispatch_message_reaches_sqs").await else {
         return;
     };
-    let config = aws_config::load_from_env().await;
+    let config = astrolift_store::load_sdk_config().await;
     let sqs = SqsDispatchQueue::create(
         aws_sdk_sqs::Client::new(&config),
         &unique_name("dispatches"),

@@ -447,7 +447,7 @@ async fn a_project_cannot_read_another_projects_secret() {
     let Some(_) = aws_endpoint("a_project_cannot_read_another_projects_secret") else {
         return;
     };
-    let config = aws_config::load_from_env().await;
+    let config = astrolift_store::load_sdk_config().await;
     let client = aws_sdk_secretsmanager::Client::new(&config);
     let prefix = format!("{}/", unique_name("astrolift-tenancy"));
     // `agents/hook` is where an unscoped resolver would find B's secret.
@@ -546,6 +546,7 @@ async fn an_unreachable_secret_store_is_503() {
     use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials, Region};
     let config = aws_sdk_secretsmanager::Config::builder()
         .behavior_version(BehaviorVersion::latest())
+        .http_client(astrolift_store::sdk_http_client())
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("test", "test", None, None, "test"))
         // Nothing listens on the discard port.

@@ -126,7 +126,7 @@ async fn dead_lettered() -> DeadLettered {
     let (stores, dir) = stores().await;
     let github = fake_github().await;
     let sync = function(&github, &stores);
-    let client = aws_sdk_sqs::Client::new(&aws_config::load_from_env().await);
+    let client = aws_sdk_sqs::Client::new(&astrolift_store::load_sdk_config().await);
     let (source, dlq) = fifo_queue_with_dead_letter(&client, "sync-dlq", MAX_RECEIVE_COUNT).await;
     let job = send_push(&client, &source).await;
     github.inject(Fault::server_error(10_000).on("GET", TARBALL));
@@ -245,7 +245,7 @@ async fn a_listing_or_redrive_reads_at_most_its_limit() {
     if aws_endpoint("a_listing_or_redrive_reads_at_most_its_limit").is_none() {
         return;
     }
-    let client = aws_sdk_sqs::Client::new(&aws_config::load_from_env().await);
+    let client = aws_sdk_sqs::Client::new(&astrolift_store::load_sdk_config().await);
     let (source, dlq_url) = fifo_queue_with_dead_letter(&client, "dlq-limit", 5).await;
     let body = event("sync-batch")["Records"][0]["body"].clone();
     for _ in 0..5 {

@@ -151,7 +151,7 @@ pub fn function_queuing(
 
 /// A FIFO queue on moto named after `prefix`: its client and URL.
 pub async fn fifo_queue(prefix: &str) -> (aws_sdk_sqs::Client, String) {
-    let sdk = aws_config::load_from_env().await;
+    let sdk = astrolift_store::load_sdk_config().await;
     let client = aws_sdk_sqs::Client::new(&sdk);
     let name = astrolift_store::testing::unique_name(prefix);
     let created = client

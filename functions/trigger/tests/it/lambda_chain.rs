@@ -79,7 +79,7 @@ async fn webhook_fan_out_sqs_render_callback_on_moto() {
     state.create_table().await.expect("table");
     let state: Arc<dyn StateStore> = Arc::new(state);
     apply_monorepo(blobs.clone(), state.clone()).await;
-    let sdk = aws_config::load_from_env().await;
+    let sdk = astrolift_store::load_sdk_config().await;
     let queue = SqsDispatchQueue::create(aws_sdk_sqs::Client::new(&sdk), &unique_name("chain"))
         .await
         .expect("the dispatch queue");

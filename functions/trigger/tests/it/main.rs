@@ -253,7 +253,7 @@ async fn every_trigger_event_on_dynamodb_and_sqs() {
     state.create_table().await.expect("table");
     let state: Arc<dyn StateStore> = Arc::new(state);
     apply_monorepo(Arc::new(blobs), state.clone()).await;
-    let config = aws_config::load_from_env().await;
+    let config = astrolift_store::load_sdk_config().await;
     let queue = SqsDispatchQueue::create(
         aws_sdk_sqs::Client::new(&config),
         &unique_name("dispatches"),

@@ -201,6 +201,7 @@ async fn the_stacks_trigger_function_verifies_github_and_classifies_secret_error
 
     // The same binding with Secrets Manager unreachable (nothing listens on port 9).
     let config = aws_config::from_env()
+        .http_client(astrolift_store::sdk_http_client())
         .endpoint_url("http://127.0.0.1:9")
         .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(1))
         .load()
@@ -283,7 +284,7 @@ async fn the_stacks_trigger_function_relays_a_terminal_report_to_the_sync_functi
     let (code, answer) = status(&service, callback).await;
     assert_eq!(code, 200, "{answer}");
 
-    let sqs = aws_sdk_sqs::Client::new(&aws_config::load_from_env().await);
+    let sqs = aws_sdk_sqs::Client::new(&astrolift_store::load_sdk_config().await);
     let received = sqs
         .receive_message()
         .queue_url(&queue_url)

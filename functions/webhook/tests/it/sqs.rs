@@ -13,7 +13,7 @@ async fn a_push_is_queued_on_the_fifo_queue_in_its_repository_group() {
     if astrolift_store::testing::aws_endpoint("webhook SQS FIFO").is_none() {
         return;
     }
-    let config = aws_config::load_from_env().await;
+    let config = astrolift_store::load_sdk_config().await;
     let client = aws_sdk_sqs::Client::new(&config);
     let name = format!("{}.fifo", astrolift_store::testing::unique_name("webhook"));
     let queue_url = client

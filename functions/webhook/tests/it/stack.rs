@@ -28,7 +28,7 @@ async fn a_signed_push_reaches_the_stacks_fifo_queue() {
         "the stack's table dedupes the redelivery"
     );
 
-    let config = aws_config::load_from_env().await;
+    let config = astrolift_store::load_sdk_config().await;
     let sqs = aws_sdk_sqs::Client::new(&config);
     let received = sqs
         .receive_message()
