@@ -24,10 +24,13 @@ const FIRST_GLIBC_WITH_RELR: (u32, u32) = (2, 36);
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    if native_glibc_build() && host_glibc().is_some_and(|version| version >= FIRST_GLIBC_WITH_RELR)
-    {
+    let packed = native_glibc_build()
+        && host_glibc().is_some_and(|version| version >= FIRST_GLIBC_WITH_RELR);
+    if packed {
         println!("cargo:rustc-link-arg-bin=astrolift=-Wl,-z,pack-relative-relocs");
     }
+    // What was decided, for the test that checks the linker did it (tests/it/linking.rs).
+    println!("cargo:rustc-env=ASTROLIFT_PACKED_RELOCATIONS={packed}");
 }
 
 /// Whether this build's target is the building machine, Linux with glibc.
