@@ -24,7 +24,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 
-use rusqlite::{Connection, Savepoint};
+use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::error::{sql_error, sql_error_of};
@@ -164,8 +164,51 @@ impl ConnectionThread {
 }
 
 /// Opens the one atomic unit of a call of several statements.
-pub(super) fn atomic(connection: &mut Connection) -> StoreResult<Savepoint<'_>> {
-    connection.savepoint().map_err(sql_error)
+pub(super) fn atomic(connection: &Connection) -> StoreResult<Atomic<'_>> {
+    control(connection, "SAVEPOINT astrolift_atomic").map_err(sql_error)?;
+    Ok(Atomic {
+        connection,
+        released: false,
+    })
+}
+
+/// A call's statements made one unit: a savepoint that [`Atomic::commit`] releases and that
+/// is rolled back when dropped otherwise (a call that returned early, or an error).
+///
+/// Written by hand rather than rusqlite's `Savepoint`, which parses `SAVEPOINT` and
+/// `RELEASE` anew each time (a `format!` and the SQL parser, twice per webhook accepted with
+/// its job): these three statements stay prepared. SQLite nests savepoints of one name, the
+/// innermost answering to it, so a unit may open inside another.
+pub(super) struct Atomic<'c> {
+    connection: &'c Connection,
+    released: bool,
+}
+
+impl Atomic<'_> {
+    /// Keeps what the unit wrote (in the enclosing transaction, which commits it).
+    pub(super) fn commit(mut self) -> rusqlite::Result<()> {
+        self.released = true;
+        control(self.connection, "RELEASE astrolift_atomic").map(drop)
+    }
+}
+
+impl std::ops::Deref for Atomic<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.connection
+    }
+}
+
+impl Drop for Atomic<'_> {
+    fn drop(&mut self) {
+        if !self.released {
+            // Neither fails while the savepoint is open; if one did, the enclosing
+            // savepoint's rollback or the batch's COMMIT reports it.
+            let _ = control(self.connection, "ROLLBACK TO astrolift_atomic");
+            let _ = control(self.connection, "RELEASE astrolift_atomic");
+        }
+    }
 }
 
 /// Runs batches until every sender is gone.
@@ -394,6 +437,39 @@ mod tests {
         // Every answered write is committed: another connection sees it.
         let other = Connection::open(&path).expect("open");
         assert_eq!(rows(&other), (0..200).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn an_atomic_unit_keeps_its_writes_only_when_committed_even_nested() {
+        let dir = tempfile::tempdir().expect("dir");
+        let connection = connection(&dir);
+        let put = |c: &Connection, n: i64| {
+            c.execute("INSERT INTO t (n) VALUES (?1)", [n])
+                .expect("insert");
+        };
+        control(&connection, "BEGIN IMMEDIATE").expect("begin");
+        {
+            let kept = atomic(&connection).expect("unit");
+            put(&kept, 1);
+            kept.commit().expect("released");
+        }
+        {
+            let dropped = atomic(&connection).expect("unit");
+            put(&dropped, 2);
+        }
+        {
+            let outer = atomic(&connection).expect("outer");
+            put(&outer, 3);
+            {
+                // A unit opened inside another and dropped: only its own write goes.
+                let inner = atomic(&outer).expect("inner");
+                put(&inner, 4);
+            }
+            put(&outer, 5);
+            outer.commit().expect("released");
+        }
+        control(&connection, "COMMIT").expect("commit");
+        assert_eq!(rows(&connection), vec![1, 3, 5]);
     }
 
     #[tokio::test]
