@@ -3,16 +3,20 @@
 //! that a job accepted with `202` survives `kill -9` and a restart.
 //!
 //! - **Queued:** the job is recorded `queued` (a webhook's with its delivery, in one
-//!   transaction:
-//!   [`JobStore::put_job_for_delivery`](astrolift_store::state::JobStore::put_job_for_delivery)), then handed to its lane of the
+//!   transaction: `JobStore::put_job_for_delivery`), then handed to its lane of the
 //!   in-process queue ([`LocalJobQueue`]), which runs each lane in order (at most
 //!   [`LOCAL_QUEUE_CAPACITY`](crate::queue::LOCAL_QUEUE_CAPACITY) waiting per lane). The
 //!   lane carries the record as written, so a job's first attempt reads nothing back.
 //! - **Running:** each attempt records `running` and its number; at most `syncs` attempts
-//!   run at once across lanes. A success deletes the record. So a job that succeeds at
-//!   once costs the queue three writes: the record (with its delivery), `running`, the
-//!   delete (BENCHMARKS.md, issue 27); the runner's marks of the delivery's state are
-//!   beside them.
+//!   run at once across lanes. A success deletes the record. The delivery that made the job
+//!   moves with it, in the same write (`JobStore::update_job_marking`,
+//!   `JobStore::delete_job_marking`): `running`, then `succeeded`; `queued` while a retry
+//!   waits (a redelivery is a duplicate); `failed` with the dead letter (a redelivery queues
+//!   it again). So a job that succeeds at once costs three writes, the record with its
+//!   delivery, `running`, the delete, as many as the in-memory lanes' runner spent on its
+//!   delivery alone (BENCHMARKS.md, issue 27); the attempt is
+//!   [`SyncRunner::run_unmarked`](crate::SyncRunner::run_unmarked), which leaves the
+//!   delivery to the queue.
 //! - **Retried:** a failed attempt waits as [`RetryPolicy`] says (no sync slot held), then
 //!   runs again; when the policy gives up the record stays, `failed`, with the last error:
 //!   the dead letter, which `astrolift jobs list` shows, the check run reports with a
@@ -32,7 +36,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use astrolift_store::state::{DeliveryOutcome, JobRecord, JobState, StateStore};
+use astrolift_store::state::{
+    DeliveryMark, DeliveryOutcome, DeliveryState, JobRecord, JobState, StateStore,
+};
 use astrolift_store::{BoxFuture, StoreError};
 use tokio::sync::{Notify, Semaphore, watch};
 
@@ -65,7 +71,8 @@ impl LaneItem for DurableJob {
     }
 }
 
-/// Runs one attempt of a job (`serve`: [`crate::SyncRunner::run`]).
+/// Runs one attempt of a job (`serve`: [`crate::SyncRunner::run_unmarked`]: the queue
+/// writes the delivery's state itself).
 pub type Attempt = Arc<dyn Fn(SyncJob) -> BoxFuture<'static, Result<(), JobError>> + Send + Sync>;
 
 /// Told of each job the retry policy gave up on, with its last error, once it is recorded
@@ -224,7 +231,7 @@ impl DurableJobQueue {
                 Err(error) => {
                     let reason = format!("the recorded job cannot be read: {error}");
                     let id = record.id.clone();
-                    self.shared.dead_letter(record, reason).await;
+                    self.shared.dead_letter(record, reason, None).await;
                     self.shared.release(&id);
                     continue;
                 }
@@ -499,7 +506,10 @@ impl Shared {
                 drop(slot);
                 outcome
             };
-            let ((), outcome) = tokio::join!(self.write(&record), attempt);
+            let ((), outcome) = tokio::join!(
+                self.write_marking(&record, &queued.job, DeliveryState::Running),
+                attempt
+            );
             // Settled before the attempt stops counting as running, so that a drain that
             // sees none running counts what is left correctly.
             let next = self.settle(&mut record, &queued.job, outcome).await;
@@ -526,7 +536,9 @@ impl Shared {
     ) -> Option<Duration> {
         let error = match outcome {
             Ok(()) => {
-                if let Err(error) = self.store.jobs().delete_job(&record.id).await {
+                let succeeded = mark(job, DeliveryState::Succeeded);
+                let deleted = self.store.jobs().delete_job_marking(&record.id, succeeded);
+                if let Err(error) = deleted.await {
                     tracing::warn!(%error, job_id = %record.id, "cannot delete a finished job; the next start runs it again");
                 }
                 return None;
@@ -543,7 +555,9 @@ impl Shared {
                 error = %error,
                 "sync gave up: the job is recorded as failed; `astrolift jobs retry` queues it again"
             );
-            let failed = self.dead_letter(record.clone(), error.to_string()).await;
+            let failed = self
+                .dead_letter(record.clone(), error.to_string(), Some(job))
+                .await;
             if let Some(report) = &self.dead_letters {
                 report(job.clone(), failed, error).await;
             }
@@ -552,26 +566,61 @@ impl Shared {
         record.state = JobState::Queued;
         record.error = Some(error.to_string());
         record.updated_at = now();
-        self.write(record).await;
+        // Its delivery stays a duplicate while the job waits to be tried again.
+        self.write_marking(record, job, DeliveryState::Queued).await;
         Some(wait)
     }
 
-    /// Records `record` as failed with `reason`: the dead letter.
-    async fn dead_letter(&self, mut record: JobRecord, reason: String) -> JobRecord {
+    /// Records `record` as failed with `reason`: the dead letter; the delivery that made
+    /// `job` (when it could be read) is marked failed, so that its redelivery queues it again.
+    async fn dead_letter(
+        &self,
+        mut record: JobRecord,
+        reason: String,
+        job: Option<&SyncJob>,
+    ) -> JobRecord {
         record.state = JobState::Failed;
         record.error = Some(reason);
         record.updated_at = now();
-        self.write(&record).await;
+        match job {
+            Some(job) => {
+                self.write_marking(&record, job, DeliveryState::Failed)
+                    .await
+            }
+            None => {
+                if let Err(error) = self.store.jobs().update_job(&record).await {
+                    warn_unrecorded(&record, &error);
+                }
+            }
+        }
         record
     }
 
+    /// Records `record` and moves the delivery that made `job` to `delivery`, together.
     /// Best effort: a store that cannot record a step is logged; the record keeps its
     /// earlier state, which a start resumes.
-    async fn write(&self, record: &JobRecord) {
-        if let Err(error) = self.store.jobs().update_job(record).await {
-            tracing::warn!(%error, job_id = %record.id, state = record.state.as_str(), "cannot record the job's state");
+    async fn write_marking(&self, record: &JobRecord, job: &SyncJob, delivery: DeliveryState) {
+        let marked = self
+            .store
+            .jobs()
+            .update_job_marking(record, mark(job, delivery));
+        if let Err(error) = marked.await {
+            warn_unrecorded(record, &error);
         }
     }
+}
+
+/// The mark that moves the delivery that made `job` to `state` now.
+fn mark(job: &SyncJob, state: DeliveryState) -> DeliveryMark<'_> {
+    DeliveryMark {
+        delivery_id: &job.delivery_id,
+        state,
+        now: now(),
+    }
+}
+
+fn warn_unrecorded(record: &JobRecord, error: &StoreError) {
+    tracing::warn!(%error, job_id = %record.id, state = record.state.as_str(), "cannot record the job's state");
 }
 
 /// Queues on the state store only: each job is recorded `queued`, and a `serve` on that

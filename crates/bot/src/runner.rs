@@ -71,6 +71,16 @@ pub struct SyncRunner {
     pub jobs: Option<Arc<dyn JobQueue>>,
 }
 
+/// The span of one job's sync.
+fn sync_span(job: &SyncJob) -> tracing::Span {
+    tracing::info_span!(
+        "sync",
+        delivery_id = %job.delivery_id,
+        repository = %job.repository,
+        commit = %job.head_sha,
+    )
+}
+
 impl SyncRunner {
     /// Reports the terminal result of a relayed [`ReportJob`] with the App's key (best
     /// effort, as on `serve`: GitHub's failure is logged, never retried, so a comment is
@@ -118,26 +128,28 @@ impl SyncRunner {
         }
     }
 
-    /// Runs `job` to a completed check run.
+    /// Runs `job` to a completed check run, and records where the delivery that made it is
+    /// (`running`, then `succeeded` or `failed`): what the sync function runs.
     pub async fn run(&self, job: &SyncJob) -> Result<JobOutcome, JobError> {
-        let span = tracing::info_span!(
-            "sync",
-            delivery_id = %job.delivery_id,
-            repository = %job.repository,
-            commit = %job.head_sha,
-        );
-        let started = Instant::now();
+        let span = sync_span(job);
         self.mark_delivery(job, DeliveryState::Running)
             .instrument(span.clone())
             .await;
-        let result = self.run_in_span(job).instrument(span.clone()).await;
+        let result = self.run_unmarked(job).await;
         let finished = match &result {
             Ok(_) => DeliveryState::Succeeded,
             Err(_) => DeliveryState::Failed,
         };
-        self.mark_delivery(job, finished)
-            .instrument(span.clone())
-            .await;
+        self.mark_delivery(job, finished).instrument(span).await;
+        result
+    }
+
+    /// Runs `job` to a completed check run, leaving its delivery's state to the caller:
+    /// `serve`'s durable queue writes it with the job's own (`crate::durable`).
+    pub async fn run_unmarked(&self, job: &SyncJob) -> Result<JobOutcome, JobError> {
+        let span = sync_span(job);
+        let started = Instant::now();
+        let result = self.run_in_span(job).instrument(span.clone()).await;
         let _entered = span.enter();
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         match &result {

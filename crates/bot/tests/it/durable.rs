@@ -1,18 +1,19 @@
 //! `serve`'s durable queue (`astrolift_bot::durable`) on a SQLite state store: the lane
 //! bound at its limit and past it, resumption in lane order after a stop, the dead
-//! letter, and `jobs retry` picked up by a running queue.
+//! letter, `jobs retry` picked up by a running queue, and the delivery that moves with its
+//! job.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use astrolift_bot::dead_letter::{Retried, retry_failed, retry_job};
 use astrolift_bot::durable::{Attempt, DurableJobQueue, DurableOptions};
-use astrolift_bot::queue::{LOCAL_QUEUE_CAPACITY, QueueError};
+use astrolift_bot::queue::{Delivery, LOCAL_QUEUE_CAPACITY, QueueError};
 use astrolift_bot::retry::RetryPolicy;
 use astrolift_bot::{JobError, JobQueue, SyncJob};
 use astrolift_forge::github::GitHubError;
 use astrolift_store::StoreError;
-use astrolift_store::state::{JobRecord, JobState, JobStore, StateStore};
+use astrolift_store::state::{DeliveryOutcome, JobRecord, JobState, JobStore, StateStore};
 use tokio::sync::Semaphore;
 
 use crate::support::{embedded_stores, push_job};
@@ -309,6 +310,69 @@ async fn dead_lettered_and_retried(state: Arc<dyn StateStore>) {
         *started.lock().expect("log"),
         ["flaky", "flaky", "flaky", "refused", "flaky", "refused"]
     );
+}
+
+on_sqlite_and_dynamodb!(
+    a_webhook_delivery_moves_with_its_job_to_success_or_the_dead_letter,
+    delivery_moves_with_its_job
+);
+
+/// The queue writes the delivery's state with its job's (the attempt, the runner's
+/// `run_unmarked`, marks nothing): a delivery whose job succeeded stays a duplicate; one
+/// whose job was dead-lettered is queued again by its redelivery.
+async fn delivery_moves_with_its_job(state: Arc<dyn StateStore>) {
+    let ends = Arc::new(Mutex::new(Ends::Succeeds));
+    let (attempt, started) = attempts(None, Arc::clone(&ends));
+    let (queue, _) = DurableJobQueue::start(Arc::clone(&state), attempt, None, options())
+        .await
+        .expect("starts");
+    let ttl = Duration::from_secs(3600);
+    let delivered = |id: &'static str| Delivery {
+        id,
+        now: unix_now(),
+        ttl,
+    };
+    let job = push("applied");
+    let outcome = queue
+        .enqueue_delivery(state.as_ref(), delivered("applied"), &job)
+        .await
+        .expect("queued");
+    assert_eq!(outcome, DeliveryOutcome::New);
+    let jobs = state.jobs();
+    wait_for("the job to succeed", || {
+        futures_done(jobs.list_jobs(None)).is_ok_and(|j| j.is_empty())
+            && started.lock().expect("log").len() == 1
+    })
+    .await;
+    let again = queue
+        .enqueue_delivery(state.as_ref(), delivered("applied"), &job)
+        .await
+        .expect("answered");
+    assert_eq!(again, DeliveryOutcome::Duplicate, "succeeded: a duplicate");
+
+    *ends.lock().expect("ends") = Ends::Permanent;
+    let job = push("refused");
+    queue
+        .enqueue_delivery(state.as_ref(), delivered("refused"), &job)
+        .await
+        .expect("queued");
+    dead_letters(jobs, 1).await;
+    *ends.lock().expect("ends") = Ends::Succeeds;
+    let again = queue
+        .enqueue_delivery(state.as_ref(), delivered("refused"), &job)
+        .await
+        .expect("queued again");
+    assert_eq!(again, DeliveryOutcome::New, "dead-lettered: queued again");
+    wait_for("the redelivered job to run", || {
+        started.lock().expect("log").len() == 3
+    })
+    .await;
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 /// The check run of a job the queue gave up on: `failure`, the reason (escaped as

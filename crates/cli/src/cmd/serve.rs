@@ -412,7 +412,8 @@ fn dead_letters(runner: Arc<SyncRunner>) -> DeadLetters {
 fn attempt(runner: Arc<SyncRunner>) -> Attempt {
     Arc::new(move |job| {
         let runner = Arc::clone(&runner);
-        Box::pin(async move { runner.run(&job).await.map(drop) })
+        // The queue writes the delivery's state with the job's (`astrolift_bot::durable`).
+        Box::pin(async move { runner.run_unmarked(&job).await.map(drop) })
     })
 }
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{DeliveryOutcome, UnixSeconds};
+use super::model::{DeliveryOutcome, DeliveryState, UnixSeconds};
 use crate::{BoxFuture, StoreResult};
 
 /// Where a recorded job is.
@@ -63,6 +63,16 @@ pub struct JobRecord {
     pub error: Option<String>,
 }
 
+/// Where a job's write moves the webhook delivery that made it
+/// ([`DeliveryStore::mark_delivery`](super::DeliveryStore::mark_delivery)'s arguments): the
+/// durable queue writes a job's state and its delivery's together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeliveryMark<'a> {
+    pub delivery_id: &'a str,
+    pub state: DeliveryState,
+    pub now: UnixSeconds,
+}
+
 /// The jobs of a durable queue. Dyn-compatible.
 ///
 /// Contract (the contract suite runs it on SQLite and DynamoDB):
@@ -71,6 +81,10 @@ pub struct JobRecord {
 ///   the job with it, in one transaction: a duplicate delivery records no job, and no
 ///   failure leaves the one without the other;
 /// - `update_job` replaces a recorded job whole, and writes nothing for one not recorded;
+/// - `update_job_marking` and `delete_job_marking` write the job as `update_job` and
+///   `delete_job` do and mark its delivery as `DeliveryStore::mark_delivery` does, whether or
+///   not the job was recorded (a delivery not recorded is not marked); on SQLite in one
+///   transaction, on DynamoDB the job first;
 /// - listings are in id order and see the last write.
 pub trait JobStore: Send + Sync {
     /// Records a new job.
@@ -96,6 +110,23 @@ pub trait JobStore: Send + Sync {
 
     /// Deletes a job; `Ok(false)` when there was none.
     fn delete_job<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// [`Self::update_job`] and the mark of the job's delivery, written together: an
+    /// attempt starting (`running`), a job waiting to be retried (`queued`), or the dead
+    /// letter (`failed`). `Ok(false)` when the job is not recorded.
+    fn update_job_marking<'a>(
+        &'a self,
+        job: &'a JobRecord,
+        mark: DeliveryMark<'a>,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// [`Self::delete_job`] and the mark of the job's delivery (`succeeded`), written
+    /// together. `Ok(false)` when there was no job.
+    fn delete_job_marking<'a>(
+        &'a self,
+        id: &'a str,
+        mark: DeliveryMark<'a>,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
 
     /// The job `id`, if recorded.
     fn get_job<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<JobRecord>>>;

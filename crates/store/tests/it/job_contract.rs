@@ -153,8 +153,76 @@ pub async fn a_delivery_and_its_job_are_recorded_together_or_not_at_all(subject:
     );
 }
 
+/// A job's state and its delivery's are written together: an attempt starting, its retry
+/// waiting, the dead letter, a success. The delivery's state shows in what its redelivery
+/// is: a duplicate while its job is queued, running or done, new again once it failed.
+pub async fn a_job_moves_its_delivery_with_it(subject: Subject) {
+    let (state, store) = (&subject.store, subject.store.jobs());
+    let ttl = std::time::Duration::from_secs(3600);
+    let mark = |delivery_id, state, now| DeliveryMark {
+        delivery_id,
+        state,
+        now,
+    };
+    let mut first = job("00000000000000000001", JobState::Queued);
+    store
+        .put_job_for_delivery("d-1", NOW, ttl, &first)
+        .await
+        .unwrap();
+
+    first.state = JobState::Running;
+    first.attempts = 1;
+    let running = mark("d-1", DeliveryState::Running, NOW + 1);
+    assert!(store.update_job_marking(&first, running).await.unwrap());
+    assert_eq!(store.get_job(&first.id).await.unwrap(), Some(first.clone()));
+    let redelivered = state.record_delivery("d-1", NOW + 2, ttl).await.unwrap();
+    assert_eq!(redelivered, DeliveryOutcome::Duplicate);
+
+    // The dead letter: the job stays, failed, and a redelivery is new again.
+    first.state = JobState::Failed;
+    let failed = mark("d-1", DeliveryState::Failed, NOW + 3);
+    assert!(store.update_job_marking(&first, failed).await.unwrap());
+    assert_eq!(store.get_job(&first.id).await.unwrap(), Some(first.clone()));
+    let redelivered = state.record_delivery("d-1", NOW + 4, ttl).await.unwrap();
+    assert_eq!(redelivered, DeliveryOutcome::New);
+
+    // A success: the job is gone and its delivery a duplicate for good.
+    let succeeded = mark("d-1", DeliveryState::Succeeded, NOW + 5);
+    assert!(
+        store
+            .delete_job_marking(&first.id, succeeded)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.get_job(&first.id).await.unwrap(), None);
+    let redelivered = state.record_delivery("d-1", NOW + 6, ttl).await.unwrap();
+    assert_eq!(redelivered, DeliveryOutcome::Duplicate);
+    assert!(
+        !store
+            .delete_job_marking(&first.id, succeeded)
+            .await
+            .unwrap()
+    );
+
+    // A job that no recorded delivery made (a dependent's re-sync) is written all the same;
+    // one not recorded is not.
+    let second = job("00000000000000000002", JobState::Queued);
+    store.put_job(&second).await.unwrap();
+    let unrecorded = mark("d-none", DeliveryState::Running, NOW + 7);
+    assert!(store.update_job_marking(&second, unrecorded).await.unwrap());
+    let absent = job("00000000000000000003", JobState::Running);
+    assert!(!store.update_job_marking(&absent, unrecorded).await.unwrap());
+    assert_eq!(
+        ids(&store.list_jobs(None).await.unwrap()),
+        ["00000000000000000002"]
+    );
+    let recorded = state.record_delivery("d-none", NOW + 8, ttl).await.unwrap();
+    assert_eq!(recorded, DeliveryOutcome::New, "marks record no delivery");
+}
+
 state_contract_tests!(
     jobs_are_put_once_and_listed_in_id_order,
     a_long_queue_is_listed_whole,
     a_delivery_and_its_job_are_recorded_together_or_not_at_all,
+    a_job_moves_its_delivery_with_it,
 );

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use super::deliveries::DeliveryPut;
 use super::{DynamoStateStore, key, record_item};
-use crate::state::jobs::{JobRecord, JobState, JobStore};
+use crate::state::deliveries::DeliveryStore;
+use crate::state::jobs::{DeliveryMark, JobRecord, JobState, JobStore};
 use crate::state::model::{DeliveryOutcome, UnixSeconds};
 use crate::{BoxFuture, StoreError, StoreResult};
 
@@ -65,6 +66,34 @@ impl JobStore for DynamoStateStore {
 
     fn delete_job<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(self.delete_returning(key(JOBS, job_sk(id))))
+    }
+
+    /// The job, then the delivery: two requests, as a transaction's condition on a delivery
+    /// not recorded (or expired) would cancel the job's write with it.
+    fn update_job_marking<'a>(
+        &'a self,
+        job: &'a JobRecord,
+        mark: DeliveryMark<'a>,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let written = self.update_job(job).await?;
+            self.mark_delivery(mark.delivery_id, mark.state, mark.now)
+                .await?;
+            Ok(written)
+        })
+    }
+
+    fn delete_job_marking<'a>(
+        &'a self,
+        id: &'a str,
+        mark: DeliveryMark<'a>,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let deleted = self.delete_job(id).await?;
+            self.mark_delivery(mark.delivery_id, mark.state, mark.now)
+                .await?;
+            Ok(deleted)
+        })
     }
 
     fn get_job<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<JobRecord>>> {

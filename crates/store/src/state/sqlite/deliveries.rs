@@ -1,9 +1,9 @@
 //! The deliveries concern on SQLite ([`DeliveryStore`]).
 
-use super::delivery_insert::insert_delivery;
-use super::error::sql_error;
+use super::delivery_insert::{insert_delivery, mark_delivery_row};
 use super::*;
-use crate::state::deliveries::{DeliveryStore, lease_until};
+use crate::state::deliveries::DeliveryStore;
+use crate::state::jobs::DeliveryMark;
 
 impl DeliveryStore for SqliteStateStore {
     fn record_delivery<'a>(
@@ -40,15 +40,14 @@ impl DeliveryStore for SqliteStateStore {
     ) -> BoxFuture<'a, StoreResult<bool>> {
         let delivery_id = delivery_id.to_owned();
         Box::pin(async move {
-            let lease = lease_until(state, now);
             let updated = self
                 .with_connection(move |c| {
-                    c.execute(
-                        "UPDATE deliveries SET state = ?2, lease_until = ?3 \
-                         WHERE delivery_id = ?1 AND expires_at > ?4",
-                        params![delivery_id, state.as_str(), lease, now],
-                    )
-                    .map_err(sql_error)
+                    let mark = DeliveryMark {
+                        delivery_id: &delivery_id,
+                        state,
+                        now,
+                    };
+                    mark_delivery_row(c, mark)
                 })
                 .await?;
             self.counters.wrote(updated as u64);

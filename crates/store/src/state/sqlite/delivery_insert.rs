@@ -1,6 +1,7 @@
-//! The conditional insert that records a webhook delivery on SQLite, shared by the
-//! deliveries concern (`record_delivery`) and the jobs concern (a delivery recorded with its
-//! job, `put_job_for_delivery`): a module of its own, so neither imports the other.
+//! The writes of a webhook delivery's row on SQLite that the deliveries concern
+//! (`record_delivery`, `mark_delivery`) and the jobs concern (a delivery recorded or marked
+//! with its job: `put_job_for_delivery`, `update_job_marking`, `delete_job_marking`) share:
+//! a module of its own, so neither imports the other.
 
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use rusqlite::{Connection, params};
 use super::error::sql_error;
 use crate::StoreResult;
 use crate::state::deliveries::lease_until;
+use crate::state::jobs::DeliveryMark;
 use crate::state::model::{DeliveryOutcome, DeliveryState, UnixSeconds};
 
 /// Records `delivery_id` for `ttl`, `queued`, unless a live duplicate is recorded (the module
@@ -43,4 +45,24 @@ pub(super) fn insert_delivery(
     } else {
         DeliveryOutcome::Duplicate
     })
+}
+
+/// Moves a live recorded delivery to `mark.state` (a `running` or `queued` one's lease starts
+/// at `mark.now`); returns how many rows it wrote (`0`: none recorded, or expired). Kept
+/// prepared: each job marks its delivery twice.
+pub(super) fn mark_delivery_row(c: &Connection, mark: DeliveryMark<'_>) -> StoreResult<usize> {
+    let lease = lease_until(mark.state, mark.now);
+    c.prepare_cached(
+        "UPDATE deliveries SET state = ?2, lease_until = ?3 \
+         WHERE delivery_id = ?1 AND expires_at > ?4",
+    )
+    .and_then(|mut update| {
+        update.execute(params![
+            mark.delivery_id,
+            mark.state.as_str(),
+            lease,
+            mark.now
+        ])
+    })
+    .map_err(sql_error)
 }

@@ -7,10 +7,10 @@ use std::time::Duration;
 use rusqlite::{Connection, params};
 
 use super::connection::atomic;
-use super::delivery_insert::insert_delivery;
+use super::delivery_insert::{insert_delivery, mark_delivery_row};
 use super::error::sql_error;
 use super::rows::{SqliteStateStore, query_bodies, query_body, text, to_json};
-use crate::state::jobs::{JobRecord, JobState, JobStore};
+use crate::state::jobs::{DeliveryMark, JobRecord, JobState, JobStore};
 use crate::state::model::{DeliveryOutcome, UnixSeconds};
 use crate::{BoxFuture, StoreError, StoreResult};
 
@@ -68,23 +68,39 @@ impl JobStore for SqliteStateStore {
                 text(job.state.as_str()),
                 text(to_json(job)?),
             ];
-            let written = self
-                .write_rows(
-                    "UPDATE jobs SET state = ?2, body = ?3 WHERE id = ?1",
-                    values,
-                )
-                .await?;
+            let written = self.write_rows(UPDATE_JOB, values).await?;
             Ok(written == 1)
         })
     }
 
     fn delete_job<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
-            let written = self
-                .write_rows("DELETE FROM jobs WHERE id = ?1", vec![text(id)])
-                .await?;
+            let written = self.write_rows(DELETE_JOB, vec![text(id)]).await?;
             Ok(written == 1)
         })
+    }
+
+    fn update_job_marking<'a>(
+        &'a self,
+        job: &'a JobRecord,
+        mark: DeliveryMark<'a>,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let values = vec![
+                text(job.id.as_str()),
+                text(job.state.as_str()),
+                text(to_json(job)?),
+            ];
+            self.write_job_marking(UPDATE_JOB, values, mark).await
+        })
+    }
+
+    fn delete_job_marking<'a>(
+        &'a self,
+        id: &'a str,
+        mark: DeliveryMark<'a>,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(self.write_job_marking(DELETE_JOB, vec![text(id)], mark))
     }
 
     fn get_job<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<JobRecord>>> {
@@ -101,6 +117,41 @@ impl JobStore for SqliteStateStore {
             ),
             None => query_bodies(c, "SELECT body FROM jobs ORDER BY id", []),
         }))
+    }
+}
+
+const UPDATE_JOB: &str = "UPDATE jobs SET state = ?2, body = ?3 WHERE id = ?1";
+const DELETE_JOB: &str = "DELETE FROM jobs WHERE id = ?1";
+
+impl SqliteStateStore {
+    /// Runs `job_sql` (one job's update or delete) and marks the job's delivery in one call,
+    /// so in one transaction; `true` when the job's row was written.
+    async fn write_job_marking(
+        &self,
+        job_sql: &'static str,
+        values: Vec<rusqlite::types::Value>,
+        mark: DeliveryMark<'_>,
+    ) -> StoreResult<bool> {
+        let (delivery_id, state, now) = (mark.delivery_id.to_owned(), mark.state, mark.now);
+        let (job, delivery) = self
+            .with_connection(move |c| {
+                let unit = atomic(c)?;
+                let job = unit
+                    .prepare_cached(job_sql)
+                    .and_then(|mut write| write.execute(rusqlite::params_from_iter(values)))
+                    .map_err(sql_error)?;
+                let mark = DeliveryMark {
+                    delivery_id: &delivery_id,
+                    state,
+                    now,
+                };
+                let delivery = mark_delivery_row(&unit, mark)?;
+                unit.commit().map_err(sql_error)?;
+                Ok((job, delivery))
+            })
+            .await?;
+        self.counters.wrote((job + delivery) as u64);
+        Ok(job == 1)
     }
 }
 
