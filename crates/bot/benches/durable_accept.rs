@@ -9,12 +9,20 @@
 //!   in one transaction before the `202` (instead of the delivery's insert alone), then
 //!   marked running and deleted once its attempt succeeds.
 //!
-//! Each job's attempt succeeds at once, so what is measured is the queue, not a sync.
+//! Each job's attempt succeeds at once, so what is measured is the queue, not a sync; at
+//! most [`SYNCS`] run at once in either mode (`serve`'s default `--syncs`, a semaphore
+//! around the in-memory lanes' handler as `serve` had it). With `ATTEMPT=runner`, each job
+//! does what `serve`'s runner does to the store around a sync that writes nothing else: in
+//! memory, `SyncRunner::run` marks the delivery `running`, then `succeeded`; the durable
+//! queue writes those marks with its own job writes (`SyncRunner::run_unmarked` marks
+//! nothing). By default (`ATTEMPT=none`) an attempt does nothing: the queue's cost alone,
+//! with the delivery's marks in the durable queue's writes and none in memory.
 //! `CONCURRENCY` tasks (default 8, as bench/load.sh's 8 connections) send fresh `push`
 //! deliveries spread over [`REPOSITORIES`] repositories (so that no lane reaches its bound of
 //! waiting jobs, which would answer `503` in either mode) for `SECONDS` (default 10) per
 //! mode, rounds alternating
-//! (`ROUNDS`, default 3); each round prints accepted webhooks per second, p50 and p99.
+//! (`ROUNDS`, default 3); each round prints accepted webhooks per second, p50 and p99, and
+//! the process's CPU time per accepted job (its jobs run to the end before the next round).
 //! `MODE=memory` or `MODE=durable` runs that mode alone (to profile it).
 //! HTTP is left out: it costs both modes the same, so the ratio here is the lower bound of
 //! the ratio over HTTP (the same cost added to both brings them closer).
@@ -30,14 +38,20 @@ use std::time::{Duration, Instant};
 
 use astrolift_bot::durable::{Attempt, DurableJobQueue, DurableOptions};
 use astrolift_bot::queue::{JobHandler, LocalJobQueue};
-use astrolift_bot::{Ingress, JobQueue};
+use astrolift_bot::{Ingress, JobQueue, SyncJob};
 use astrolift_forge::webhook::{WebhookRequest, WebhookSecrets, sign};
 use astrolift_manifest::Limits;
-use astrolift_store::state::{SqliteStateStore, StateStore};
+use astrolift_store::state::{DeliveryState, SqliteStateStore, StateStore};
 use support::{PAYLOAD, SECRET, headers};
 
 /// Repositories the deliveries rotate over, each a lane of its own.
 const REPOSITORIES: u64 = 64;
+
+/// Attempts running at once, in either mode (`serve --syncs`' default).
+const SYNCS: usize = 2;
+
+/// How long a round waits for the jobs it accepted to be run.
+const DRAIN_LIMIT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Copy)]
 enum Mode {
@@ -62,6 +76,28 @@ struct Round {
     p99: Duration,
     /// Deliveries answered other than `202` (a lane over its bound is `503`).
     refused: usize,
+    /// The process's CPU time (user + system) per accepted job, from the first delivery
+    /// to the last accepted job's attempt done.
+    cpu_per_job: Duration,
+}
+
+/// The process's CPU time so far (user + system), from `/proc/self/stat` (clock ticks,
+/// 100 a second here: rounds of seconds make the tick a fraction of a per cent).
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command's closing parenthesis; utime and stime are the 14th and
+    // 15th of the line, the 12th and 13th after it.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
 }
 
 fn setting(name: &str, default: u64) -> u64 {
@@ -87,16 +123,67 @@ fn signed_bodies() -> Vec<(bytes::Bytes, String)> {
         .collect()
 }
 
-async fn queue_for(mode: Mode, state: Arc<dyn StateStore>) -> Arc<dyn JobQueue> {
+/// What each job's attempt does (`ATTEMPT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Work {
+    /// Nothing: the queue's own cost.
+    None,
+    /// The runner's marks of the job's delivery, `running` then `succeeded`.
+    Runner,
+}
+
+impl Work {
+    fn from_env() -> Self {
+        match std::env::var("ATTEMPT").as_deref() {
+            Ok("runner") => Work::Runner,
+            _ => Work::None,
+        }
+    }
+
+    async fn marks(self, state: &dyn StateStore, job: &SyncJob) {
+        if self == Work::None {
+            return;
+        }
+        for mark in [DeliveryState::Running, DeliveryState::Succeeded] {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            state
+                .mark_delivery(&job.delivery_id, mark, now)
+                .await
+                .expect("delivery marked");
+        }
+    }
+}
+
+/// `mode`'s queue, whose attempts do `work` and count themselves in `done`.
+async fn queue_for(
+    mode: Mode,
+    work: Work,
+    state: Arc<dyn StateStore>,
+    done: Arc<AtomicU64>,
+) -> Arc<dyn JobQueue> {
     match mode {
         Mode::Memory => {
-            let handler: JobHandler = Arc::new(|_job| Box::pin(async {}));
+            let syncs = Arc::new(tokio::sync::Semaphore::new(SYNCS));
+            let handler: JobHandler = Arc::new(move |job| {
+                let (state, done, syncs) = (state.clone(), done.clone(), syncs.clone());
+                Box::pin(async move {
+                    let _slot = syncs.acquire().await.ok();
+                    work.marks(state.as_ref(), &job).await;
+                    done.fetch_add(1, Ordering::Relaxed);
+                })
+            });
             Arc::new(LocalJobQueue::new(handler))
         }
         Mode::Durable => {
-            let attempt: Attempt = Arc::new(|_job| Box::pin(async { Ok(()) }));
+            // The queue marks the delivery itself: the attempt is the runner's unmarked run.
+            let attempt: Attempt = Arc::new(move |_job| {
+                done.fetch_add(1, Ordering::Relaxed);
+                Box::pin(async { Ok(()) })
+            });
             let (queue, _resumed) =
-                DurableJobQueue::start(state, attempt, None, DurableOptions::serve(2))
+                DurableJobQueue::start(state, attempt, None, DurableOptions::serve(SYNCS))
                     .await
                     .expect("durable queue");
             queue
@@ -105,23 +192,25 @@ async fn queue_for(mode: Mode, state: Arc<dyn StateStore>) -> Arc<dyn JobQueue> 
 }
 
 /// `concurrency` tasks sending fresh deliveries through `mode`'s queue for `length`.
-async fn round(mode: Mode, concurrency: u64, length: Duration, run: u64) -> Round {
+async fn round(mode: Mode, work: Work, concurrency: u64, length: Duration, run: u64) -> Round {
     let dir = tempfile::tempdir().expect("temp dir");
     let state: Arc<dyn StateStore> = Arc::new(
         SqliteStateStore::open(dir.path().join("state.db"))
             .await
             .expect("sqlite"),
     );
+    let done = Arc::new(AtomicU64::new(0));
     let ingress = Arc::new(Ingress {
         state: state.clone(),
         secrets: WebhookSecrets::new(SECRET.into(), None).expect("secret"),
-        jobs: queue_for(mode, state).await,
+        jobs: queue_for(mode, work, state, done.clone()).await,
         triggers: None,
         limits: Limits::DEFAULT,
         function: "bench",
     });
     let bodies = Arc::new(signed_bodies());
     let next = Arc::new(AtomicU64::new(0));
+    let cpu_at_start = process_cpu();
     let start = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..concurrency {
@@ -152,6 +241,13 @@ async fn round(mode: Mode, concurrency: u64, length: Duration, run: u64) -> Roun
         refused += refusals;
     }
     let elapsed = start.elapsed();
+    // The jobs accepted are all run before the next round starts, and their CPU counted.
+    let accepted = (latencies.len() - refused) as u64;
+    let waiting_since = Instant::now();
+    while done.load(Ordering::Relaxed) < accepted && waiting_since.elapsed() < DRAIN_LIMIT {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let cpu_per_job = (process_cpu() - cpu_at_start) / accepted.max(1) as u32;
     latencies.sort();
     let at = |q: f64| {
         let index = (latencies.len().saturating_sub(1) as f64 * q) as usize;
@@ -162,6 +258,7 @@ async fn round(mode: Mode, concurrency: u64, length: Duration, run: u64) -> Roun
         p50: at(0.50),
         p99: at(0.99),
         refused,
+        cpu_per_job,
     }
 }
 
@@ -185,38 +282,44 @@ fn main() {
     let concurrency = setting("CONCURRENCY", 8).max(1);
     let only = std::env::var("MODE").ok();
     let only = only.as_deref();
+    let work = Work::from_env();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    println!("| mode | round | accepted/s | p50 ms | p99 ms | refused |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+    println!("| mode | round | accepted/s | p50 ms | p99 ms | refused | CPU µs per job |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
     let mut rates = [Vec::new(), Vec::new()];
     let mut p99s = [Vec::new(), Vec::new()];
+    let mut cpus = [Vec::new(), Vec::new()];
     for run in 0..rounds {
         for (slot, mode) in [Mode::Memory, Mode::Durable].into_iter().enumerate() {
             if only.is_some_and(|only| only != mode.name()) {
                 continue;
             }
-            let figures = runtime.block_on(round(mode, concurrency, length, run));
+            let figures = runtime.block_on(round(mode, work, concurrency, length, run));
             println!(
-                "| {} | {} | {:.0} | {:.2} | {:.2} | {} |",
+                "| {} | {} | {:.0} | {:.2} | {:.2} | {} | {:.1} |",
                 mode.name(),
                 run + 1,
                 figures.per_second,
                 figures.p50.as_secs_f64() * 1e3,
                 figures.p99.as_secs_f64() * 1e3,
-                figures.refused
+                figures.refused,
+                figures.cpu_per_job.as_secs_f64() * 1e6
             );
             rates[slot].push(figures.per_second);
             p99s[slot].push(figures.p99.as_secs_f64() * 1e3);
+            cpus[slot].push(figures.cpu_per_job.as_secs_f64() * 1e6);
         }
     }
     let [memory, durable] = rates.map(median);
     let [memory_p99, durable_p99] = p99s.map(median);
+    let [memory_cpu, durable_cpu] = cpus.map(median);
     println!(
-        "\nmedians, {concurrency} senders: memory {memory:.0}/s (p99 {memory_p99:.2} ms), \
-         durable {durable:.0}/s (p99 {durable_p99:.2} ms); durable / memory = {:.2}",
+        "\nmedians, {concurrency} senders, attempts {work:?}: memory {memory:.0}/s (p99 \
+         {memory_p99:.2} ms, {memory_cpu:.1} µs CPU per job), durable {durable:.0}/s (p99 \
+         {durable_p99:.2} ms, {durable_cpu:.1} µs CPU per job); durable / memory = {:.2}",
         durable / memory
     );
 }
