@@ -81,7 +81,8 @@ pub async fn rerun(
     let Some(record) = jobs.get_job(id).await? else {
         return Ok(Retried::NotFound);
     };
-    let of = record.job.get("repository").and_then(|r| r.as_str());
+    let job = record.job.value();
+    let of = job.get("repository").and_then(|r| r.as_str());
     if !of.is_some_and(|of| of.eq_ignore_ascii_case(repository)) {
         return Ok(Retried::OtherRepository);
     }

@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use astrolift_store::state::{
-    DeliveryMark, DeliveryOutcome, DeliveryState, JobRecord, JobState, StateStore,
+    DeliveryMark, DeliveryOutcome, DeliveryState, JobJson, JobRecord, JobState, StateStore,
 };
 use astrolift_store::{BoxFuture, StoreError};
 use tokio::sync::{Notify, Semaphore, watch};
@@ -226,7 +226,7 @@ impl DurableJobQueue {
                     continue;
                 }
             }
-            let job = match serde_json::from_value::<SyncJob>(record.job.clone()) {
+            let job = match record.job.decode::<SyncJob>() {
                 Ok(job) => job,
                 Err(error) => {
                     let reason = format!("the recorded job cannot be read: {error}");
@@ -388,7 +388,7 @@ fn queued_record(id: String, job: &SyncJob) -> Result<JobRecord, serde_json::Err
         id,
         state: JobState::Queued,
         attempts: 0,
-        job: serde_json::to_value(job)?,
+        job: JobJson::of(job)?,
         queued_at: at,
         updated_at: at,
         error: None,
@@ -473,7 +473,7 @@ impl Shared {
                     id: queued.id.clone(),
                     state: JobState::Queued,
                     attempts: 0,
-                    job: serde_json::to_value(&queued.job).unwrap_or_default(),
+                    job: JobJson::of(&queued.job).unwrap_or_default(),
                     queued_at: now(),
                     updated_at: now(),
                     error: None,

@@ -13,7 +13,7 @@ use astrolift_bot::retry::RetryPolicy;
 use astrolift_bot::{JobError, JobQueue, SyncJob};
 use astrolift_forge::github::GitHubError;
 use astrolift_store::StoreError;
-use astrolift_store::state::{DeliveryOutcome, JobRecord, JobState, JobStore, StateStore};
+use astrolift_store::state::{DeliveryOutcome, JobJson, JobRecord, JobState, JobStore, StateStore};
 use tokio::sync::Semaphore;
 
 use crate::support::{embedded_stores, push_job};
@@ -114,7 +114,10 @@ async fn states(state: &dyn StateStore) -> Vec<(String, JobState)> {
         .expect("jobs")
         .into_iter()
         .map(|r| {
-            let delivery = r.job["delivery_id"].as_str().unwrap_or_default().to_owned();
+            let delivery = r.job.value()["delivery_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
             (delivery, r.state)
         })
         .collect()
@@ -412,7 +415,8 @@ async fn a_recorded_job_that_cannot_be_read_is_dead_lettered_at_start() {
         id: "00000000000000000001".into(),
         state: JobState::Queued,
         attempts: 0,
-        job: serde_json::json!({ "version": 99, "what": "not a sync job" }),
+        job: JobJson::of(&serde_json::json!({ "version": 99, "what": "not a sync job" }))
+            .expect("encoded"),
         queued_at: 0,
         updated_at: 0,
         error: None,

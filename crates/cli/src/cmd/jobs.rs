@@ -221,7 +221,8 @@ fn describe_letter(letter: &DeadLetter) -> String {
 
 /// `ID  failed  5 attempts  push octo/agents@main 0123456789ab: ERROR`.
 fn describe(record: &JobRecord) -> String {
-    let field = |name: &str| record.job.get(name).and_then(|v| v.as_str()).unwrap_or("?");
+    let job = record.job.value();
+    let field = |name: &str| job.get(name).and_then(|v| v.as_str()).unwrap_or("?");
     let head: String = field("head_sha").chars().take(12).collect();
     let mut line = format!(
         "{}  {}  {}  {} {}@{} {head}",
@@ -233,11 +234,7 @@ fn describe(record: &JobRecord) -> String {
         ),
         field("trigger"),
         field("repository"),
-        record
-            .job
-            .get("branch")
-            .and_then(|v| v.as_str())
-            .unwrap_or("-"),
+        job.get("branch").and_then(|v| v.as_str()).unwrap_or("-"),
     );
     if let Some(error) = &record.error {
         line.push_str(": ");

@@ -412,17 +412,18 @@ async fn re_run_on_the_check_run_of_a_dead_lettered_job_queues_it_again() {
 /// writes them (fixed ids and times, so the output is a snapshot).
 #[tokio::test(flavor = "multi_thread")]
 async fn jobs_list_and_retry_print_the_records() {
-    use astrolift_store::state::{JobRecord, JobState, SqliteStateStore, StateStore};
+    use astrolift_store::state::{JobJson, JobRecord, JobState, SqliteStateStore, StateStore};
     let home = tempfile::tempdir().expect("temp dir");
     let path = home.path().join("state.db");
     let state = SqliteStateStore::open(&path).await.expect("opens");
     let job = |n: usize| {
-        json!({
+        let job = json!({
             "version": 1, "delivery_id": format!("delivery-{n}"), "trigger": "push",
             "installation_id": INSTALLATION, "repository": "octo/agents", "repository_id": 4001,
             "head_sha": sha(n), "branch": "main", "fork": false, "commit_time": 1_795_946_400,
             "before": sha(n - 1), "default_branch": "main", "pull_request": null,
-        })
+        });
+        JobJson::of(&job).expect("encoded")
     };
     let failed = JobRecord {
         id: "01795946400000000001".into(),

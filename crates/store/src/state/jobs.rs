@@ -54,7 +54,7 @@ pub struct JobRecord {
     /// Attempts started so far.
     pub attempts: u32,
     /// The job itself, as the queue's caller encoded it (opaque to the store).
-    pub job: serde_json::Value,
+    pub job: JobJson,
     pub queued_at: UnixSeconds,
     /// When its state, attempts or error last changed.
     pub updated_at: UnixSeconds,
@@ -71,6 +71,44 @@ pub struct DeliveryMark<'a> {
     pub delivery_id: &'a str,
     pub state: DeliveryState,
     pub now: UnixSeconds,
+}
+
+/// A job as its queue encoded it: JSON kept as text, so that a record is written and read
+/// back without building a `serde_json::Value` of the job (the durable queue writes each
+/// record two or three times; BENCHMARKS.md, issue 27). Serialized as the JSON it holds.
+/// Two compare equal when their JSON is the same value, whatever the order of its keys (a
+/// backend may keep an object's keys in another order: DynamoDB's maps do).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct JobJson(Box<serde_json::value::RawValue>);
+
+impl JobJson {
+    /// `job` encoded.
+    pub fn of<T: Serialize>(job: &T) -> Result<Self, serde_json::Error> {
+        serde_json::value::to_raw_value(job).map(JobJson)
+    }
+
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The job decoded as `T`.
+    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.0.get())
+    }
+
+    /// The job as a JSON value (`null` if it is not JSON, which `of` never makes): for
+    /// reading a field or two of a recorded job.
+    pub fn value(&self) -> serde_json::Value {
+        self.decode().unwrap_or_default()
+    }
+}
+
+impl PartialEq for JobJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get() || self.value() == other.value()
+    }
 }
 
 /// The jobs of a durable queue. Dyn-compatible.
@@ -133,4 +171,40 @@ pub trait JobStore: Send + Sync {
 
     /// The recorded jobs (only those in `state`, when given), in id order.
     fn list_jobs(&self, state: Option<JobState>) -> BoxFuture<'_, StoreResult<Vec<JobRecord>>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(text: &str) -> JobJson {
+        JobJson(serde_json::value::RawValue::from_string(text.into()).expect("json"))
+    }
+
+    #[test]
+    fn a_job_is_kept_as_its_text_and_compares_as_a_json_value() {
+        let job = serde_json::json!({"repository": "octo/agents", "branch": "main"});
+        let encoded = JobJson::of(&job).expect("encoded");
+        assert_eq!(
+            encoded.get(),
+            r#"{"repository":"octo/agents","branch":"main"}"#
+        );
+        assert_eq!(encoded.value(), job);
+        // A backend that keeps an object's keys in another order holds the same job.
+        assert_eq!(
+            encoded,
+            json(r#"{ "branch": "main", "repository": "octo/agents" }"#)
+        );
+        assert_ne!(
+            encoded,
+            json(r#"{"repository":"octo/agents","branch":"dev"}"#)
+        );
+        // Written into a record as the JSON it holds, not as a string of it.
+        let record =
+            serde_json::to_string(&serde_json::json!({"job": encoded})).expect("serialized");
+        assert_eq!(
+            record,
+            r#"{"job":{"repository":"octo/agents","branch":"main"}}"#
+        );
+    }
 }

@@ -38,7 +38,7 @@ pub use dispatches::DispatchStore;
 pub use dynamo::DynamoStateStore;
 pub use env_specs::EnvSpecStore;
 pub use installations::InstallationStore;
-pub use jobs::{DeliveryMark, JobRecord, JobState, JobStore};
+pub use jobs::{DeliveryMark, JobJson, JobRecord, JobState, JobStore};
 pub use layers::{DependencyFileRef, Layer, LayerBuild, LayerRequest, LayerStatus, LayerStore};
 pub use model::*;
 pub use open::{open_state_store, state_store_from_url};

@@ -13,8 +13,10 @@ fn job(id: &str, state: JobState) -> JobRecord {
         id: id.into(),
         state,
         attempts: 0,
-        job: json!({"version": 1, "delivery_id": format!("d-{id}"), "repository": "octo/agents",
-                    "repository_id": 4001, "branch": "main", "pull_request": null}),
+        job: JobJson::of(&json!({"version": 1, "delivery_id": format!("d-{id}"),
+                    "repository": "octo/agents", "repository_id": 4001, "branch": "main",
+                    "pull_request": null}))
+        .unwrap(),
         queued_at: NOW,
         updated_at: NOW,
         error: None,
@@ -88,7 +90,9 @@ pub async fn a_long_queue_is_listed_whole(subject: Subject) {
     let store = subject.store.jobs();
     let mut record = job("x", JobState::Queued);
     // ~4 KiB per record: 300 of them are past one 1 MB Query page.
-    record.job["padding"] = json!("p".repeat(4096));
+    let mut padded = record.job.value();
+    padded["padding"] = json!("p".repeat(4096));
+    record.job = JobJson::of(&padded).unwrap();
     for n in (0..300u32).rev() {
         record.id = format!("{n:020}");
         store.put_job(&record).await.unwrap();
