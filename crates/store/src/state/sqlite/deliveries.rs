@@ -3,7 +3,6 @@
 use super::delivery_insert::{insert_delivery, mark_delivery_row};
 use super::*;
 use crate::state::deliveries::DeliveryStore;
-use crate::state::jobs::DeliveryMark;
 
 impl DeliveryStore for SqliteStateStore {
     fn record_delivery<'a>(
@@ -41,14 +40,7 @@ impl DeliveryStore for SqliteStateStore {
         let delivery_id = delivery_id.to_owned();
         Box::pin(async move {
             let updated = self
-                .with_connection(move |c| {
-                    let mark = DeliveryMark {
-                        delivery_id: &delivery_id,
-                        state,
-                        now,
-                    };
-                    mark_delivery_row(c, mark)
-                })
+                .with_connection(move |c| mark_delivery_row(c, &delivery_id, state, now))
                 .await?;
             self.counters.wrote(updated as u64);
             Ok(updated == 1)

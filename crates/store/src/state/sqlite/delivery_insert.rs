@@ -10,7 +10,6 @@ use rusqlite::{Connection, params};
 use super::error::sql_error;
 use crate::StoreResult;
 use crate::state::deliveries::lease_until;
-use crate::state::jobs::DeliveryMark;
 use crate::state::model::{DeliveryOutcome, DeliveryState, UnixSeconds};
 
 /// Records `delivery_id` for `ttl`, `queued`, unless a live duplicate is recorded (the module
@@ -47,22 +46,20 @@ pub(super) fn insert_delivery(
     })
 }
 
-/// Moves a live recorded delivery to `mark.state` (a `running` or `queued` one's lease starts
-/// at `mark.now`); returns how many rows it wrote (`0`: none recorded, or expired). Kept
-/// prepared: each job marks its delivery twice.
-pub(super) fn mark_delivery_row(c: &Connection, mark: DeliveryMark<'_>) -> StoreResult<usize> {
-    let lease = lease_until(mark.state, mark.now);
+/// Moves the live recorded delivery `delivery_id` to `state` (a `running` or `queued` one's
+/// lease starts at `now`); returns how many rows it wrote (`0`: none recorded, or expired).
+/// Kept prepared: each job marks its delivery twice.
+pub(super) fn mark_delivery_row(
+    c: &Connection,
+    delivery_id: &str,
+    state: DeliveryState,
+    now: UnixSeconds,
+) -> StoreResult<usize> {
+    let lease = lease_until(state, now);
     c.prepare_cached(
         "UPDATE deliveries SET state = ?2, lease_until = ?3 \
          WHERE delivery_id = ?1 AND expires_at > ?4",
     )
-    .and_then(|mut update| {
-        update.execute(params![
-            mark.delivery_id,
-            mark.state.as_str(),
-            lease,
-            mark.now
-        ])
-    })
+    .and_then(|mut update| update.execute(params![delivery_id, state.as_str(), lease, now]))
     .map_err(sql_error)
 }

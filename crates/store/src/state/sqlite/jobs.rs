@@ -63,12 +63,7 @@ impl JobStore for SqliteStateStore {
 
     fn update_job<'a>(&'a self, job: &'a JobRecord) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
-            let values = vec![
-                text(job.id.as_str()),
-                text(job.state.as_str()),
-                text(to_json(job)?),
-            ];
-            let written = self.write_rows(UPDATE_JOB, values).await?;
+            let written = self.write_rows(UPDATE_JOB, job_row(job)?).await?;
             Ok(written == 1)
         })
     }
@@ -86,12 +81,8 @@ impl JobStore for SqliteStateStore {
         mark: DeliveryMark<'a>,
     ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
-            let values = vec![
-                text(job.id.as_str()),
-                text(job.state.as_str()),
-                text(to_json(job)?),
-            ];
-            self.write_job_marking(UPDATE_JOB, values, mark).await
+            self.write_job_marking(UPDATE_JOB, job_row(job)?, mark)
+                .await
         })
     }
 
@@ -120,6 +111,7 @@ impl JobStore for SqliteStateStore {
     }
 }
 
+/// Replaces a job's row with [`job_row`]'s values.
 const UPDATE_JOB: &str = "UPDATE jobs SET state = ?2, body = ?3 WHERE id = ?1";
 const DELETE_JOB: &str = "DELETE FROM jobs WHERE id = ?1";
 
@@ -140,12 +132,7 @@ impl SqliteStateStore {
                     .prepare_cached(job_sql)
                     .and_then(|mut write| write.execute(rusqlite::params_from_iter(values)))
                     .map_err(sql_error)?;
-                let mark = DeliveryMark {
-                    delivery_id: &delivery_id,
-                    state,
-                    now,
-                };
-                let delivery = mark_delivery_row(&unit, mark)?;
+                let delivery = mark_delivery_row(&unit, &delivery_id, state, now)?;
                 unit.commit().map_err(sql_error)?;
                 Ok((job, delivery))
             })
@@ -153,6 +140,15 @@ impl SqliteStateStore {
         self.counters.wrote((job + delivery) as u64);
         Ok(job == 1)
     }
+}
+
+/// A job's row: its id, its state, the record as JSON.
+fn job_row(job: &JobRecord) -> StoreResult<Vec<rusqlite::types::Value>> {
+    Ok(vec![
+        text(job.id.as_str()),
+        text(job.state.as_str()),
+        text(to_json(job)?),
+    ])
 }
 
 /// Inserts a new job's row; `StoreError::Conflict` when its id is recorded already.
