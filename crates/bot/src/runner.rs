@@ -135,7 +135,7 @@ impl SyncRunner {
         self.mark_delivery(job, DeliveryState::Running)
             .instrument(span.clone())
             .await;
-        let result = self.run_unmarked(job).await;
+        let result = self.run_logged(job, span.clone()).await;
         let finished = match &result {
             Ok(_) => DeliveryState::Succeeded,
             Err(_) => DeliveryState::Failed,
@@ -147,7 +147,11 @@ impl SyncRunner {
     /// Runs `job` to a completed check run, leaving its delivery's state to the caller:
     /// `serve`'s durable queue writes it with the job's own (`crate::durable`).
     pub async fn run_unmarked(&self, job: &SyncJob) -> Result<JobOutcome, JobError> {
-        let span = sync_span(job);
+        self.run_logged(job, sync_span(job)).await
+    }
+
+    /// Runs `job` in `span`, counted and logged with its outcome.
+    async fn run_logged(&self, job: &SyncJob, span: tracing::Span) -> Result<JobOutcome, JobError> {
         let started = Instant::now();
         let result = self.run_in_span(job).instrument(span.clone()).await;
         let _entered = span.enter();
