@@ -7,7 +7,8 @@
 //!   a job is lost if the process stops;
 //! - `durable`: [`DurableJobQueue`] on the same store: each job recorded with its delivery
 //!   in one transaction before the `202` (instead of the delivery's insert alone), then
-//!   marked running and deleted once its attempt succeeds.
+//!   deleted once its attempt succeeds (marked `running` first only when the attempt
+//!   outlasts `DurableOptions::running_marker`).
 //!
 //! Each job's attempt succeeds at once, so what is measured is the queue, not a sync; at
 //! most [`SYNCS`] run at once in either mode (`serve`'s default `--syncs`, a semaphore
@@ -15,8 +16,11 @@
 //! does what `serve`'s runner does to the store around a sync that writes nothing else: in
 //! memory, `SyncRunner::run` marks the delivery `running`, then `succeeded`; the durable
 //! queue writes those marks with its own job writes (`SyncRunner::run_unmarked` marks
-//! nothing). By default (`ATTEMPT=none`) an attempt does nothing: the queue's cost alone,
-//! with the delivery's marks in the durable queue's writes and none in memory.
+//! nothing). With `ATTEMPT=outcome`, the in-memory lanes record the delivery's outcome as
+//! the durable queue does, as cheaply as they could: `succeeded` once the slot is let go
+//! (an attempt this short sends no `running` marker, `DurableOptions::running_marker`). By
+//! default (`ATTEMPT=none`) an attempt does nothing: the queue's cost alone, with the
+//! delivery's marks in the durable queue's writes and none in memory.
 //! `CONCURRENCY` tasks (default 8, as bench/load.sh's 8 connections) send fresh `push`
 //! deliveries spread over [`REPOSITORIES`] repositories (so that no lane reaches its bound of
 //! waiting jobs, which would answer `503` in either mode) for `SECONDS` (default 10) per
@@ -128,23 +132,41 @@ fn signed_bodies() -> Vec<(bytes::Bytes, String)> {
 enum Work {
     /// Nothing: the queue's own cost.
     None,
-    /// The runner's marks of the job's delivery, `running` then `succeeded`.
+    /// The runner's marks of the job's delivery, `running` then `succeeded`, in the sync slot.
     Runner,
+    /// The delivery's outcome recorded as the durable queue records it: in memory, the
+    /// `succeeded` mark after the slot is let go (an attempt this short sends no `running`
+    /// marker in either mode).
+    Outcome,
 }
 
 impl Work {
     fn from_env() -> Self {
         match std::env::var("ATTEMPT").as_deref() {
             Ok("runner") => Work::Runner,
+            Ok("outcome") => Work::Outcome,
             _ => Work::None,
         }
     }
 
-    async fn marks(self, state: &dyn StateStore, job: &SyncJob) {
-        if self == Work::None {
-            return;
+    /// The marks an in-memory attempt writes in its sync slot.
+    fn in_slot(self) -> &'static [DeliveryState] {
+        match self {
+            Work::Runner => &[DeliveryState::Running, DeliveryState::Succeeded],
+            Work::None | Work::Outcome => &[],
         }
-        for mark in [DeliveryState::Running, DeliveryState::Succeeded] {
+    }
+
+    /// The marks an in-memory attempt writes once its slot is let go.
+    fn after_slot(self) -> &'static [DeliveryState] {
+        match self {
+            Work::Outcome => &[DeliveryState::Succeeded],
+            Work::None | Work::Runner => &[],
+        }
+    }
+
+    async fn marks(states: &[DeliveryState], state: &dyn StateStore, job: &SyncJob) {
+        for &mark in states {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs() as i64);
@@ -169,8 +191,10 @@ async fn queue_for(
             let handler: JobHandler = Arc::new(move |job| {
                 let (state, done, syncs) = (state.clone(), done.clone(), syncs.clone());
                 Box::pin(async move {
-                    let _slot = syncs.acquire().await.ok();
-                    work.marks(state.as_ref(), &job).await;
+                    let slot = syncs.acquire().await.ok();
+                    Work::marks(work.in_slot(), state.as_ref(), &job).await;
+                    drop(slot);
+                    Work::marks(work.after_slot(), state.as_ref(), &job).await;
                     done.fetch_add(1, Ordering::Relaxed);
                 })
             });
