@@ -28,8 +28,16 @@
 //! (`ROUNDS`, default 3); each round prints accepted webhooks per second, p50 and p99, and
 //! the process's CPU time per accepted job (its jobs run to the end before the next round).
 //! `MODE=memory` or `MODE=durable` runs that mode alone (to profile it).
-//! HTTP is left out: it costs both modes the same, so the ratio here is the lower bound of
-//! the ratio over HTTP (the same cost added to both brings them closer).
+//! HTTP is left out by default: it costs both modes the same, so the ratio in process is
+//! the lower bound of the ratio over HTTP (the same cost added to both brings them closer).
+//! With `HTTP=1` the deliveries come over loopback HTTP/1.1 instead, to `serve`'s webhook
+//! route (`routes::webhook`, axum on hyper), from `wrk` (`CONCURRENCY` keep-alive
+//! connections, one thread; a Lua script rotates the repositories' signed bodies and numbers
+//! the delivery ids; Debian's package `wrk`): the figures are `wrk`'s (its report goes to
+//! stderr), and the CPU per job is the bench process's own (the server's; `wrk` is a process
+//! of its own). `serve`'s log lines are left out in both modes. `PAUSE_MS` makes each
+//! connection wait that long after each answer (an offered rate rather than a closed loop).
+//! The state store is a SQLite file in `TMPDIR`.
 //!
 //! `cargo bench -p astrolift-bot --bench durable_accept` (BENCHMARKS.md, issue 27). Under
 //! `cargo test --benches` (no `--bench` argument) it runs one short round as a smoke test.
@@ -42,6 +50,7 @@ use std::time::{Duration, Instant};
 
 use astrolift_bot::durable::{Attempt, DurableJobQueue, DurableOptions};
 use astrolift_bot::queue::{JobHandler, LocalJobQueue};
+use astrolift_bot::routes::{self, WholeBody};
 use astrolift_bot::{Ingress, JobQueue, SyncJob};
 use astrolift_forge::webhook::{WebhookRequest, WebhookSecrets, sign};
 use astrolift_manifest::Limits;
@@ -232,9 +241,40 @@ async fn round(mode: Mode, work: Work, concurrency: u64, length: Duration, run: 
         limits: Limits::DEFAULT,
         function: "bench",
     });
+    let cpu_at_start = process_cpu();
+    let sent = if std::env::var("HTTP").is_ok_and(|v| v == "1") {
+        over_http(ingress, concurrency, length, run, dir.path()).await
+    } else {
+        in_process(ingress, concurrency, length, run).await
+    };
+    // The jobs accepted are all run before the next round starts, and their CPU counted.
+    let waiting_since = Instant::now();
+    while done.load(Ordering::Relaxed) < sent.accepted && waiting_since.elapsed() < DRAIN_LIMIT {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let cpu_per_job = (process_cpu() - cpu_at_start) / sent.accepted.max(1) as u32;
+    Round {
+        per_second: sent.accepted as f64 / sent.elapsed.as_secs_f64(),
+        p50: sent.p50,
+        p99: sent.p99,
+        refused: sent.refused,
+        cpu_per_job,
+    }
+}
+
+/// What the senders of one round saw.
+struct Sent {
+    accepted: u64,
+    refused: usize,
+    elapsed: Duration,
+    p50: Duration,
+    p99: Duration,
+}
+
+/// `concurrency` tasks of this process calling `ingress` directly for `length`.
+async fn in_process(ingress: Arc<Ingress>, concurrency: u64, length: Duration, run: u64) -> Sent {
     let bodies = Arc::new(signed_bodies());
     let next = Arc::new(AtomicU64::new(0));
-    let cpu_at_start = process_cpu();
     let start = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..concurrency {
@@ -265,25 +305,131 @@ async fn round(mode: Mode, work: Work, concurrency: u64, length: Duration, run: 
         refused += refusals;
     }
     let elapsed = start.elapsed();
-    // The jobs accepted are all run before the next round starts, and their CPU counted.
-    let accepted = (latencies.len() - refused) as u64;
-    let waiting_since = Instant::now();
-    while done.load(Ordering::Relaxed) < accepted && waiting_since.elapsed() < DRAIN_LIMIT {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-    let cpu_per_job = (process_cpu() - cpu_at_start) / accepted.max(1) as u32;
     latencies.sort();
     let at = |q: f64| {
         let index = (latencies.len().saturating_sub(1) as f64 * q) as usize;
         latencies.get(index).copied().unwrap_or_default()
     };
-    Round {
-        per_second: (latencies.len() - refused) as f64 / elapsed.as_secs_f64(),
+    Sent {
+        accepted: (latencies.len() - refused) as u64,
+        refused,
+        elapsed,
         p50: at(0.50),
         p99: at(0.99),
-        refused,
-        cpu_per_job,
     }
+}
+
+/// `wrk` sending over `concurrency` connections for `length` to `serve`'s webhook route,
+/// served here on a loopback port.
+async fn over_http(
+    ingress: Arc<Ingress>,
+    concurrency: u64,
+    length: Duration,
+    run: u64,
+    dir: &std::path::Path,
+) -> Sent {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("loopback port");
+    let address = listener.local_addr().expect("address");
+    let server = tokio::spawn(async move {
+        axum::serve(listener, routes::webhook(ingress, WholeBody))
+            .await
+            .expect("served");
+    });
+    let script = dir.join("deliveries.lua");
+    std::fs::write(&script, wrk_script(run)).expect("wrk script");
+    let command = format!(
+        "wrk -t1 -c{concurrency} -d{}s --latency -s {} http://{address}/github/webhook",
+        length.as_secs().max(1),
+        script.display()
+    );
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("sh")
+            .args(["-c", &command])
+            .output()
+            .expect("wrk runs (Debian's package wrk)")
+    })
+    .await
+    .expect("wrk");
+    server.abort();
+    let report = String::from_utf8_lossy(&output.stdout);
+    eprintln!("{report}");
+    read_wrk(&report).unwrap_or_else(|| panic!("cannot read wrk's report:\n{report}"))
+}
+
+/// A `wrk` script that posts the signed push of each repository in turn, each with a
+/// delivery id of its own.
+fn wrk_script(run: u64) -> String {
+    let mut script = String::from("local bodies, signatures = {}, {}\n");
+    for (body, signature) in signed_bodies() {
+        let body = String::from_utf8(body.to_vec()).expect("JSON is UTF-8");
+        script.push_str(&format!(
+            "bodies[#bodies + 1] = [==[{body}]==]\nsignatures[#signatures + 1] = \"{signature}\"\n"
+        ));
+    }
+    script.push_str(&format!(
+        "local n = 0\n\
+         request = function()\n\
+           n = n + 1\n\
+           local i = n % #bodies + 1\n\
+           return wrk.format(\"POST\", nil, {{\n\
+             [\"Content-Type\"] = \"application/json\",\n\
+             [\"X-GitHub-Event\"] = \"push\",\n\
+             [\"X-GitHub-Delivery\"] = \"bench-http-{run}-\" .. n,\n\
+             [\"X-Hub-Signature-256\"] = signatures[i],\n\
+           }}, bodies[i])\n\
+         end\n"
+    ));
+    // An offered rate instead of a closed loop: each connection waits this long after an
+    // answer before its next request.
+    if let Some(pause) = std::env::var("PAUSE_MS").ok().filter(|v| !v.is_empty()) {
+        script.push_str(&format!("delay = function() return {pause} end\n"));
+    }
+    script
+}
+
+/// The figures of `wrk --latency`'s report: requests, the time, non-2xx answers, p50, p99.
+fn read_wrk(report: &str) -> Option<Sent> {
+    let mut requests = None;
+    let mut elapsed = None;
+    let (mut refused, mut p50, mut p99) = (0, None, None);
+    for line in report.lines().map(str::trim) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            [count, "requests", "in", time, ..] => {
+                requests = count.parse::<u64>().ok();
+                elapsed = wrk_duration(time.trim_end_matches(','));
+            }
+            ["Non-2xx", "or", "3xx", "responses:", count] => refused = count.parse().ok()?,
+            ["50%", time] => p50 = wrk_duration(time),
+            ["99%", time] => p99 = wrk_duration(time),
+            _ => {}
+        }
+    }
+    let requests = requests?;
+    Some(Sent {
+        accepted: requests.saturating_sub(refused as u64),
+        refused,
+        elapsed: elapsed?,
+        p50: p50?,
+        p99: p99?,
+    })
+}
+
+/// A duration as `wrk` prints it: `635.91us`, `1.13ms`, `10.00s`, `1.02m`.
+fn wrk_duration(text: &str) -> Option<Duration> {
+    let split = text.find(|c: char| c.is_ascii_alphabetic())?;
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let seconds = match unit {
+        "us" => number / 1e6,
+        "ms" => number / 1e3,
+        "s" => number,
+        "m" => number * 60.0,
+        _ => return None,
+    };
+    Some(Duration::from_secs_f64(seconds))
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
