@@ -7,8 +7,7 @@
 //!   a job is lost if the process stops;
 //! - `durable`: [`DurableJobQueue`] on the same store: each job recorded with its delivery
 //!   in one transaction before the `202` (instead of the delivery's insert alone), then
-//!   deleted once its attempt succeeds (marked `running` first only when the attempt
-//!   outlasts `DurableOptions::running_marker`).
+//!   marked running and deleted once its attempt succeeds.
 //!
 //! Each job's attempt succeeds at once, so what is measured is the queue, not a sync; at
 //! most [`SYNCS`] run at once in either mode (`serve`'s default `--syncs`, a semaphore
@@ -17,8 +16,8 @@
 //! memory, `SyncRunner::run` marks the delivery `running`, then `succeeded`; the durable
 //! queue writes those marks with its own job writes (`SyncRunner::run_unmarked` marks
 //! nothing). With `ATTEMPT=outcome`, the in-memory lanes record the delivery's outcome as
-//! the durable queue does, as cheaply as they could: `succeeded` once the slot is let go
-//! (an attempt this short sends no `running` marker, `DurableOptions::running_marker`). By
+//! cheaply as they could: `running` before the slot is taken, `succeeded` once it is let go
+//! (issue 27 asks every runtime to record it; the durable queue writes both with its job). By
 //! default (`ATTEMPT=none`) an attempt does nothing: the queue's cost alone, with the
 //! delivery's marks in the durable queue's writes and none in memory.
 //! `CONCURRENCY` tasks (default 8, as bench/load.sh's 8 connections) send fresh `push`
@@ -143,9 +142,9 @@ enum Work {
     None,
     /// The runner's marks of the job's delivery, `running` then `succeeded`, in the sync slot.
     Runner,
-    /// The delivery's outcome recorded as the durable queue records it: in memory, the
-    /// `succeeded` mark after the slot is let go (an attempt this short sends no `running`
-    /// marker in either mode).
+    /// The delivery's outcome recorded as cheaply as in-memory lanes could: `running` before
+    /// the sync slot is taken and `succeeded` after it is let go, so that no slot waits for
+    /// a mark's commit (the durable queue writes the same marks with its job's writes).
     Outcome,
 }
 
@@ -155,6 +154,14 @@ impl Work {
             Ok("runner") => Work::Runner,
             Ok("outcome") => Work::Outcome,
             _ => Work::None,
+        }
+    }
+
+    /// The marks an in-memory attempt writes before it takes its sync slot.
+    fn before_slot(self) -> &'static [DeliveryState] {
+        match self {
+            Work::Outcome => &[DeliveryState::Running],
+            Work::None | Work::Runner => &[],
         }
     }
 
@@ -200,6 +207,7 @@ async fn queue_for(
             let handler: JobHandler = Arc::new(move |job| {
                 let (state, done, syncs) = (state.clone(), done.clone(), syncs.clone());
                 Box::pin(async move {
+                    Work::marks(work.before_slot(), state.as_ref(), &job).await;
                     let slot = syncs.acquire().await.ok();
                     Work::marks(work.in_slot(), state.as_ref(), &job).await;
                     drop(slot);

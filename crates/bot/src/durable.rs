@@ -12,13 +12,12 @@
 //!   moves with it, in the same write (`JobStore::update_job_marking`,
 //!   `JobStore::delete_job_marking`): `running`, then `succeeded`; `queued` while a retry
 //!   waits (a redelivery is a duplicate); `failed` with the dead letter (a redelivery queues
-//!   it again). The first attempt of a job this process accepted is recorded `running` only
-//!   once it has run for [`DurableOptions::running_marker`] (one second on `serve`): one done
-//!   sooner costs two writes in all, the record with its delivery and the delete with its
-//!   delivery's mark (BENCHMARKS.md, issue 27). Every other attempt is recorded `running`
-//!   as it starts, so a job resumed at start counts each attempt a stop cut short, and one
-//!   found `running` with no attempt left (a job that stops the process) is dead-lettered
-//!   instead of run again. The attempt is
+//!   it again). So a job that succeeds at once costs three writes, the record with its
+//!   delivery, `running`, the delete, as many as the in-memory lanes' runner spent on its
+//!   delivery alone (BENCHMARKS.md, issue 27). Because every attempt is recorded `running`
+//!   before it runs, a start counts the attempts a stop cut short: a job found `running`
+//!   with no attempt left (one that stops the process) is dead-lettered instead of run
+//!   again. The attempt is
 //!   [`SyncRunner::run_unmarked`](crate::SyncRunner::run_unmarked), which leaves the
 //!   delivery to the queue.
 //! - **Retried:** a failed attempt waits as [`RetryPolicy`] says (no sync slot held), then
@@ -85,10 +84,6 @@ pub type Attempt = Arc<dyn Fn(SyncJob) -> BoxFuture<'static, Result<(), JobError
 pub type DeadLetters =
     Arc<dyn Fn(SyncJob, JobRecord, JobError) -> BoxFuture<'static, ()> + Send + Sync>;
 
-/// How long the first attempt of a job this process has just accepted runs before the job
-/// is recorded `running` (see [`DurableOptions::running_marker`]).
-pub const RUNNING_MARKER_DELAY: Duration = Duration::from_secs(1);
-
 /// How a durable queue runs its jobs.
 #[derive(Debug, Clone, Copy)]
 pub struct DurableOptions {
@@ -99,24 +94,16 @@ pub struct DurableOptions {
     pub idle: Duration,
     /// How often it looks for jobs queued by another process.
     pub sweep: Duration,
-    /// How long the first attempt of a job this process accepted runs before the job and
-    /// its delivery are recorded `running`: an attempt done sooner is recorded only by its
-    /// job's delete, one write in place of two. Every other attempt (a retry, a job resumed
-    /// at start, swept or queued again by hand) is recorded `running` as it starts; zero
-    /// records every attempt so.
-    pub running_marker: Duration,
 }
 
 impl DurableOptions {
-    /// `serve`'s: [`RetryPolicy::SERVE`], `syncs` at once, the `running` marker of a first
-    /// attempt after [`RUNNING_MARKER_DELAY`].
+    /// `serve`'s: [`RetryPolicy::SERVE`], `syncs` at once.
     pub fn serve(syncs: usize) -> Self {
         DurableOptions {
             policy: RetryPolicy::SERVE,
             syncs,
             idle: crate::queue::LOCAL_WORKER_IDLE,
             sweep: SWEEP_INTERVAL,
-            running_marker: RUNNING_MARKER_DELAY,
         }
     }
 }
@@ -136,7 +123,6 @@ struct Shared {
     attempt: Attempt,
     dead_letters: Option<DeadLetters>,
     policy: RetryPolicy,
-    running_marker: Duration,
     syncs: Semaphore,
     /// Ids of the jobs this process holds (in a lane or running).
     held: Mutex<HashSet<String>>,
@@ -177,7 +163,6 @@ impl DurableJobQueue {
             attempt,
             dead_letters,
             policy: options.policy,
-            running_marker: options.running_marker,
             syncs: Semaphore::new(options.syncs.max(1)),
             held: Mutex::new(HashSet::new()),
             running: AtomicUsize::new(0),
@@ -526,17 +511,22 @@ impl Shared {
                 self.finished.notify_waiters();
                 return;
             }
-            let put_off = self.marker_put_off(queued, &record);
             record.attempts = record.attempts.saturating_add(1);
             record.state = JobState::Running;
             record.updated_at = now();
+            // The marker is sent before the attempt starts (a join polls its futures in
+            // order, and the SQLite store queues a call at its first poll), so whatever is
+            // asked of the store after the attempt started sees it `running`; but the slot
+            // is not held for its commit, which a burst of short attempts would wait on.
             let attempt = async {
                 let outcome = (self.attempt)(queued.job.clone()).await;
                 drop(slot);
                 outcome
             };
-            let marker = self.write_marking(&record, &queued.job, DeliveryState::Running);
-            let outcome = marked_after(put_off, marker, attempt).await;
+            let ((), outcome) = tokio::join!(
+                self.write_marking(&record, &queued.job, DeliveryState::Running),
+                attempt
+            );
             // Settled before the attempt stops counting as running, so that a drain that
             // sees none running counts what is left correctly.
             let next = self.settle(&mut record, &queued.job, outcome).await;
@@ -550,17 +540,6 @@ impl Shared {
                 _ = closing.wait_for(|closing| *closing) => return,
             }
         }
-    }
-
-    /// How long this attempt of `queued` runs before its `running` marker is sent: the
-    /// queue's [`DurableOptions::running_marker`] for the first attempt of a job this
-    /// process accepted, `None` (at once) for every other, so that a job resumed at start
-    /// (one whose attempt a stop may have cut short) is recorded `running` before it runs
-    /// again. The delivery's lease runs from when it was queued meanwhile, and the marker
-    /// renews it.
-    fn marker_put_off(&self, queued: &DurableJob, record: &JobRecord) -> Option<Duration> {
-        let first_of_accepted = queued.recorded.is_some() && record.attempts == 0;
-        (first_of_accepted && !self.running_marker.is_zero()).then_some(self.running_marker)
     }
 
     /// Records how an attempt ended: a success deletes the job; a failure the policy
@@ -651,31 +630,6 @@ impl Shared {
             warn_unrecorded(record, &error);
         }
     }
-}
-
-/// Runs `attempt` and, after `put_off` (at once when `None`), the `running` `marker`; an
-/// attempt done before then sends no marker. A marker once sent is waited for, so that it
-/// never lands after the write that settles the attempt.
-///
-/// Sent at once, the marker goes before the attempt starts (a join polls its futures in
-/// order, and the SQLite store queues a call at its first poll), so whatever is asked of the
-/// store after the attempt started sees it `running`; but the attempt's slot is not held for
-/// its commit, which a burst of short attempts would wait on.
-async fn marked_after<T>(
-    put_off: Option<Duration>,
-    marker: impl Future<Output = ()>,
-    attempt: impl Future<Output = T>,
-) -> T {
-    let mut attempt = std::pin::pin!(attempt);
-    if let Some(put_off) = put_off {
-        tokio::select! {
-            biased;
-            outcome = &mut attempt => return outcome,
-            () = tokio::time::sleep(put_off) => {}
-        }
-    }
-    let ((), outcome) = tokio::join!(marker, attempt);
-    outcome
 }
 
 /// The mark that moves the delivery that made `job` to `state` now.

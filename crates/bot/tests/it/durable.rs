@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use astrolift_bot::dead_letter::{Retried, retry_failed, retry_job};
-use astrolift_bot::durable::{Attempt, DurableJobQueue, DurableOptions, RUNNING_MARKER_DELAY};
+use astrolift_bot::durable::{Attempt, DurableJobQueue, DurableOptions};
 use astrolift_bot::queue::{Delivery, LOCAL_QUEUE_CAPACITY, QueueError};
 use astrolift_bot::retry::RetryPolicy;
 use astrolift_bot::{JobError, JobQueue, SyncJob};
@@ -98,7 +98,6 @@ fn options() -> DurableOptions {
         syncs: 1,
         idle: Duration::from_secs(60),
         sweep: Duration::from_millis(50),
-        running_marker: RUNNING_MARKER_DELAY,
     }
 }
 
@@ -377,94 +376,43 @@ async fn delivery_moves_with_its_job(state: Arc<dyn StateStore>) {
 }
 
 on_sqlite_and_dynamodb!(
-    a_first_attempt_done_before_its_running_marker_is_recorded_by_its_delete_alone,
-    first_attempt_without_its_marker
-);
-
-/// A first attempt that ends before [`RUNNING_MARKER_DELAY`] writes no `running` marker:
-/// its job costs the record with its delivery and the delete with its delivery's mark (four
-/// items), where a marker sent at once (`running_marker` zero) writes two more.
-async fn first_attempt_without_its_marker(state: Arc<dyn StateStore>) {
-    for (running_marker, items) in [(RUNNING_MARKER_DELAY, 4), (Duration::ZERO, 6)] {
-        let (attempt, started) = attempts(None, Arc::new(Mutex::new(Ends::Succeeds)));
-        let options = DurableOptions {
-            running_marker,
-            ..options()
-        };
-        let (queue, _) = DurableJobQueue::start(Arc::clone(&state), attempt, None, options)
-            .await
-            .expect("starts");
-        let delivery = format!("marker-{}", running_marker.as_millis());
-        let job = push(&delivery);
-        let before = state.stats().writes;
-        let delivered = Delivery {
-            id: &delivery,
-            now: unix_now(),
-            ttl: Duration::from_secs(3600),
-        };
-        queue
-            .enqueue_delivery(state.as_ref(), delivered, &job)
-            .await
-            .expect("queued");
-        wait_for("the job to succeed", || {
-            futures_done(state.jobs().list_jobs(None)).is_ok_and(|j| j.is_empty())
-                && started.lock().expect("log").len() == 1
-        })
-        .await;
-        // The drain waits for the attempt to be settled (on DynamoDB the delivery's mark is
-        // a request after the delete).
-        let drained = queue.drain(Duration::from_secs(20)).await;
-        assert_eq!(drained.running, 0);
-        assert_eq!(
-            state.stats().writes - before,
-            items,
-            "running marker after {running_marker:?}"
-        );
-    }
-}
-
-on_sqlite_and_dynamodb!(
     a_job_whose_every_attempt_a_stop_cut_short_is_dead_lettered,
     cut_short_every_time
 );
 
 /// A job whose attempts never end before the process stops (one that stops the process,
-/// say): a first attempt cut short within its marker's delay leaves it `queued` with no
-/// attempt counted; from then on each start records it `running` before it runs, and the
-/// start that finds it `running` with no attempt left dead-letters it instead of running it.
+/// say): each start records it `running` before it runs, so each attempt a stop cuts short
+/// is counted, and the start that finds it `running` with no attempt left dead-letters it
+/// instead of running it.
 async fn cut_short_every_time(state: Arc<dyn StateStore>) {
     let (attempt, started) = attempts_that_never_end();
-    let mut options = options();
-    options.running_marker = Duration::from_secs(3600);
+    let options = options();
     let policy_attempts = options.policy.attempts;
-    for start in 0..=policy_attempts {
+    for start in 1..=policy_attempts {
         let (queue, _) =
             DurableJobQueue::start(Arc::clone(&state), Arc::clone(&attempt), None, options)
                 .await
                 .expect("starts");
-        if start == 0 {
+        if start == 1 {
             queue
                 .enqueue(&push("stops-the-process"))
                 .await
                 .expect("queued");
         }
-        let runs = start as usize + 1;
         wait_for("the attempt to start", || {
-            started.lock().expect("log").len() == runs
+            started.lock().expect("log").len() == start as usize
         })
         .await;
-        let expected = if start == 0 {
-            (JobState::Queued, 0)
-        } else {
-            (JobState::Running, start)
-        };
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let records = state.jobs().list_jobs(None).await.expect("jobs");
-            if records.first().map(|r| (r.state, r.attempts)) == Some(expected) {
+            if records.first().map(|r| (r.state, r.attempts)) == Some((JobState::Running, start)) {
                 break;
             }
-            assert!(Instant::now() < deadline, "{records:?}: not {expected:?}");
+            assert!(
+                Instant::now() < deadline,
+                "{records:?}: not running, attempt {start}"
+            );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         queue.drain(Duration::ZERO).await;
@@ -479,10 +427,7 @@ async fn cut_short_every_time(state: Arc<dyn StateStore>) {
         error_of(&failed[0]),
         format!("the process stopped during each of its {policy_attempts} attempts")
     );
-    assert_eq!(
-        started.lock().expect("log").len(),
-        policy_attempts as usize + 1
-    );
+    assert_eq!(started.lock().expect("log").len(), policy_attempts as usize);
 }
 
 fn unix_now() -> i64 {
