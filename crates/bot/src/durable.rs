@@ -454,15 +454,19 @@ impl Shared {
 
     /// Runs a job's attempts to success or to the dead letter; a drain leaves it recorded.
     async fn run(self: Arc<Self>, queued: DurableJob) {
-        self.attempts(&queued).await;
-        self.release(&queued.id);
+        let DurableJob { id, job, recorded } = queued;
+        self.attempts(&id, &job, recorded).await;
+        self.release(&id);
     }
 
-    async fn attempts(&self, queued: &DurableJob) {
+    /// The attempts of job `id`; `recorded` is its record as this process wrote it when it
+    /// accepted the job (taken, not read back), `None` for a resumed or swept one.
+    async fn attempts(&self, id: &str, job: &SyncJob, recorded: Option<JobRecord>) {
         let jobs = self.store.jobs();
-        let recorded = match &queued.recorded {
-            Some(record) => Ok(Some(record.clone())),
-            None => jobs.get_job(&queued.id).await,
+        let resumed = recorded.is_none();
+        let recorded = match recorded {
+            Some(record) => Ok(Some(record)),
+            None => jobs.get_job(id).await,
         };
         let mut record = match recorded {
             Ok(Some(record)) if record.state != JobState::Failed => record,
@@ -471,12 +475,12 @@ impl Shared {
             // Run it now, in its lane's order, rather than let a later sweep take it out of
             // order; its attempts count again from here.
             Err(error) => {
-                tracing::warn!(%error, job_id = %queued.id, "cannot read the job's record; running it as queued");
+                tracing::warn!(%error, job_id = %id, "cannot read the job's record; running it as queued");
                 JobRecord {
-                    id: queued.id.clone(),
+                    id: id.to_owned(),
                     state: JobState::Queued,
                     attempts: 0,
-                    job: JobJson::of(&queued.job).unwrap_or_default(),
+                    job: JobJson::of(job).unwrap_or_default(),
                     queued_at: now(),
                     updated_at: now(),
                     error: None,
@@ -485,15 +489,12 @@ impl Shared {
         };
         // Recorded `running` with no attempt left: a stop cut each of its attempts short
         // (a job that stops the process, say), so it is not run again.
-        if queued.recorded.is_none()
-            && record.state == JobState::Running
-            && record.attempts >= self.policy.attempts
-        {
+        if resumed && record.state == JobState::Running && record.attempts >= self.policy.attempts {
             let reason = format!(
                 "the process stopped during each of its {} attempts",
                 record.attempts
             );
-            self.give_up(record, &queued.job, reason, JobError::Interrupted)
+            self.give_up(record, job, reason, JobError::Interrupted)
                 .await;
             return;
         }
@@ -519,17 +520,17 @@ impl Shared {
             // asked of the store after the attempt started sees it `running`; but the slot
             // is not held for its commit, which a burst of short attempts would wait on.
             let attempt = async {
-                let outcome = (self.attempt)(queued.job.clone()).await;
+                let outcome = (self.attempt)(job.clone()).await;
                 drop(slot);
                 outcome
             };
             let ((), outcome) = tokio::join!(
-                self.write_marking(&record, &queued.job, DeliveryState::Running),
+                self.write_marking(&record, job, DeliveryState::Running),
                 attempt
             );
             // Settled before the attempt stops counting as running, so that a drain that
             // sees none running counts what is left correctly.
-            let next = self.settle(&mut record, &queued.job, outcome).await;
+            let next = self.settle(&mut record, job, outcome).await;
             self.running.fetch_sub(1, Ordering::SeqCst);
             self.finished.notify_waiters();
             let Some(wait) = next else {
