@@ -15,8 +15,16 @@
 //! answers "which glibc will load this binary"; `getconf GNU_LIBC_VERSION` is glibc's
 //! own answer for the host. The Lambda functions are not packed: their runtime's glibc
 //! is older (docs/deploy.md).
+//!
+//! It also lays out the code `serve` runs at its start together, where the linker is the
+//! toolchain's own LLD: `start-order.txt` lists those functions (`bench/start_order.py`
+//! writes it), and the linker places them first. Spread over the binary's 14 MiB of code,
+//! each page the start ran was mapped with the 64 KiB around it; together they are a few
+//! hundred KiB, and `serve` holds about 3 MiB less at its first answer (BENCHMARKS.md,
+//! issue 26).
 
 use std::env;
+use std::path::Path;
 use std::process::Command;
 
 /// The first glibc whose loader reads `DT_RELR`.
@@ -31,6 +39,55 @@ fn main() {
     }
     // What was decided, for the test that checks the linker did it (tests/it/linking.rs).
     println!("cargo:rustc-env=ASTROLIFT_PACKED_RELOCATIONS={packed}");
+    order_start_code();
+}
+
+/// The start's code laid out together (the module docs): only where the linker is LLD,
+/// the toolchain's own on x86_64 Linux, as another linker has no such option. A name the
+/// build does not define is skipped, so a list older than the code still orders what it
+/// names. `ASTROLIFT_LINK_MAP=FILE` writes the linker's map, from which the list is made.
+fn order_start_code() {
+    println!("cargo:rerun-if-changed=start-order.txt");
+    println!("cargo:rerun-if-env-changed=ASTROLIFT_LINK_MAP");
+    if !links_with_rust_lld() {
+        return;
+    }
+    let order =
+        Path::new(&env::var("CARGO_MANIFEST_DIR").unwrap_or_default()).join("start-order.txt");
+    if order.is_file() {
+        println!(
+            "cargo:rustc-link-arg-bin=astrolift=-Wl,--symbol-ordering-file={}",
+            order.display()
+        );
+        println!("cargo:rustc-link-arg-bin=astrolift=-Wl,--no-warn-symbol-ordering");
+    }
+    if let Ok(map) = env::var("ASTROLIFT_LINK_MAP") {
+        println!("cargo:rustc-link-arg-bin=astrolift=-Wl,-Map={map}");
+    }
+}
+
+/// Whether rustc links this build with its own LLD: x86_64 Linux with glibc from Rust
+/// 1.90 on, unless a linker or linker features are chosen in the flags or the
+/// environment.
+fn links_with_rust_lld() -> bool {
+    let var = |name: &str| env::var(name).unwrap_or_default();
+    let chosen_elsewhere = var("CARGO_ENCODED_RUSTFLAGS").contains("link")
+        || env::var_os("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_some();
+    native_glibc_build()
+        && var("TARGET") == "x86_64-unknown-linux-gnu"
+        && !chosen_elsewhere
+        && rustc_minor().is_some_and(|minor| minor >= 90)
+}
+
+/// The minor version of the rustc that builds this (`rustc -V`: "rustc 1.95.0 (…)").
+fn rustc_minor() -> Option<u32> {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let output = Command::new(rustc).arg("-V").output().ok()?;
+    let text = String::from_utf8(output.stdout).ok()?;
+    let version = text.split_whitespace().nth(1)?;
+    let mut parts = version.split('.');
+    (parts.next()? == "1").then_some(())?;
+    parts.next()?.parse().ok()
 }
 
 /// Whether this build's target is the building machine, Linux with glibc.
