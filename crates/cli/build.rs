@@ -45,7 +45,9 @@ fn main() {
 /// The start's code laid out together (the module docs): only where the linker is LLD,
 /// the toolchain's own on x86_64 Linux, as another linker has no such option. A name the
 /// build does not define is skipped, so a list older than the code still orders what it
-/// names. `ASTROLIFT_LINK_MAP=FILE` writes the linker's map, from which the list is made.
+/// names; the names carry rustc's and Cargo's hashes, so a build with another rustc than
+/// the list's (ARCHITECTURE.md, "Release profile") orders nothing.
+/// `ASTROLIFT_LINK_MAP=FILE` writes the linker's map, from which the list is made.
 fn order_start_code() {
     println!("cargo:rerun-if-changed=start-order.txt");
     println!("cargo:rerun-if-env-changed=ASTROLIFT_LINK_MAP");
