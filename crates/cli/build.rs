@@ -51,6 +51,7 @@ fn main() {
 fn order_start_code() {
     println!("cargo:rerun-if-changed=start-order.txt");
     println!("cargo:rerun-if-env-changed=ASTROLIFT_LINK_MAP");
+    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
     if !links_with_rust_lld() {
         return;
     }
@@ -69,12 +70,12 @@ fn order_start_code() {
 }
 
 /// Whether rustc links this build with its own LLD: x86_64 Linux with glibc from Rust
-/// 1.90 on, unless a linker or linker features are chosen in the flags or the
-/// environment.
+/// 1.90 on, unless a linker is chosen (Cargo's `RUSTC_LINKER`, from the configuration's
+/// `linker` or `CARGO_TARGET_<TRIPLE>_LINKER`) or the flags name a linker or its features.
 fn links_with_rust_lld() -> bool {
     let var = |name: &str| env::var(name).unwrap_or_default();
-    let chosen_elsewhere = var("CARGO_ENCODED_RUSTFLAGS").contains("link")
-        || env::var_os("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_some();
+    let chosen_elsewhere =
+        env::var_os("RUSTC_LINKER").is_some() || var("CARGO_ENCODED_RUSTFLAGS").contains("link");
     native_glibc_build()
         && var("TARGET") == "x86_64-unknown-linux-gnu"
         && !chosen_elsewhere
