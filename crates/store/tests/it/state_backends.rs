@@ -578,3 +578,61 @@ async fn sqlite_deliveries_from_before_their_state_are_duplicates() {
         DeliveryOutcome::New
     );
 }
+
+/// A state file whose `jobs` table was written as a rowid table indexed on every state:
+/// opening it rewrites the table clustered by id, its rows unchanged, and drops the old
+/// index; opening it again changes nothing.
+#[tokio::test]
+async fn sqlite_jobs_written_in_a_rowid_table_are_kept() {
+    use astrolift_store::state::{JobState, JobStore};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    drop(SqliteStateStore::open(&path).await.unwrap());
+    let body = |id: &str, state: &str| {
+        serde_json::json!({
+            "id": id, "state": state, "attempts": 1, "job": {"repository": "octo/a"},
+            "queued_at": 10, "updated_at": 11
+        })
+        .to_string()
+    };
+    {
+        let old = rusqlite::Connection::open(&path).unwrap();
+        old.execute_batch(
+            "DROP TABLE jobs;
+             CREATE TABLE jobs (id TEXT PRIMARY KEY, state TEXT NOT NULL, body TEXT NOT NULL);
+             CREATE INDEX jobs_by_state ON jobs (state, id);",
+        )
+        .unwrap();
+        for (id, state) in [("001", "queued"), ("002", "failed"), ("003", "running")] {
+            old.execute(
+                "INSERT INTO jobs (id, state, body) VALUES (?1, ?2, ?3)",
+                (id, state, body(id, state)),
+            )
+            .unwrap();
+        }
+    }
+    for _ in 0..2 {
+        let store = SqliteStateStore::open(&path).await.unwrap();
+        let listed = |state| {
+            let store = &store;
+            async move {
+                let jobs = store.list_jobs(state).await.unwrap();
+                jobs.into_iter().map(|job| job.id).collect::<Vec<_>>()
+            }
+        };
+        assert_eq!(listed(None).await, ["001", "002", "003"]);
+        assert_eq!(listed(Some(JobState::Queued)).await, ["001"]);
+        assert_eq!(listed(Some(JobState::Failed)).await, ["002"]);
+        assert_eq!(listed(Some(JobState::Running)).await, ["003"]);
+        drop(store);
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        let schema: Vec<String> = raw
+            .prepare("SELECT name FROM sqlite_master WHERE tbl_name LIKE 'jobs%' ORDER BY name")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(schema, ["jobs", "jobs_waiting"]);
+    }
+}
