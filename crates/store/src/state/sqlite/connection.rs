@@ -12,8 +12,12 @@
 //! - A commit that fails fails every write of its batch: none of it was stored.
 //! - A batch of reads alone runs without a transaction, so it never takes the write lock
 //!   that another process (the CLI on the same file) may hold.
-//! - A call that needs several statements to be atomic opens a savepoint ([`atomic`]): a
-//!   transaction of its own when it runs alone, nested in the batch's otherwise.
+//! - A call that needs several statements to be atomic opens a unit ([`atomic`]). In a write
+//!   batch, a call's first unit is the call's own savepoint (no second one is opened: a
+//!   savepoint and its release were a sixth of what the store's thread spent per job of
+//!   `serve`'s durable queue, BENCHMARKS.md issue 27); any other unit is a savepoint nested
+//!   in it, and outside a batch (a test, the schema's setup) a unit is a transaction of its
+//!   own.
 //! - A call that panics answers `StoreError::Unavailable` and is rolled back; the thread
 //!   goes on.
 //!
@@ -21,6 +25,7 @@
 //! (tokio-rusqlite) run one call per turn of their thread, with no group commit; the loop is
 //! short and its behaviour is the module's tests.
 
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 
@@ -163,17 +168,50 @@ impl ConnectionThread {
     }
 }
 
-/// Opens the one atomic unit of a call of several statements.
+/// Where the connection's thread is in a write batch's call, for [`atomic`]: the call's
+/// savepoint serves as its first unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CallUnit {
+    /// Not in a write batch's call (a read batch, a test, the schema's setup).
+    Outside,
+    /// In a call's savepoint, which no unit has taken yet.
+    Free,
+    /// A unit took the call's savepoint (and may have been committed since): later units
+    /// of the call open savepoints of their own.
+    Taken,
+    /// The unit that took it was dropped without its commit: the call is rolled back whole.
+    Abandoned,
+}
+
+thread_local! {
+    /// The connection's thread's [`CallUnit`]; every other thread stays `Outside`.
+    static CALL_UNIT: Cell<CallUnit> = const { Cell::new(CallUnit::Outside) };
+}
+
+/// Opens an atomic unit of a call of several statements. A call opens its first unit before
+/// it writes: in a write batch that unit is the call's own savepoint, so a unit dropped
+/// without its commit rolls back everything the call wrote, and the call's answer should
+/// then say it wrote nothing (an error, or a result that wrote nothing).
 pub(super) fn atomic(connection: &Connection) -> StoreResult<Atomic<'_>> {
+    if CALL_UNIT.get() == CallUnit::Free {
+        CALL_UNIT.set(CallUnit::Taken);
+        return Ok(Atomic {
+            connection,
+            released: false,
+            savepoint: false,
+        });
+    }
     control(connection, "SAVEPOINT astrolift_atomic").map_err(sql_error)?;
     Ok(Atomic {
         connection,
         released: false,
+        savepoint: true,
     })
 }
 
-/// A call's statements made one unit: a savepoint that [`Atomic::commit`] releases and that
-/// is rolled back when dropped otherwise (a call that returned early, or an error).
+/// A call's statements made one unit: a savepoint (or its call's, [`atomic`]) that
+/// [`Atomic::commit`] keeps and that is rolled back when dropped otherwise (a call that
+/// returned early, or an error).
 ///
 /// Written by hand rather than rusqlite's `Savepoint`, which parses `SAVEPOINT` and
 /// `RELEASE` anew each time (a `format!` and the SQL parser, twice per webhook accepted with
@@ -182,12 +220,17 @@ pub(super) fn atomic(connection: &Connection) -> StoreResult<Atomic<'_>> {
 pub(super) struct Atomic<'c> {
     connection: &'c Connection,
     released: bool,
+    /// `false` for the unit that is its call's savepoint.
+    savepoint: bool,
 }
 
 impl Atomic<'_> {
     /// Keeps what the unit wrote (in the enclosing transaction, which commits it).
     pub(super) fn commit(mut self) -> rusqlite::Result<()> {
         self.released = true;
+        if !self.savepoint {
+            return Ok(());
+        }
         control(self.connection, "RELEASE astrolift_atomic").map(drop)
     }
 }
@@ -202,7 +245,9 @@ impl std::ops::Deref for Atomic<'_> {
 
 impl Drop for Atomic<'_> {
     fn drop(&mut self) {
-        if !self.released {
+        if !self.released && !self.savepoint {
+            CALL_UNIT.set(CallUnit::Abandoned);
+        } else if !self.released {
             // Neither fails while the savepoint is open; if one did, the enclosing
             // savepoint's rollback or the batch's COMMIT reports it.
             let _ = control(self.connection, "ROLLBACK TO astrolift_atomic");
@@ -275,9 +320,11 @@ fn in_savepoint(connection: &mut Connection, call: Queued) -> Option<Box<dyn Ran
         call.refuse(sql_error_of(&error));
         return None;
     }
+    CALL_UNIT.set(CallUnit::Free);
     let ran = run_call(connection, call);
+    let abandoned = CALL_UNIT.replace(CallUnit::Outside) == CallUnit::Abandoned;
     // Neither fails while the savepoint is open; if one did, the COMMIT reports it.
-    if ran.as_ref().is_none_or(|ran| ran.failed()) {
+    if abandoned || ran.as_ref().is_none_or(|ran| ran.failed()) {
         let _ = control(connection, "ROLLBACK TO astrolift_call");
     }
     let _ = control(connection, "RELEASE astrolift_call");
@@ -470,6 +517,55 @@ mod tests {
         }
         control(&connection, "COMMIT").expect("commit");
         assert_eq!(rows(&connection), vec![1, 3, 5]);
+    }
+
+    /// In a write batch a call's first unit is the call's savepoint: committed, its writes
+    /// stay; dropped, the whole call goes, whatever it answered. A later unit of the same
+    /// call is a savepoint of its own, so dropping it leaves the first unit's writes.
+    #[test]
+    fn a_calls_first_unit_is_the_calls_savepoint_and_later_ones_nest() {
+        fn put(c: &Connection, n: i64) -> StoreResult<usize> {
+            c.execute("INSERT INTO t (n) VALUES (?1)", [n])
+                .map_err(sql_error)
+        }
+        let dir = tempfile::tempdir().expect("dir");
+        let mut connection = connection(&dir);
+        let (kept, kept_answer) = call(Access::Write, |c: &mut Connection| {
+            let unit = atomic(c)?;
+            put(&unit, 1)?;
+            unit.commit().map_err(sql_error)
+        });
+        let (dropped, dropped_answer) = call(Access::Write, |c: &mut Connection| {
+            let unit = atomic(c)?;
+            put(&unit, 2)?;
+            drop(unit);
+            Ok(())
+        });
+        let (second_dropped, second_answer) = call(Access::Write, |c: &mut Connection| {
+            let first = atomic(c)?;
+            put(&first, 3)?;
+            first.commit().map_err(sql_error)?;
+            let second = atomic(c)?;
+            put(&second, 4)?;
+            drop(second);
+            Ok(())
+        });
+        let (after, after_answer) = call(Access::Write, insert(5));
+        let (_sender, waiting) = channel();
+        run_batch(
+            &mut connection,
+            vec![kept, dropped, second_dropped, after],
+            &waiting,
+        );
+        for answer in [kept_answer, dropped_answer, second_answer] {
+            assert!(answer.blocking_recv().expect("answered").is_ok());
+        }
+        assert_eq!(
+            after_answer.blocking_recv().expect("answered").ok(),
+            Some(1)
+        );
+        assert_eq!(rows(&connection), vec![1, 3, 5]);
+        assert_eq!(CALL_UNIT.get(), CallUnit::Outside, "no call is left open");
     }
 
     #[tokio::test]
