@@ -519,46 +519,4 @@ mod tests {
         // `synchronous` 1 is NORMAL.
         assert_eq!(settings, ["wal", "Integer(1)", "Integer(10000)"]);
     }
-
-    /// How SQLite reads each listing of jobs: the queued (every sweep) and the failed ones
-    /// through the partial index, so neither reads the others; the running ones and all of
-    /// them by the table's own order, with no sort (crates/store/src/state/sqlite/jobs.rs).
-    #[tokio::test]
-    async fn the_waiting_jobs_are_listed_through_their_index() {
-        use crate::state::jobs::JobState;
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let store = SqliteStateStore::open(dir.path().join("state.db"))
-            .await
-            .expect("the store opens");
-        let plans = store
-            .with_connection(|c| {
-                let plan = |state| -> StoreResult<String> {
-                    let sql = format!("EXPLAIN QUERY PLAN {}", jobs::list_jobs_sql(state));
-                    let mut statement = c.prepare(&sql).map_err(sql_error)?;
-                    let details = statement
-                        .query_map([], |row| row.get::<_, String>(3))
-                        .map_err(sql_error)?
-                        .collect::<Result<Vec<_>, _>>()
-                        .map_err(sql_error)?;
-                    Ok(details.join("; "))
-                };
-                Ok([
-                    plan(Some(JobState::Queued))?,
-                    plan(Some(JobState::Failed))?,
-                    plan(Some(JobState::Running))?,
-                    plan(None)?,
-                ])
-            })
-            .await
-            .expect("the plans read");
-        assert_eq!(
-            plans,
-            [
-                "SEARCH jobs USING INDEX jobs_waiting (state=?)",
-                "SEARCH jobs USING INDEX jobs_waiting (state=?)",
-                "SCAN jobs",
-                "SCAN jobs",
-            ]
-        );
-    }
 }

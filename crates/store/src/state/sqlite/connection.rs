@@ -245,14 +245,17 @@ impl std::ops::Deref for Atomic<'_> {
 
 impl Drop for Atomic<'_> {
     fn drop(&mut self) {
-        if !self.released && !self.savepoint {
-            CALL_UNIT.set(CallUnit::Abandoned);
-        } else if !self.released {
-            // Neither fails while the savepoint is open; if one did, the enclosing
-            // savepoint's rollback or the batch's COMMIT reports it.
-            let _ = control(self.connection, "ROLLBACK TO astrolift_atomic");
-            let _ = control(self.connection, "RELEASE astrolift_atomic");
+        if self.released {
+            return;
         }
+        if !self.savepoint {
+            CALL_UNIT.set(CallUnit::Abandoned);
+            return;
+        }
+        // Neither fails while the savepoint is open; if one did, the enclosing
+        // savepoint's rollback or the batch's COMMIT reports it.
+        let _ = control(self.connection, "ROLLBACK TO astrolift_atomic");
+        let _ = control(self.connection, "RELEASE astrolift_atomic");
     }
 }
 

@@ -37,12 +37,14 @@ CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (state, id)
 const HAS_ROWID_TABLE: &str = "SELECT COUNT(*) > 0 FROM sqlite_master
   WHERE type = 'table' AND name = 'jobs' AND sql NOT LIKE '%WITHOUT ROWID%'";
 
-/// Rewrites the table as first written into [`SCHEMA`]'s, rows unchanged.
-const MIGRATE_ROWID_TABLE: &str = "
+/// Moves the table as first written aside, for [`SCHEMA`] to create the current one.
+const SET_ROWID_TABLE_ASIDE: &str = "
 DROP INDEX IF EXISTS jobs_by_state;
 ALTER TABLE jobs RENAME TO jobs_with_rowid;
-CREATE TABLE jobs (id TEXT PRIMARY KEY, state TEXT NOT NULL, body TEXT NOT NULL)
-  WITHOUT ROWID;
+";
+
+/// Copies the rows of the table set aside into the current one, unchanged, and drops it.
+const COPY_ROWID_TABLE: &str = "
 INSERT INTO jobs (id, state, body) SELECT id, state, body FROM jobs_with_rowid;
 DROP TABLE jobs_with_rowid;
 ";
@@ -63,7 +65,9 @@ pub(super) fn migrate(connection: &Connection) -> StoreResult<()> {
             .map_err(sql_error)?;
     // Checked again under the write lock: another process may have migrated it meanwhile.
     if has_rowid_table(&tx)? {
-        tx.execute_batch(MIGRATE_ROWID_TABLE).map_err(sql_error)?;
+        for batch in [SET_ROWID_TABLE_ASIDE, SCHEMA, COPY_ROWID_TABLE] {
+            tx.execute_batch(batch).map_err(sql_error)?;
+        }
     }
     tx.commit().map_err(sql_error)
 }
@@ -154,7 +158,7 @@ impl JobStore for SqliteStateStore {
 
 /// The listing of the jobs in `state` (all without one), in id order. Each state is named
 /// in the text, so that the queued and failed ones are read through `jobs_waiting`.
-pub(super) fn list_jobs_sql(state: Option<JobState>) -> &'static str {
+fn list_jobs_sql(state: Option<JobState>) -> &'static str {
     match state {
         Some(JobState::Queued) => "SELECT body FROM jobs WHERE state = 'queued' ORDER BY id",
         Some(JobState::Failed) => "SELECT body FROM jobs WHERE state = 'failed' ORDER BY id",
@@ -215,4 +219,42 @@ fn insert_job(c: &Connection, id: &str, state: &str, body: &str) -> StoreResult<
         return Err(StoreError::Conflict(format!("job {id} exists")));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How SQLite reads each listing of jobs: the queued (every sweep) and the failed ones
+    /// through the partial index, so neither reads the others; the running ones and all of
+    /// them by the table's own order, with no sort (the module docs).
+    #[test]
+    fn the_waiting_jobs_are_listed_through_their_index() {
+        let connection = Connection::open_in_memory().expect("a database");
+        connection.execute_batch(SCHEMA).expect("the schema");
+        let plan = |state| {
+            let sql = format!("EXPLAIN QUERY PLAN {}", list_jobs_sql(state));
+            let mut statement = connection.prepare(&sql).expect("the plan");
+            let details = statement
+                .query_map([], |row| row.get::<_, String>(3))
+                .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+                .expect("the plan's rows");
+            details.join("; ")
+        };
+        let states = [
+            Some(JobState::Queued),
+            Some(JobState::Failed),
+            Some(JobState::Running),
+            None,
+        ];
+        assert_eq!(
+            states.map(plan),
+            [
+                "SEARCH jobs USING INDEX jobs_waiting (state=?)",
+                "SEARCH jobs USING INDEX jobs_waiting (state=?)",
+                "SCAN jobs",
+                "SCAN jobs",
+            ]
+        );
+    }
 }
