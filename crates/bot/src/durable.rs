@@ -295,7 +295,7 @@ impl DurableJobQueue {
         if self.closing() {
             return Err(QueueError::Closed);
         }
-        let record = queued_record(self.shared.ids.next(), job)?;
+        let record = queued_record(self.shared.ids.next(), JobJson::of(job)?);
         self.shared.hold(&record.id);
         Ok(record)
     }
@@ -384,18 +384,18 @@ impl DurableJob {
     }
 }
 
-/// The record of `job`, queued now as `id`.
-fn queued_record(id: String, job: &SyncJob) -> Result<JobRecord, serde_json::Error> {
+/// The record of `job` (encoded), queued now as `id`.
+fn queued_record(id: String, job: JobJson) -> JobRecord {
     let at = now();
-    Ok(JobRecord {
+    JobRecord {
         id,
         state: JobState::Queued,
         attempts: 0,
-        job: JobJson::of(job)?,
+        job,
         queued_at: at,
         updated_at: at,
         error: None,
-    })
+    }
 }
 
 /// Pushes a recorded (and held) job to its lane; a job its lane refuses is deleted again,
@@ -476,15 +476,7 @@ impl Shared {
             // order; its attempts count again from here.
             Err(error) => {
                 tracing::warn!(%error, job_id = %id, "cannot read the job's record; running it as queued");
-                JobRecord {
-                    id: id.to_owned(),
-                    state: JobState::Queued,
-                    attempts: 0,
-                    job: JobJson::of(job).unwrap_or_default(),
-                    queued_at: now(),
-                    updated_at: now(),
-                    error: None,
-                }
+                queued_record(id.to_owned(), JobJson::of(job).unwrap_or_default())
             }
         };
         // Recorded `running` with no attempt left: a stop cut each of its attempts short
@@ -672,7 +664,7 @@ impl fmt::Debug for RecordedJobQueue {
 impl JobQueue for RecordedJobQueue {
     fn enqueue<'a>(&'a self, job: &'a SyncJob) -> BoxFuture<'a, Result<(), QueueError>> {
         Box::pin(async move {
-            let record = queued_record(self.ids.next(), job)?;
+            let record = queued_record(self.ids.next(), JobJson::of(job)?);
             self.store.jobs().put_job(&record).await?;
             Ok(())
         })
