@@ -4,22 +4,19 @@ its first signed push answered, for the linker to lay out together (crates/cli/b
 
     bench/start_order.py BENCH_BINARY RELEASE_MAP [OUT]
 
-BENCH_BINARY is `astrolift` built with the `bench` profile (the release profile with its
-symbols): it runs under `valgrind --tool=callgrind` as bench/serve_cold_start.py starts it
+BENCH_BINARY is `astrolift` built with the `cli-bench` profile (the `cli` profile with its
+symbols, Cargo.toml): it runs under `valgrind --tool=callgrind` as bench/serve_cold_start.py starts it
 (a migrated SQLite state, one signed push), and every function of the binary it enters
 before the answer is listed. RELEASE_MAP is the linker's map of the build `astrolift` is
 installed with, the `cli` profile (`ASTROLIFT_LINK_MAP=FILE cargo build --profile cli -p
 astrolift-cli --bin astrolift`): that profile strips the binary and hashes its symbols apart
-from the bench build's (Cargo's metadata covers `strip` and the profile), so each listed
-function is written under the `cli` build's names whose path (the mangled name without its
-`17h…E` hash) is the same. A path with several instances lists them all: ordering one more
-function costs nothing. The bench build takes the `cli` profile's opt-levels by `--config`,
-so that it runs the same code:
+from the `cli-bench` build's (Cargo's metadata covers `strip`), so each listed function is
+written under the `cli` build's names whose path (the mangled name without its `17h…E`
+hash) is the same. A path with several instances lists them all: ordering one more function
+costs nothing.
 
-    opt3=""; for crate in store forge dispatch trigger bot cli; do
-      opt3="$opt3 --config profile.bench.package.astrolift-$crate.opt-level=3"; done
-    cargo build --profile bench --locked -p astrolift-cli --bin astrolift $opt3
-    cp target/release/astrolift /tmp/astrolift-bench
+    cargo build --profile cli-bench --locked -p astrolift-cli --bin astrolift
+    cp target/cli-bench/astrolift /tmp/astrolift-bench
     ASTROLIFT_LINK_MAP=/tmp/astrolift.map cargo build --profile cli --locked -p astrolift-cli --bin astrolift
     python3 bench/start_order.py /tmp/astrolift-bench /tmp/astrolift.map
 

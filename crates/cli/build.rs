@@ -18,10 +18,10 @@
 //!
 //! It also lays out the code `serve` runs at its start together, where the linker is the
 //! toolchain's own LLD: `start-order.txt` lists those functions (`bench/start_order.py`
-//! writes it), and the linker places them first. Spread over the binary's 14 MiB of code,
-//! each page the start ran was mapped with the 64 KiB around it; together they are a few
-//! hundred KiB, and `serve` holds about 3 MiB less at its first answer (BENCHMARKS.md,
-//! issue 26).
+//! writes it for the `cli` profile's build), and the linker places them first. Spread over
+//! the binary's code, each page the start ran was mapped with the 64 KiB around it;
+//! together they are a few hundred KiB, and `serve` holds 1.5 to 3 MiB less at its first
+//! answer (BENCHMARKS.md, issue 26).
 
 use std::env;
 use std::path::Path;
