@@ -88,6 +88,11 @@ impl JobJson {
         serde_json::value::to_raw_value(job).map(JobJson)
     }
 
+    /// The job as stored: `text`, once it is known to be JSON.
+    pub fn from_text(text: String) -> Result<Self, serde_json::Error> {
+        serde_json::value::RawValue::from_string(text).map(JobJson)
+    }
+
     /// The JSON text.
     pub fn get(&self) -> &str {
         self.0.get()

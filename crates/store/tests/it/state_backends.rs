@@ -579,60 +579,74 @@ async fn sqlite_deliveries_from_before_their_state_are_duplicates() {
     );
 }
 
-/// A state file whose `jobs` table was written as a rowid table indexed on every state:
-/// opening it rewrites the table clustered by id, its rows unchanged, and drops the old
-/// index; opening it again changes nothing.
+/// A state file whose `jobs` table keeps each record as one JSON body, in either shape
+/// deployed builds wrote (a rowid table indexed on every state, then clustered by id with
+/// the partial index): opening it rewrites the table with each field in its column, the
+/// records unchanged, and drops the old indexes; opening it again changes nothing.
 #[tokio::test]
-async fn sqlite_jobs_written_in_a_rowid_table_are_kept() {
-    use astrolift_store::state::{JobState, JobStore};
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.db");
-    drop(SqliteStateStore::open(&path).await.unwrap());
-    let body = |id: &str, state: &str| {
-        serde_json::json!({
-            "id": id, "state": state, "attempts": 1, "job": {"repository": "octo/a"},
-            "queued_at": 10, "updated_at": 11
-        })
-        .to_string()
+async fn sqlite_jobs_written_as_json_bodies_are_kept() {
+    use astrolift_store::state::{JobJson, JobRecord, JobState, JobStore};
+    let record = |id: &str, state: JobState, error: Option<&str>| JobRecord {
+        id: id.into(),
+        state,
+        attempts: 2,
+        job: JobJson::of(&serde_json::json!({"repository": "octo/a", "n": [1, 2]})).unwrap(),
+        queued_at: 10,
+        updated_at: 11,
+        error: error.map(str::to_owned),
     };
-    {
-        let old = rusqlite::Connection::open(&path).unwrap();
-        old.execute_batch(
-            "DROP TABLE jobs;
-             CREATE TABLE jobs (id TEXT PRIMARY KEY, state TEXT NOT NULL, body TEXT NOT NULL);
-             CREATE INDEX jobs_by_state ON jobs (state, id);",
-        )
-        .unwrap();
-        for (id, state) in [("001", "queued"), ("002", "failed"), ("003", "running")] {
-            old.execute(
-                "INSERT INTO jobs (id, state, body) VALUES (?1, ?2, ?3)",
-                (id, state, body(id, state)),
-            )
-            .unwrap();
-        }
-    }
-    for _ in 0..2 {
-        let store = SqliteStateStore::open(&path).await.unwrap();
-        let listed = |state| {
-            let store = &store;
-            async move {
-                let jobs = store.list_jobs(state).await.unwrap();
-                jobs.into_iter().map(|job| job.id).collect::<Vec<_>>()
+    let records = [
+        record("001", JobState::Queued, None),
+        record(
+            "002",
+            JobState::Failed,
+            Some("GitHub answered 404 \"Not Found\""),
+        ),
+        record("003", JobState::Running, None),
+    ];
+    let old_tables = [
+        "CREATE TABLE jobs (id TEXT PRIMARY KEY, state TEXT NOT NULL, body TEXT NOT NULL);
+         CREATE INDEX jobs_by_state ON jobs (state, id);",
+        "CREATE TABLE jobs (id TEXT PRIMARY KEY, state TEXT NOT NULL, body TEXT NOT NULL)
+           WITHOUT ROWID;
+         CREATE INDEX jobs_waiting ON jobs (state, id) WHERE state = 'queued' OR state = 'failed';",
+    ];
+    for old_table in old_tables {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        drop(SqliteStateStore::open(&path).await.unwrap());
+        {
+            let old = rusqlite::Connection::open(&path).unwrap();
+            old.execute_batch(&format!("DROP TABLE jobs; {old_table}"))
+                .unwrap();
+            for job in &records {
+                let body = serde_json::to_string(job).unwrap();
+                old.execute(
+                    "INSERT INTO jobs (id, state, body) VALUES (?1, ?2, ?3)",
+                    (&job.id, job.state.as_str(), body),
+                )
+                .unwrap();
             }
-        };
-        assert_eq!(listed(None).await, ["001", "002", "003"]);
-        assert_eq!(listed(Some(JobState::Queued)).await, ["001"]);
-        assert_eq!(listed(Some(JobState::Failed)).await, ["002"]);
-        assert_eq!(listed(Some(JobState::Running)).await, ["003"]);
-        drop(store);
-        let raw = rusqlite::Connection::open(&path).unwrap();
-        let schema: Vec<String> = raw
-            .prepare("SELECT name FROM sqlite_master WHERE tbl_name LIKE 'jobs%' ORDER BY name")
-            .unwrap()
-            .query_map([], |row| row.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        assert_eq!(schema, ["jobs", "jobs_waiting"]);
+        }
+        for _ in 0..2 {
+            let store = SqliteStateStore::open(&path).await.unwrap();
+            assert_eq!(store.list_jobs(None).await.unwrap(), records, "{old_table}");
+            for (state, job) in [JobState::Queued, JobState::Failed, JobState::Running]
+                .into_iter()
+                .zip(&records)
+            {
+                assert_eq!(store.list_jobs(Some(state)).await.unwrap(), [job.clone()]);
+            }
+            drop(store);
+            let raw = rusqlite::Connection::open(&path).unwrap();
+            let schema: Vec<String> = raw
+                .prepare("SELECT name FROM sqlite_master WHERE tbl_name LIKE 'jobs%' ORDER BY name")
+                .unwrap()
+                .query_map([], |row| row.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert_eq!(schema, ["jobs", "jobs_waiting"]);
+        }
     }
 }
