@@ -2,11 +2,16 @@
 //! is recorded in the state store (`astrolift_store::state::jobs`) before it is queued, so
 //! that a job accepted with `202` survives `kill -9` and a restart.
 //!
-//! - **Queued:** the job is recorded `queued` (a webhook's with its delivery, in one
-//!   transaction: `JobStore::put_job_for_delivery`), then handed to its lane of the
-//!   in-process queue ([`LocalJobQueue`]), which runs each lane in order (at most
-//!   [`LOCAL_QUEUE_CAPACITY`](crate::queue::LOCAL_QUEUE_CAPACITY) waiting per lane). The
-//!   lane carries the record as written, so a job's first attempt reads nothing back.
+//! - **Queued:** the job takes its place in its lane of the in-process queue
+//!   ([`LocalJobQueue`]), which runs each lane in order (at most
+//!   [`LOCAL_QUEUE_CAPACITY`](crate::queue::LOCAL_QUEUE_CAPACITY) waiting per lane; a job
+//!   over the bound is refused before anything is written), then is recorded `queued` (a
+//!   webhook's with its delivery, in one transaction: `JobStore::put_job_for_delivery`), and
+//!   only then answered. The lane's worker waits for that write and is handed the record as
+//!   written, so a job's first attempt reads nothing back; a job whose write recorded
+//!   nothing (a duplicate delivery) is dropped from its lane. Joining the lane before the
+//!   write keeps a caller that goes away meanwhile (a webhook whose sender hung up) from
+//!   leaving a recorded job in no lane, with no task spawned per job to carry the write.
 //! - **Running:** each attempt records `running` and its number; at most `syncs` attempts
 //!   run at once across lanes. A success deletes the record. The delivery that made the job
 //!   moves with it, in the same write (`JobStore::update_job_marking`,
@@ -34,7 +39,6 @@
 
 use std::collections::HashSet;
 use std::fmt;
-use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -43,29 +47,43 @@ use astrolift_store::state::{
     DeliveryMark, DeliveryOutcome, DeliveryState, JobJson, JobRecord, JobState, StateStore,
 };
 use astrolift_store::{BoxFuture, StoreError};
-use tokio::sync::{Notify, Semaphore, watch};
+use tokio::sync::{Notify, Semaphore, oneshot, watch};
 
 use crate::ingress::now;
 use crate::job::SyncJob;
 use crate::job_error::JobError;
 use crate::queue::{
     Delivery, DeliveryQueueError, JobHandler, JobQueue, LaneItem, LocalJobQueue, QueueError,
-    forget_unqueued_delivery,
 };
 use crate::retry::{RetryPolicy, jitter};
 
 /// How often the queue looks for jobs queued by another process (`astrolift jobs retry`).
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 
-/// A recorded job in its lane: the record's id beside the job.
-#[derive(Debug, Clone)]
+/// A job in its lane: the record's id beside the job.
+#[derive(Debug)]
 pub struct DurableJob {
-    pub id: String,
-    pub job: SyncJob,
-    /// The record as this process wrote it when it accepted the job, so that its first
-    /// attempt reads nothing; `None` for a job resumed or swept from the store, whose record
-    /// is read again before it runs (another process may have retried or dead-lettered it).
-    pub recorded: Option<JobRecord>,
+    id: String,
+    job: SyncJob,
+    record: Record,
+}
+
+/// How a job in its lane comes by its record.
+#[derive(Debug)]
+enum Record {
+    /// Resumed or swept from the store: read again before it runs (another process may have
+    /// retried or dead-lettered it).
+    Stored,
+    /// Accepted by this process, which joined its lane before the record's write, so that
+    /// the lane's order is the order jobs were accepted in and no task of its own carries
+    /// the write: sent the record as written once it is (so that its first attempt reads
+    /// nothing), `None` when nothing was recorded (a duplicate delivery, a store that
+    /// failed), and dropped unsent when the accepting caller went away during the write.
+    /// Then the record is read like a stored one. SQLite runs its calls in the order they
+    /// came, so that read sees whatever the write did; on a store where it may not, a
+    /// record the read missed is a `queued` one this process no longer holds, which the
+    /// next sweep takes.
+    Accepted(oneshot::Receiver<Option<JobRecord>>),
 }
 
 impl LaneItem for DurableJob {
@@ -243,7 +261,7 @@ impl DurableJobQueue {
             let resumed_job = DurableJob {
                 id,
                 job,
-                recorded: None,
+                record: Record::Stored,
             };
             if let Err(error) = self.lanes.push_resumed(resumed_job) {
                 self.shared.release(&record.id);
@@ -289,98 +307,58 @@ impl DurableJobQueue {
         *self.shared.closing.borrow()
     }
 
-    /// A new job's record, held before it is recorded, so that a sweep never takes it as
-    /// another's.
-    fn accept(&self, job: &SyncJob) -> Result<JobRecord, QueueError> {
+    /// A new job's record, held (so that a sweep never takes it as another's) and in its
+    /// lane (so that its place there is taken now), before it is recorded; the sender
+    /// gives the lane's worker the record once written. A job its lane refuses is neither
+    /// held nor recorded.
+    fn accept(
+        &self,
+        job: &SyncJob,
+    ) -> Result<(JobRecord, oneshot::Sender<Option<JobRecord>>), QueueError> {
         if self.closing() {
             return Err(QueueError::Closed);
         }
         let record = queued_record(self.shared.ids.next(), JobJson::of(job)?);
+        let (written, receiver) = oneshot::channel();
+        let lane_job = DurableJob {
+            id: record.id.clone(),
+            job: job.clone(),
+            record: Record::Accepted(receiver),
+        };
+        // Held from here until its worker is done with it (`Shared::run`).
         self.shared.hold(&record.id);
-        Ok(record)
-    }
-
-    /// Runs `step` (a recording, then the push to its lane) in a task of its own, which the
-    /// caller only waits for: a caller dropped meanwhile (a webhook whose sender hung up)
-    /// must not leave the job recorded but in no lane, held here and never run, and run by
-    /// the next start after the later jobs of its lane.
-    async fn detached<T, F>(&self, step: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: Future<Output = T> + Send + 'static,
-    {
-        tokio::spawn(step).await.map_err(|error| {
-            StoreError::Unavailable(format!("the job's recording stopped: {error}"))
-        })
+        if let Err(refused) = self.lanes.push_owned(lane_job) {
+            self.shared.release(&record.id);
+            return Err(refused);
+        }
+        Ok((record, written))
     }
 
     async fn record_and_queue(&self, job: &SyncJob) -> Result<(), QueueError> {
-        let record = self.accept(job)?;
-        let (shared, lanes, job) = (
-            Arc::clone(&self.shared),
-            Arc::clone(&self.lanes),
-            job.clone(),
-        );
-        self.detached(async move {
-            if let Err(error) = shared.store.jobs().put_job(&record).await {
-                shared.release(&record.id);
-                return Err(QueueError::Store(error));
-            }
-            push_recorded(&shared, &lanes, DurableJob::recorded(record, job)).await
-        })
-        .await?
+        let (record, written) = self.accept(job)?;
+        let recorded = self.shared.store.jobs().put_job(&record).await;
+        // Refused only when the worker is gone (its runtime shutting down): no one to tell.
+        let _ = written.send(recorded.is_ok().then_some(record));
+        Ok(recorded?)
     }
 
-    /// Records `delivery` and the job in one transaction, then queues the job.
+    /// Records `delivery` and the job in one transaction; the job waits in its lane for it.
     async fn record_delivery_and_queue(
         &self,
         delivery: Delivery<'_>,
         job: &SyncJob,
     ) -> Result<DeliveryOutcome, DeliveryQueueError> {
-        let record = self.accept(job).map_err(DeliveryQueueError::Queue)?;
-        let (shared, lanes, job) = (
-            Arc::clone(&self.shared),
-            Arc::clone(&self.lanes),
-            job.clone(),
-        );
-        let (delivery_id, now, ttl) = (delivery.id.to_owned(), delivery.now, delivery.ttl);
-        self.detached(async move {
-            let recorded = shared
-                .store
-                .jobs()
-                .put_job_for_delivery(&delivery_id, now, ttl, &record)
-                .await;
-            let outcome = match recorded {
-                Ok(outcome) => outcome,
-                Err(error) => {
-                    shared.release(&record.id);
-                    return Err(DeliveryQueueError::Record(error));
-                }
-            };
-            if outcome == DeliveryOutcome::Duplicate {
-                shared.release(&record.id);
-                return Ok(outcome);
-            }
-            let pushed = push_recorded(&shared, &lanes, DurableJob::recorded(record, job)).await;
-            if let Err(refused) = pushed {
-                forget_unqueued_delivery(shared.store.as_ref(), &delivery_id).await;
-                return Err(DeliveryQueueError::Queue(refused));
-            }
-            Ok(outcome)
-        })
-        .await
-        .map_err(DeliveryQueueError::Record)?
-    }
-}
-
-impl DurableJob {
-    /// A job this process has just recorded as `record`.
-    fn recorded(record: JobRecord, job: SyncJob) -> Self {
-        DurableJob {
-            id: record.id.clone(),
-            job,
-            recorded: Some(record),
-        }
+        let (record, written) = self.accept(job).map_err(DeliveryQueueError::Queue)?;
+        let recorded = self
+            .shared
+            .store
+            .jobs()
+            .put_job_for_delivery(delivery.id, delivery.now, delivery.ttl, &record)
+            .await;
+        let new = matches!(recorded, Ok(DeliveryOutcome::New));
+        // As in `record_and_queue`.
+        let _ = written.send(new.then_some(record));
+        recorded.map_err(DeliveryQueueError::Record)
     }
 }
 
@@ -396,24 +374,6 @@ fn queued_record(id: String, job: JobJson) -> JobRecord {
         updated_at: at,
         error: None,
     }
-}
-
-/// Pushes a recorded (and held) job to its lane; a job its lane refuses is deleted again,
-/// so that no start ever runs it, and let go of.
-async fn push_recorded(
-    shared: &Shared,
-    lanes: &LocalJobQueue<DurableJob>,
-    job: DurableJob,
-) -> Result<(), QueueError> {
-    let id = job.id.clone();
-    let Err(refused) = lanes.push_owned(job) else {
-        return Ok(());
-    };
-    if let Err(error) = shared.store.jobs().delete_job(&id).await {
-        tracing::warn!(%error, job_id = %id, "cannot delete the record of a refused job");
-    }
-    shared.release(&id);
-    Err(refused)
 }
 
 impl JobQueue for DurableJobQueue {
@@ -454,7 +414,20 @@ impl Shared {
 
     /// Runs a job's attempts to success or to the dead letter; a drain leaves it recorded.
     async fn run(self: Arc<Self>, queued: DurableJob) {
-        let DurableJob { id, job, recorded } = queued;
+        let DurableJob { id, job, record } = queued;
+        let recorded = match record {
+            Record::Stored => None,
+            Record::Accepted(written) => match written.await {
+                Ok(Some(record)) => Some(record),
+                // Not recorded: nothing to run.
+                Ok(None) => {
+                    self.release(&id);
+                    return;
+                }
+                // Its caller went away during the write: read what it left.
+                Err(_) => None,
+            },
+        };
         self.attempts(&id, &job, recorded).await;
         self.release(&id);
     }

@@ -230,7 +230,7 @@ type LaneKey = (u64, String);
 
 /// What the in-process queue holds: a [`SyncJob`], or a job of the durable queue
 /// ([`crate::durable`]) that carries its id beside it.
-pub trait LaneItem: Clone + Send + 'static {
+pub trait LaneItem: Send + 'static {
     /// The sync job.
     fn sync_job(&self) -> &SyncJob;
 }
@@ -289,7 +289,10 @@ impl<J: LaneItem> LocalJobQueue<J> {
 
     /// Sends `job` to its lane's worker, starting one if there is none; refused
     /// ([`QueueError::Full`]) when [`LOCAL_QUEUE_CAPACITY`] jobs of its lane wait already.
-    pub fn push(&self, job: &J) -> Result<(), QueueError> {
+    pub fn push(&self, job: &J) -> Result<(), QueueError>
+    where
+        J: Clone,
+    {
         self.send(job.clone(), true)
     }
 

@@ -373,6 +373,11 @@ async fn delivery_moves_with_its_job(state: Arc<dyn StateStore>) {
         started.lock().expect("log").len() == 3
     })
     .await;
+    // The duplicate joined its lane ahead of the later jobs and was dropped there, unrun.
+    assert_eq!(
+        *started.lock().expect("log"),
+        ["applied", "refused", "refused"]
+    );
 }
 
 on_sqlite_and_dynamodb!(
@@ -495,10 +500,10 @@ async fn a_recorded_job_that_cannot_be_read_is_dead_lettered_at_start() {
 }
 
 /// An enqueue whose caller goes away once the record is being written (a webhook sender
-/// that hung up: the connection's handler is dropped) still queues the job. Left recorded
-/// but in no lane, this process would hold it and never run it, and the next start would
-/// run it after the later jobs of its lane (a push then skipped as older than the
-/// registered commit).
+/// that hung up: the connection's handler is dropped) still runs the job, in its place in
+/// the lane. Left recorded but in no lane, this process would hold it and never run it, and
+/// the next start would run it after the later jobs of its lane (a push then skipped as
+/// older than the registered commit).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_job_whose_caller_went_away_while_it_was_recorded_still_runs() {
     let (stores, _dir) = embedded_stores().await;
@@ -516,10 +521,9 @@ async fn a_job_whose_caller_went_away_while_it_was_recorded_still_runs() {
         started.lock().expect("log").len() == JOBS
     })
     .await;
-    // The callers did not wait for one another, so their jobs may join the lane in any
-    // order; each runs once.
-    let mut ran = started.lock().expect("log").clone();
-    ran.sort();
+    // A job joins its lane before its write starts: each runs once, in the order the
+    // callers came, though none of them waited for its write.
+    let ran = started.lock().expect("log").clone();
     let expected: Vec<String> = (1..=JOBS).map(|n| format!("push-{n}")).collect();
     assert_eq!(ran, expected);
     let deadline = Instant::now() + Duration::from_secs(20);
