@@ -635,7 +635,10 @@ async fn sqlite_jobs_written_as_json_bodies_are_kept() {
                 .into_iter()
                 .zip(&records)
             {
-                assert_eq!(store.list_jobs(Some(state)).await.unwrap(), [job.clone()]);
+                assert_eq!(
+                    store.list_jobs(Some(state)).await.unwrap(),
+                    std::slice::from_ref(job)
+                );
             }
             drop(store);
             let raw = rusqlite::Connection::open(&path).unwrap();
