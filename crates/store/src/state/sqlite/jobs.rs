@@ -133,21 +133,11 @@ impl JobStore for SqliteStateStore {
     }
 
     fn update_job<'a>(&'a self, job: &'a JobRecord) -> BoxFuture<'a, StoreResult<bool>> {
-        Box::pin(async move {
-            let job = JobWrite::Update(job.clone());
-            let written = self.with_connection(move |c| job.run(c)).await?;
-            self.counters.wrote(written as u64);
-            Ok(written == 1)
-        })
+        Box::pin(self.write_job(JobWrite::Update(job.clone())))
     }
 
     fn delete_job<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
-        Box::pin(async move {
-            let job = JobWrite::Delete(id.to_owned());
-            let written = self.with_connection(move |c| job.run(c)).await?;
-            self.counters.wrote(written as u64);
-            Ok(written == 1)
-        })
+        Box::pin(self.write_job(JobWrite::Delete(id.to_owned())))
     }
 
     fn update_job_marking<'a>(
@@ -278,6 +268,13 @@ fn execute_with_job(statement: &mut Statement<'_>, job: &JobRecord) -> rusqlite:
 }
 
 impl SqliteStateStore {
+    /// Writes one job's row (`job`) alone; `true` when it was written.
+    async fn write_job(&self, job: JobWrite) -> StoreResult<bool> {
+        let written = self.with_connection(move |c| job.run(c)).await?;
+        self.counters.wrote(written as u64);
+        Ok(written == 1)
+    }
+
     /// Writes one job's row (`job`) and marks the job's delivery in one call, so in one
     /// transaction; `true` when the job's row was written.
     async fn write_job_marking(&self, job: JobWrite, mark: DeliveryMark<'_>) -> StoreResult<bool> {
