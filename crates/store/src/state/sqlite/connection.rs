@@ -13,11 +13,12 @@
 //! - A batch of reads alone runs without a transaction, so it never takes the write lock
 //!   that another process (the CLI on the same file) may hold.
 //! - A call that needs several statements to be atomic opens a unit ([`atomic`]). In a write
-//!   batch, a call's first unit is the call's own savepoint (no second one is opened: a
-//!   savepoint and its release were a sixth of what the store's thread spent per job of
-//!   `serve`'s durable queue, BENCHMARKS.md issue 27); any other unit is a savepoint nested
-//!   in it, and outside a batch (a test, the schema's setup) a unit is a transaction of its
-//!   own.
+//!   batch, the first unit of a call that has written nothing yet is the call's own
+//!   savepoint (no second one is opened: a savepoint and its release were a sixth of what
+//!   the store's thread spent per job of `serve`'s durable queue, BENCHMARKS.md issue 27);
+//!   any other unit is a savepoint nested in it, and outside a batch (a test, the schema's
+//!   setup) a unit is a transaction of its own. A unit dropped uncommitted rolls back its
+//!   own writes only, whichever it is.
 //! - A call that panics answers `StoreError::Unavailable` and is rolled back; the thread
 //!   goes on.
 //!
@@ -169,18 +170,18 @@ impl ConnectionThread {
 }
 
 /// Where the connection's thread is in a write batch's call, for [`atomic`]: the call's
-/// savepoint serves as its first unit.
+/// savepoint serves as a unit opened before the call wrote anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum CallUnit {
     /// Not in a write batch's call (a read batch, a test, the schema's setup).
     Outside,
-    /// In a call's savepoint, which no unit has taken yet.
-    Free,
-    /// A unit took the call's savepoint (and may have been committed since): later units
-    /// of the call open savepoints of their own.
+    /// In a call's savepoint, which no unit holds, where the connection had made `changes`
+    /// row changes when the call last stood as it began: a unit opened while that is still
+    /// the count (the call has written nothing) takes the call's savepoint.
+    Free { changes: u64 },
+    /// A unit holds the call's savepoint, or did and committed: later units of the call
+    /// open savepoints of their own, so that a rollback of theirs keeps the first's writes.
     Taken,
-    /// The unit that took it was dropped without its commit: the call is rolled back whole.
-    Abandoned,
 }
 
 thread_local! {
@@ -188,12 +189,14 @@ thread_local! {
     static CALL_UNIT: Cell<CallUnit> = const { Cell::new(CallUnit::Outside) };
 }
 
-/// Opens an atomic unit of a call of several statements. A call opens its first unit before
-/// it writes: in a write batch that unit is the call's own savepoint, so a unit dropped
-/// without its commit rolls back everything the call wrote, and the call's answer should
-/// then say it wrote nothing (an error, or a result that wrote nothing).
+/// Opens an atomic unit of a call of several statements. In a write batch, the first unit
+/// of a call that has written nothing yet is the call's own savepoint (no second one is
+/// opened); any other unit is a savepoint of its own. Either way a unit dropped without its
+/// commit rolls back what it wrote and nothing else.
 pub(super) fn atomic(connection: &Connection) -> StoreResult<Atomic<'_>> {
-    if CALL_UNIT.get() == CallUnit::Free {
+    if let CallUnit::Free { changes } = CALL_UNIT.get()
+        && connection.total_changes() == changes
+    {
         CALL_UNIT.set(CallUnit::Taken);
         return Ok(Atomic {
             connection,
@@ -248,12 +251,16 @@ impl Drop for Atomic<'_> {
         if self.released {
             return;
         }
-        if !self.savepoint {
-            CALL_UNIT.set(CallUnit::Abandoned);
-            return;
-        }
         // Neither fails while the savepoint is open; if one did, the enclosing
         // savepoint's rollback or the batch's COMMIT reports it.
+        if !self.savepoint {
+            // The call wrote nothing before this unit: back to where it began, its
+            // savepoint still open for what it writes next.
+            let _ = control(self.connection, "ROLLBACK TO astrolift_call");
+            let changes = self.connection.total_changes();
+            CALL_UNIT.set(CallUnit::Free { changes });
+            return;
+        }
         let _ = control(self.connection, "ROLLBACK TO astrolift_atomic");
         let _ = control(self.connection, "RELEASE astrolift_atomic");
     }
@@ -323,11 +330,12 @@ fn in_savepoint(connection: &mut Connection, call: Queued) -> Option<Box<dyn Ran
         call.refuse(sql_error_of(&error));
         return None;
     }
-    CALL_UNIT.set(CallUnit::Free);
+    let changes = connection.total_changes();
+    CALL_UNIT.set(CallUnit::Free { changes });
     let ran = run_call(connection, call);
-    let abandoned = CALL_UNIT.replace(CallUnit::Outside) == CallUnit::Abandoned;
+    CALL_UNIT.set(CallUnit::Outside);
     // Neither fails while the savepoint is open; if one did, the COMMIT reports it.
-    if abandoned || ran.as_ref().is_none_or(|ran| ran.failed()) {
+    if ran.as_ref().is_none_or(|ran| ran.failed()) {
         let _ = control(connection, "ROLLBACK TO astrolift_call");
     }
     let _ = control(connection, "RELEASE astrolift_call");
@@ -523,10 +531,12 @@ mod tests {
     }
 
     /// In a write batch a call's first unit is the call's savepoint: committed, its writes
-    /// stay; dropped, the whole call goes, whatever it answered. A later unit of the same
-    /// call is a savepoint of its own, so dropping it leaves the first unit's writes.
+    /// stay; dropped, they go. A later unit of the same call is a savepoint of its own, so
+    /// dropping it leaves the first unit's writes; so is a first unit opened after the call
+    /// wrote, so dropping it leaves those writes; and what a call writes after a dropped
+    /// first unit stays.
     #[test]
-    fn a_calls_first_unit_is_the_calls_savepoint_and_later_ones_nest() {
+    fn a_calls_first_unit_is_the_calls_savepoint_and_a_dropped_unit_takes_only_its_writes() {
         fn put(c: &Connection, n: i64) -> StoreResult<usize> {
             c.execute("INSERT INTO t (n) VALUES (?1)", [n])
                 .map_err(sql_error)
@@ -554,20 +564,49 @@ mod tests {
             Ok(())
         });
         let (after, after_answer) = call(Access::Write, insert(5));
+        let (wrote_first, wrote_first_answer) = call(Access::Write, |c: &mut Connection| {
+            put(c, 6)?;
+            let unit = atomic(c)?;
+            put(&unit, 7)?;
+            drop(unit);
+            Ok(())
+        });
+        let (wrote_after, wrote_after_answer) = call(Access::Write, |c: &mut Connection| {
+            let unit = atomic(c)?;
+            put(&unit, 8)?;
+            drop(unit);
+            put(c, 9)?;
+            let again = atomic(c)?;
+            put(&again, 10)?;
+            again.commit().map_err(sql_error)
+        });
         let (_sender, waiting) = channel();
         run_batch(
             &mut connection,
-            vec![kept, dropped, second_dropped, after],
+            vec![
+                kept,
+                dropped,
+                second_dropped,
+                after,
+                wrote_first,
+                wrote_after,
+            ],
             &waiting,
         );
-        for answer in [kept_answer, dropped_answer, second_answer] {
+        for answer in [
+            kept_answer,
+            dropped_answer,
+            second_answer,
+            wrote_first_answer,
+            wrote_after_answer,
+        ] {
             assert!(answer.blocking_recv().expect("answered").is_ok());
         }
         assert_eq!(
             after_answer.blocking_recv().expect("answered").ok(),
             Some(1)
         );
-        assert_eq!(rows(&connection), vec![1, 3, 5]);
+        assert_eq!(rows(&connection), vec![1, 3, 5, 6, 9, 10]);
         assert_eq!(CALL_UNIT.get(), CallUnit::Outside, "no call is left open");
     }
 
