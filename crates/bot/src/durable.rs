@@ -5,7 +5,9 @@
 //! - **Queued:** the job takes its place in its lane of the in-process queue
 //!   ([`LocalJobQueue`]), which runs each lane in order (at most
 //!   [`LOCAL_QUEUE_CAPACITY`](crate::queue::LOCAL_QUEUE_CAPACITY) waiting per lane; a job
-//!   over the bound is refused before anything is written), then is recorded `queued` (a
+//!   over the bound is refused before its record is written, and a webhook's is answered
+//!   as other queues answer it, its delivery first, so that a redelivery is still a
+//!   duplicate), then is recorded `queued` (a
 //!   webhook's with its delivery, in one transaction: `JobStore::put_job_for_delivery`), and
 //!   only then answered. The lane's worker waits for that write and is handed the record as
 //!   written, so a job's first attempt reads nothing back; a job whose write recorded
@@ -54,6 +56,7 @@ use crate::job::SyncJob;
 use crate::job_error::JobError;
 use crate::queue::{
     Delivery, DeliveryQueueError, JobHandler, JobQueue, LaneItem, LocalJobQueue, QueueError,
+    record_then_enqueue,
 };
 use crate::retry::{RetryPolicy, jitter};
 
@@ -343,12 +346,22 @@ impl DurableJobQueue {
     }
 
     /// Records `delivery` and the job in one transaction; the job waits in its lane for it.
+    /// A lane at its bound answers a delivery as any queue does, the delivery first: a
+    /// redelivery of one already queued or applied is still a duplicate, and a new one is
+    /// refused and forgotten again.
     async fn record_delivery_and_queue(
         &self,
         delivery: Delivery<'_>,
         job: &SyncJob,
     ) -> Result<DeliveryOutcome, DeliveryQueueError> {
-        let (record, written) = self.accept(job).map_err(DeliveryQueueError::Queue)?;
+        let (record, written) = match self.accept(job) {
+            Ok(accepted) => accepted,
+            Err(QueueError::Full(_)) => {
+                let state = self.shared.store.as_ref();
+                return record_then_enqueue(self, state, delivery, job).await;
+            }
+            Err(refused) => return Err(DeliveryQueueError::Queue(refused)),
+        };
         let recorded = self
             .shared
             .store

@@ -74,7 +74,7 @@ pub trait JobQueue: Send + Sync + fmt::Debug {
 }
 
 /// [`JobQueue::enqueue_delivery`] for a queue that does not record deliveries itself.
-async fn record_then_enqueue<Q: JobQueue + ?Sized>(
+pub(crate) async fn record_then_enqueue<Q: JobQueue + ?Sized>(
     queue: &Q,
     state: &dyn StateStore,
     delivery: Delivery<'_>,

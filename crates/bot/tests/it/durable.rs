@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use astrolift_bot::dead_letter::{Retried, retry_failed, retry_job};
 use astrolift_bot::durable::{Attempt, DurableJobQueue, DurableOptions};
-use astrolift_bot::queue::{Delivery, LOCAL_QUEUE_CAPACITY, QueueError};
+use astrolift_bot::queue::{Delivery, DeliveryQueueError, LOCAL_QUEUE_CAPACITY, QueueError};
 use astrolift_bot::retry::RetryPolicy;
 use astrolift_bot::{JobError, JobQueue, SyncJob};
 use astrolift_forge::github::GitHubError;
@@ -174,6 +174,65 @@ async fn a_lane_takes_256_waiting_jobs_and_refuses_the_next_without_recording_it
     for (n, delivery) in lane[1..].iter().enumerate() {
         assert_eq!(**delivery, format!("waiting-{n}"), "lane order");
     }
+}
+
+/// A webhook over its lane's bound is answered as before the lane was full: a redelivery
+/// of a delivery already queued is a duplicate, and a new delivery is refused with nothing
+/// recorded, so that its own redelivery, once the lane has room, is queued.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_lane_still_answers_a_redelivery_as_a_duplicate() {
+    let (stores, _dir) = embedded_stores().await;
+    let state = stores.state.clone();
+    let gate = Arc::new(Semaphore::new(0));
+    let (attempt, started) = attempts(
+        Some(Arc::clone(&gate)),
+        Arc::new(Mutex::new(Ends::Succeeds)),
+    );
+    let (queue, _) = DurableJobQueue::start(Arc::clone(&state), attempt, None, options())
+        .await
+        .expect("starts");
+    let send = |id: String| {
+        let (queue, state) = (Arc::clone(&queue), Arc::clone(&state));
+        async move {
+            let delivery = Delivery {
+                id: &id,
+                now: unix_now(),
+                ttl: Duration::from_secs(3600),
+            };
+            queue
+                .enqueue_delivery(state.as_ref(), delivery, &push(&id))
+                .await
+        }
+    };
+    send("running".into()).await.expect("queued");
+    wait_for("the first job to start", || {
+        started.lock().expect("log").len() == 1
+    })
+    .await;
+    for n in 0..LOCAL_QUEUE_CAPACITY {
+        let outcome = send(format!("waiting-{n}"))
+            .await
+            .expect("within the bound");
+        assert_eq!(outcome, DeliveryOutcome::New);
+    }
+    let again = send("waiting-0".into()).await.expect("answered");
+    assert_eq!(again, DeliveryOutcome::Duplicate);
+    let refused = send("one-too-many".into()).await;
+    assert!(
+        matches!(refused, Err(DeliveryQueueError::Queue(QueueError::Full(_)))),
+        "{refused:?}"
+    );
+    gate.add_permits(LOCAL_QUEUE_CAPACITY + 2);
+    wait_for("every job", || {
+        started.lock().expect("log").len() == LOCAL_QUEUE_CAPACITY + 1
+    })
+    .await;
+    let redelivered = send("one-too-many".into()).await.expect("queued");
+    assert_eq!(redelivered, DeliveryOutcome::New);
+    wait_for("the redelivered job", || {
+        started.lock().expect("log").len() == LOCAL_QUEUE_CAPACITY + 2
+    })
+    .await;
 }
 
 on_sqlite_and_dynamodb!(
