@@ -41,6 +41,11 @@ impl JobState {
         }
     }
 
+    /// The state named `name` ([`Self::as_str`]'s), if any.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|state| state.as_str() == name)
+    }
+
     /// Every state, in lifecycle order.
     pub const ALL: [JobState; 3] = [JobState::Queued, JobState::Running, JobState::Failed];
 }

@@ -199,12 +199,10 @@ fn list_jobs_sql(state: Option<JobState>) -> &'static str {
 /// The record in a row of [`job_columns`]; a row that holds no record (a state or a job
 /// that another program wrote) is the store's error, beside rusqlite's own.
 fn job_of_row(row: &Row<'_>) -> rusqlite::Result<StoreResult<JobRecord>> {
-    let state: String = row.get(1)?;
-    let job: String = row.get(6)?;
-    let id: String = row.get(0)?;
-    let (attempts, queued_at, updated_at, error) =
-        (row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?);
-    let Some(state) = JobState::ALL.into_iter().find(|s| s.as_str() == state) else {
+    let (id, state): (String, String) = (row.get(0)?, row.get(1)?);
+    let (attempts, queued_at, updated_at) = (row.get(2)?, row.get(3)?, row.get(4)?);
+    let (error, job): (Option<String>, String) = (row.get(5)?, row.get(6)?);
+    let Some(state) = JobState::from_name(&state) else {
         return Ok(Err(stored_job_error(&id, format!("no state {state:?}"))));
     };
     let job = match JobJson::from_text(job) {
