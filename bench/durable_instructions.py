@@ -17,7 +17,8 @@ signing the bodies and writing wrk's script; the server runs on other threads) o
 the requests it verified (calls of `verify_signature`); the store's thread
 (`connection::serve`) is shown apart. Prints one Markdown row per build.
 
-With KEEP_DUMPS=DIR, each dump is kept as DIR/NAME-MODE.callgrind.
+Needs valgrind (with its callgrind_annotate) and wrk (Debian: `apt-get install -y valgrind
+wrk`). With KEEP_DUMPS=DIR, each dump is kept as DIR/NAME-MODE.callgrind.
 """
 import os
 import re
@@ -93,6 +94,12 @@ def main() -> None:
     builds = [arg.split("=", 1) for arg in sys.argv[1:]]
     if not builds or any(len(b) != 2 for b in builds):
         raise SystemExit(__doc__)
+    missing = [tool for tool in ("valgrind", "callgrind_annotate", "wrk") if not shutil.which(tool)]
+    if missing:
+        raise SystemExit(f"not installed: {', '.join(missing)} (apt-get install -y valgrind wrk)")
+    for name, bench in builds:
+        if not os.access(bench, os.X_OK):
+            raise SystemExit(f"{name}: {bench} is not an executable bench build (see --help)")
     keep = os.environ.get("KEEP_DUMPS")
     print("| build | memory: instructions per request (store's thread) | durable | durable / memory |")
     print("| --- | ---: | ---: | ---: |")
