@@ -65,7 +65,7 @@ pub const SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 
 /// A job in its lane: the record's id beside the job.
 #[derive(Debug)]
-pub struct DurableJob {
+pub(crate) struct DurableJob {
     id: String,
     job: SyncJob,
     record: Record,
