@@ -16,7 +16,7 @@ use astrolift_sync::Stores;
 
 use crate::support::{
     INSTALLATION, MAIN_SHA, REPO_ID, embedded_stores, examples, fake_github, push_job, register,
-    register_repository_of, runner,
+    register_repository, register_repository_of, runner,
 };
 
 /// `main`'s next commit, pushed while no delivery reached the App.
@@ -375,4 +375,46 @@ async fn reconcile_of_1000_unchanged_refs() {
     assert!(second_requests.len() <= REFS);
     assert_eq!(conditional, second_requests.len());
     assert!(queue.jobs().is_empty());
+}
+
+/// A registered repository with no agents is synced at a commit like any other: the
+/// reconcile job that syncs it records the commit, so the next pass queues nothing and
+/// asks one conditional request per ref.
+#[tokio::test]
+async fn a_registered_repository_without_agents_is_reconciled_once() {
+    let (stores, _dir) = embedded_stores().await;
+    register_repository(&stores).await;
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/it/fixtures/no-agents");
+    let github = FakeGitHub::start().await.expect("fake GitHub");
+    github.add_installation(INSTALLATION);
+    github.add_repo("octo", "agents", "main", MAIN_SHA, fixture);
+    github.add_commit("octo", "agents", MAIN_SHA, &[]);
+    let runner = runner(&github, &stores);
+    let queue = RecordingJobQueue::new();
+
+    let first = pass(&stores, &runner.github, &queue, ReconcileOptions::default()).await;
+    assert_eq!(registered(&first)[0].status, RefStatus::Queued, "{first:#?}");
+    let jobs = queue.jobs();
+    assert_eq!(jobs.len(), 1, "{jobs:#?}");
+    let synced = runner.run(&jobs[0]).await.expect("the reconcile job runs");
+    assert!(synced.applied, "{:?}", synced.report.skipped);
+    assert!(synced.report.plan.is_empty(), "{:?}", synced.report.plan);
+    let commit = stores
+        .state
+        .get_synced_commit("octo/agents", "main")
+        .await
+        .expect("read")
+        .expect("the synced commit is recorded with no agent");
+    assert_eq!(commit.commit, MAIN_SHA);
+
+    let before = github.requests_to("GET", "/repos/").len();
+    let again = pass(&stores, &runner.github, &queue, ReconcileOptions::default()).await;
+    let asked = github.requests_to("GET", "/repos/")[before..].to_vec();
+    assert_eq!(asked.len(), again.totals.refs, "{asked:#?}");
+    assert!(asked.iter().all(|r| r.path.starts_with(HEADS)), "{asked:#?}");
+    assert!(asked.iter().all(|r| r.header("if-none-match").is_some()));
+    assert_eq!(again.totals.queued, 0, "{again:#?}");
+    assert_eq!(registered(&again)[0].status, RefStatus::Unchanged);
+    assert_eq!(queue.jobs().len(), 1, "nothing more queued");
 }

@@ -99,9 +99,13 @@ async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Re
     };
     let repository = repository_name(args)?;
     let config_paths = astrolift_sync::config_paths(stores.state.as_ref(), &repository).await?;
-    let mode = if args.apply && !registers_something(tree, &limits, &config_paths) {
+    let mode = if args.apply
+        && !registers_something(tree, &limits, &config_paths)
+        && !is_registered(stores.state.as_ref(), &repository).await?
+    {
         // Registering a repository with nothing to register only makes a registration
-        // that later pushes sync for nothing (docs/reference.md §3).
+        // that later pushes sync for nothing (docs/reference.md §3). A registered one
+        // applies all the same: its synced commit is recorded, which reconcile compares.
         eprintln!(
             "nothing registered: no agent, workspace or config manifest is discovered in {} \
              (an astrolift.toml at its root or in agents/<slug>/, an astrolift.agents.toml, or \
@@ -150,6 +154,14 @@ async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Re
         packager.request(&stores, &mut report, now).await?;
     }
     Ok(report)
+}
+
+/// Whether any registration names `repository`.
+async fn is_registered(state: &dyn StateStore, repository: &str) -> anyhow::Result<bool> {
+    Ok(!state
+        .list_repository_registrations(repository)
+        .await?
+        .is_empty())
 }
 
 /// Whether the tree has anything a registration registers: an agent or a workspace

@@ -124,3 +124,68 @@ async fn a_moved_branch_is_queued_on_the_state_store_once() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     insta::assert_snapshot!("reconcile_human", run.stdout);
 }
+
+/// `astrolift ARGS` exits 0; its stdout as JSON.
+fn json_of(args: &[&str], state: &str, github: &FakeGitHub) -> serde_json::Value {
+    let run = run_of(astrolift(args, state, github).output().expect("runs"));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    json(&run.stdout)
+}
+
+/// A registered repository with no agents: `check --apply --commit C` records `C` as its
+/// synced commit like any sync, so reconcile queues nothing for it, and a second pass asks
+/// GitHub one conditional request per ref (docs/reference.md §4).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registered_repository_without_agents_is_synced_and_reconciled_unchanged() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let state = format!("sqlite:{}", dir.path().join("state.db").display());
+    let github = FakeGitHub::start().await.expect("fake GitHub");
+    github.add_installation(INSTALLATION);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/no-agents");
+    github.add_repo("octo", "empty", "main", SYNCED, &fixture);
+    let installation = INSTALLATION.to_string();
+    let register = [
+        "register-repo",
+        "octo/empty",
+        "--project-id",
+        "local",
+        "--installation-id",
+        &installation,
+    ];
+    let run = run_of(
+        astrolift(&register, &state, &github)
+            .output()
+            .expect("runs"),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let blobs = format!("--blobs=file:{}", dir.path().join("blobs").display());
+    let fixture = fixture.to_str().expect("utf-8");
+    let apply = [
+        "check",
+        "--apply",
+        "--repo",
+        "octo/empty",
+        "--commit",
+        SYNCED,
+        "--format",
+        "json",
+        &blobs,
+        fixture,
+    ];
+    let applied = json_of(&apply, &state, &github);
+    assert_eq!(applied["applied"], true, "{applied:#}");
+
+    let reconcile = ["reconcile", "--format", "json"];
+    let first = json_of(&reconcile, &state, &github);
+    assert_eq!(first["totals"]["queued"], 0, "{first:#}");
+    assert_eq!(first["refs"][0]["synced"], SYNCED);
+    let before = github.requests_to("GET", "/repos/").len();
+    let second = json_of(&reconcile, &state, &github);
+    assert_eq!(second["totals"]["queued"], 0, "{second:#}");
+    assert_eq!(second["refs"][0]["status"], "unchanged");
+    let asked = github.requests_to("GET", "/repos/")[before..].to_vec();
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert!(asked[0].header("if-none-match").is_some(), "{asked:#?}");
+    let jobs = json_of(&["jobs", "list", "--format", "json"], &state, &github);
+    assert_eq!(jobs, serde_json::json!([]));
+}
