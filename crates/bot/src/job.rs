@@ -13,8 +13,9 @@ pub enum JobTrigger {
     Push,
     /// A pull request head: checked, never applied.
     PullRequest,
-    /// A user asked GitHub to re-run the check: checked only (see
-    /// ARCHITECTURE.md, "Why re-requests only check").
+    /// A user asked GitHub to re-run the check: checked only, since a re-run of
+    /// an old commit's check is not a push and must not move its registration
+    /// (ARCHITECTURE.md, `crates/bot`).
     Rerequest,
     /// A skill source a registration's agents name moved (docs/reference.md §5.1,
     /// "Dependents follow"): the registered ref's commit, synced again (applies like a

@@ -1,7 +1,7 @@
 //! The outbox in a file of its own (`ASTROLIFT_OUTBOX=PATH`, or `.astrolift/outbox.db`
 //! with a state store that keeps none): [`SqliteOutbox`], described with the other form
 //! in [`crate::outbox`]. Behind the `sqlite` feature: a Lambda function never keeps a
-//! local outbox (ARCHITECTURE.md, "each binary links what it runs").
+//! local outbox (ARCHITECTURE.md, `functions/`).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -3,12 +3,15 @@
 //! octocrab carries every request: its request building, base URI (kept
 //! under GitHub Enterprise's `/api/v3`), bearer auth, JSON decoding and
 //! error mapping, on its hyper-1 client with rustls. Forge adds what octocrab
-//! does not do, each as a thin part around it (ARCHITECTURE.md lists them):
-//! the retry layer ([`super::layers`]), the installation-token cache
-//! ([`super::app`]: an injected clock, the 5-minute margin and one refresh in
-//! flight, where octocrab's cache reads the wall clock, refreshes 30 s before
-//! expiry and lets concurrent callers race), and the tarball redirect
-//! followed by hand with a size bound ([`super::tarball`]).
+//! does not do, each as a thin part around it, in a module of its own that
+//! says why octocrab's part is not used: the retry layer ([`super::layers`]),
+//! the installation-token cache ([`super::app`]: an injected clock, the
+//! 5-minute margin and one refresh in flight, where octocrab's cache reads the
+//! wall clock, refreshes 30 s before expiry and lets concurrent callers race),
+//! the tarball redirect followed by hand with a size bound ([`super::tarball`]),
+//! and lean request and answer types where octocrab's models require fields we
+//! never read or lose GitHub Enterprise's base path ([`super::checks`],
+//! [`super::pulls`]).
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};

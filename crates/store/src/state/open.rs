@@ -20,7 +20,7 @@ pub async fn open_state_store(location: &StateLocation) -> StoreResult<Arc<dyn S
     match location {
         #[cfg(feature = "sqlite")]
         StateLocation::Sqlite(path) => Ok(Arc::new(SqliteStateStore::open(path).await?)),
-        // The Lambda functions are built without SQLite (ARCHITECTURE.md, store).
+        // The Lambda functions are built without SQLite (ARCHITECTURE.md, `functions/`).
         #[cfg(not(feature = "sqlite"))]
         StateLocation::Sqlite(path) => Err(crate::StoreError::Invalid(format!(
             "sqlite:{} cannot be opened: this build has no SQLite state store (use dynamodb:TABLE)",
