@@ -25,6 +25,11 @@
 //!    the App is not installed on is listed as not re-synced.
 //!
 //! A re-sync queues no re-syncs of its own (only pushes follow), so there are no loops.
+//!
+//! Why the sources are recorded on the registration rather than read from the dependents'
+//! snapshots at push time: a push then costs one listing of registrations, not a read per
+//! registered agent, and a snapshot does not name an organization skill's repository (only
+//! its alias).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;

@@ -1,5 +1,12 @@
 //! Trigger bindings, keyed by repository and, for GitHub-sourced ones, by event (written by [`AgentStore::apply`](super::AgentStore::apply)).
 //!
+//! A backend that keeps a copy of a binding per key (DynamoDB: one per repository and one per
+//! event) writes every copy in the binding's transaction, and derives which event copies to
+//! delete from the copies stored, so the copies never differ from the binding after a commit.
+//! No per-delivery path lists every binding ([`TriggerBindingStore::list_trigger_bindings`]
+//! is for operators' listings); [`StateStats`](crate::StateStats)' `records_read` lets the
+//! contract suite prove it.
+//!
 //! One concern of the state store: [`StateStore`](super::StateStore) is the union of
 //! the concerns; its contract suite is `crates/store/tests/it/binding_contract.rs`, run on
 //! SQLite and DynamoDB.
