@@ -4,7 +4,8 @@
 //!   `ASTROLIFT_LOG_FORMAT=json`) they are JSON lines with the fields of the
 //!   current spans, so every line of a request carries its delivery id,
 //!   repository and commit; elsewhere they are human-readable on stderr.
-//!   The level comes from `ASTROLIFT_LOG_LEVEL` (or `RUST_LOG`), default `info`.
+//!   The level comes from `ASTROLIFT_LOG_LEVEL` (or `RUST_LOG`), default `info`
+//!   (the AWS SDK's region and credentials lookups `error`: [`QUIET_AWS_CONFIG`]).
 //! - **Metrics** are CloudWatch Embedded Metric Format lines printed to
 //!   stdout: CloudWatch Logs extracts them, so the hot path makes no SDK call.
 //!   They are printed only on Lambda or with `ASTROLIFT_METRICS=emf`.
@@ -54,13 +55,21 @@ fn env_is(name: &str, value: &str) -> bool {
     std::env::var(name).is_ok_and(|v| v.eq_ignore_ascii_case(value))
 }
 
+/// Filter directives that keep the AWS SDK's own warnings about a missing region or missing
+/// credentials (the instance-metadata region lookup, the credentials chain) below the
+/// default levels: each is the SDK's debug dump, and the store's error that follows names
+/// the cause with a hint (docs/reference.md §3, "Errors"). A level set by `RUST_LOG` or
+/// `ASTROLIFT_LOG_LEVEL`, or `--verbose`, shows them.
+pub const QUIET_AWS_CONFIG: &str =
+    "aws_config::imds::region=error,aws_config::meta::credentials::chain=error";
+
 /// Installs the global `tracing` subscriber; JSON on Lambda. Idempotent.
 pub fn init_logging() {
     let filter = std::env::var("ASTROLIFT_LOG_LEVEL")
         .ok()
         .and_then(|level| EnvFilter::try_new(level).ok())
         .or_else(|| EnvFilter::try_from_default_env().ok())
-        .unwrap_or_else(|| EnvFilter::new("info"));
+        .unwrap_or_else(|| EnvFilter::new(format!("info,{QUIET_AWS_CONFIG}")));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -124,6 +133,17 @@ pub fn count(function: &str, metric: Metric, count: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_quiet_aws_config_directives_parse() {
+        let filter = EnvFilter::try_new(format!("info,{QUIET_AWS_CONFIG}")).expect("directives");
+        let shown = filter.to_string();
+        assert!(shown.contains("aws_config::imds::region=error"), "{shown}");
+        assert!(
+            shown.contains("aws_config::meta::credentials::chain=error"),
+            "{shown}"
+        );
+    }
 
     #[test]
     fn emf_line_names_namespace_dimension_and_value() {

@@ -287,15 +287,17 @@ fn report_peak_memory() {
     }
 }
 
-/// Logs go to stderr, filtered by `RUST_LOG` (default `warn`; with `--verbose`, `debug`
-/// for our own crates), coloured by the rule of the diagnostics (`astrolift_cli::colour`).
+/// Logs go to stderr, filtered by `RUST_LOG` (default `warn`, and `error` for the AWS SDK's
+/// region and credentials lookups, whose failure the store's error names; with `--verbose`,
+/// `debug` for our own crates), coloured by the rule of the diagnostics
+/// (`astrolift_cli::colour`).
 fn init_tracing(verbose: bool) {
     let builder = EnvFilter::builder().with_default_directive(LevelFilter::WARN.into());
     let filter = match std::env::var("RUST_LOG") {
         Ok(directives) if !directives.is_empty() => builder.parse_lossy(directives),
         // Every crate of ours is `astrolift` or `astrolift_*`: a prefix of their targets.
         _ if verbose => builder.parse_lossy("warn,astrolift=debug"),
-        _ => builder.parse_lossy(""),
+        _ => builder.parse_lossy(astrolift_bot::telemetry::QUIET_AWS_CONFIG),
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -22,6 +22,7 @@ const AWS_VARIABLES: &[&str] = &[
     "AWS_ROLE_ARN",
     "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
     "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_EC2_METADATA_DISABLED",
 ];
 
 /// `astrolift agents list` on a DynamoDB state with only `env` as AWS configuration:
@@ -34,6 +35,13 @@ fn agents_list_on_dynamodb(env: &[(&str, &str)], extra: &[&str]) -> Run {
 /// `astrolift ARGS` with only `env` as AWS configuration: empty config and credentials
 /// files, no instance metadata, one attempt per call.
 pub(crate) fn astrolift_with_only_aws_env(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let no_metadata = [("AWS_EC2_METADATA_DISABLED", "true")];
+    astrolift_with_aws_env_and_metadata(args, &[&no_metadata, env].concat())
+}
+
+/// [`astrolift_with_only_aws_env`] with the instance metadata service asked, as the SDK
+/// does by default (unless `env` disables it).
+fn astrolift_with_aws_env_and_metadata(args: &[&str], env: &[(&str, &str)]) -> Run {
     let dir = tempfile::tempdir().expect("temp dir");
     let empty = dir.path().join("empty");
     std::fs::write(&empty, "").expect("an empty file");
@@ -43,7 +51,6 @@ pub(crate) fn astrolift_with_only_aws_env(args: &[&str], env: &[(&str, &str)]) -
         .current_dir(dir.path())
         .env("AWS_CONFIG_FILE", &empty)
         .env("AWS_SHARED_CREDENTIALS_FILE", &empty)
-        .env("AWS_EC2_METADATA_DISABLED", "true")
         .env("AWS_MAX_ATTEMPTS", "1")
         .env_remove("RUST_LOG");
     for name in AWS_VARIABLES {
@@ -113,6 +120,26 @@ fn missing_aws_region_or_credentials_say_what_to_set() {
     assert_short(&run, "no AWS region set", "AWS_REGION");
 
     let run = agents_list_on_dynamodb(&[("AWS_REGION", "eu-west-1")], &[]);
+    assert_short(&run, "no AWS credentials found", "AWS_ACCESS_KEY_ID");
+}
+
+/// With the instance metadata service asked (the SDK's default), a missing region or
+/// missing credentials are still the error and its hint alone: none of the SDK's own
+/// warnings about the lookups it tried.
+#[test]
+fn missing_aws_region_or_credentials_with_instance_metadata_are_two_lines() {
+    let args = ["agents", "list", "--state", "dynamodb:astrolift-table"];
+    let credentials = [
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+    ];
+    let run = astrolift_with_aws_env_and_metadata(&args, &credentials);
+    assert_eq!(
+        run.stderr,
+        "error: store unavailable (retryable): DynamoDB Query: no AWS region set\n\
+         hint: set AWS_REGION (for example AWS_REGION=eu-west-1)\n"
+    );
+    let run = astrolift_with_aws_env_and_metadata(&args, &[("AWS_REGION", "eu-west-1")]);
     assert_short(&run, "no AWS credentials found", "AWS_ACCESS_KEY_ID");
 }
 
