@@ -187,6 +187,8 @@ fn main() -> ExitCode {
     // First of all: as a jq worker process this serves and exits; otherwise
     // trigger programs (serve, `trigger test`) evaluate in worker processes.
     astrolift_jq::sandbox::init();
+    // Progress is timed from here (docs/reference.md §3, "Progress").
+    progress::command_started();
     // Usage errors exit 2 (clap's default); --help and --version exit 0.
     let cli = Cli::parse();
     let verbose = cli.verbose || std::env::var_os("RUST_LOG").is_some_and(|v| !v.is_empty());
