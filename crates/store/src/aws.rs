@@ -5,11 +5,10 @@ use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use crate::StoreError;
 
 /// Loads the SDK configuration from the standard sources (environment, profile, IMDS),
-/// with our HTTP client ([`crate::aws_http`]), for every AWS client of the workspace.
+/// with the SDK's own HTTP client, for every AWS client of the workspace.
 /// `AWS_ENDPOINT_URL` (and the per-service variants) are honoured by `aws-config` itself.
 pub async fn load_sdk_config() -> aws_config::SdkConfig {
     aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(crate::aws_http::sdk_http_client())
         .load()
         .await
 }

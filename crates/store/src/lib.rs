@@ -20,12 +20,11 @@
 //!   `serve`'s durable queue and its dead letter) through accessors.
 //! - The fault-injecting wrappers of [`testing`] (feature `testing`), for crash tests.
 //! - [`load_sdk_config`]: the one AWS SDK configuration every AWS client of the workspace is
-//!   made from, on the crate's own HTTP/1.1 client ([`sdk_http_client`]; the SDK's own links
-//!   HTTP/2, which no service we call needs).
+//!   made from, on the SDK's own HTTP client.
 //!
 //! # Invariants
-//! - **One HTTP stack for AWS.** No AWS SDK client is built without [`sdk_http_client`]: the
-//!   SDK's `default-https-client` feature is off in every manifest.
+//! - **One HTTP stack.** The SDK's client is hyper 1 over rustls on aws-lc-rs, the stack
+//!   the GitHub client (`astrolift_forge`) uses; the SDK's legacy hyper-0.14 client is off.
 //! - **Put-if-absent.** An object that exists is never uploaded again, and every upload or
 //!   skip is counted ([`BlobStats`]), so callers can assert "0 PUTs on a re-run".
 //! - **No partial objects.** A directory store writes a temporary file and renames it into
@@ -57,7 +56,6 @@
 #![forbid(unsafe_code)]
 
 mod aws;
-mod aws_http;
 pub mod blob;
 mod error;
 mod future;
@@ -67,7 +65,6 @@ pub mod state;
 pub mod testing;
 
 pub use aws::{AwsCause, describe_sdk_error, load_sdk_config};
-pub use aws_http::sdk_http_client;
 pub use blob::{
     BlobBody, BlobKey, BlobOptions, BlobStats, BlobStore, FsBlobStore, PutOutcome, S3BlobStore,
     blob_store_from_url, blob_store_from_url_with, open_blob_store,

@@ -24,7 +24,6 @@ mod import;
 mod inline;
 mod killed;
 mod layers;
-mod linking;
 mod pipes;
 mod push_bench;
 mod reconcile;

@@ -9,7 +9,6 @@ const SECRET: &str = "do-not-print-this-secret";
 fn unreachable_s3() -> aws_sdk_s3::Client {
     let config = aws_sdk_s3::Config::builder()
         .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
-        .http_client(astrolift_store::sdk_http_client())
         .endpoint_url("http://127.0.0.1:1")
         .region(aws_sdk_s3::config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_s3::config::Credentials::new(

@@ -546,7 +546,6 @@ async fn an_unreachable_secret_store_is_503() {
     use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials, Region};
     let config = aws_sdk_secretsmanager::Config::builder()
         .behavior_version(BehaviorVersion::latest())
-        .http_client(astrolift_store::sdk_http_client())
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("test", "test", None, None, "test"))
         // Nothing listens on the discard port.

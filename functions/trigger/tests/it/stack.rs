@@ -1,4 +1,4 @@
-//! The trigger function on a deployed stack's resources (issue 14 §7): run by
+//! The trigger function on a deployed stack's resources: run by
 //! `scripts/smoke-trigger.sh` from the deploy smoke test with exactly the environment the
 //! stack gave the trigger function (read back from Lambda), after it put a known value into
 //! the stack's webhook secret. The function is built as on Lambda (`service_from_env`):
@@ -201,7 +201,6 @@ async fn the_stacks_trigger_function_verifies_github_and_classifies_secret_error
 
     // The same binding with Secrets Manager unreachable (nothing listens on port 9).
     let config = aws_config::from_env()
-        .http_client(astrolift_store::sdk_http_client())
         .endpoint_url("http://127.0.0.1:9")
         .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(1))
         .load()
@@ -220,7 +219,8 @@ async fn the_stacks_trigger_function_verifies_github_and_classifies_secret_error
     assert_eq!(code, 503, "an unreachable secret store: {answer}");
 }
 
-/// A dispatch of issue 1 that asks for a comment, with a render keyed `key`: its task id.
+/// A dispatch asking for a comment on issue or pull request number 1, with a render keyed
+/// `key`: its task id.
 async fn reporting_dispatch(state: &dyn StateStore, key: &str) -> String {
     let task_id = unique_name("t-smoke");
     let dispatch = Dispatch {

@@ -118,12 +118,10 @@ fn shipped_graph(package: &str) -> Vec<String> {
 }
 
 /// Each Lambda function links only what it runs (ARCHITECTURE.md, `functions/`): no
-/// SQLite, no CLI, no importer (and so no SARIF renderer, which is the CLI's), and no
-/// HTTP/2, which none of the services it calls needs (`astrolift_store::sdk_http_client`).
+/// SQLite, no CLI and no importer (and so no SARIF renderer, which is the CLI's).
 #[test]
 fn lambda_functions_link_no_sqlite_cli_or_importer() {
     let absent = [
-        "h2",
         "rusqlite",
         "libsqlite3-sys",
         "clap",
