@@ -13,8 +13,8 @@ use astrolift_dispatch::layers::{
 use astrolift_manifest::{Diagnostic, Limits, Span};
 use astrolift_package::codes::{PACKAGER_DISPATCHED, PACKAGER_FAILED, PACKAGER_NOT_CONFIGURED};
 use astrolift_store::StoreResult;
-use astrolift_store::state::LayerRequest;
 use astrolift_store::state::UnixSeconds;
+use astrolift_store::state::{LayerBuild, LayerRequest, LayerStatus};
 use astrolift_sync::Report;
 use astrolift_sync::Stores;
 
@@ -51,7 +51,9 @@ impl LayerPackager {
 
     /// Requests the layers `report.layer_needs` lists and adds one diagnostic per
     /// outcome that is not a reuse (a notice for a packager dispatch, a warning when no
-    /// packager can be dispatched). A store failure is `Err`.
+    /// packager can be dispatched), each after a warning naming the failed packager
+    /// dispatch of its layer build, if its last one failed (docs/reference.md §16). A store
+    /// failure is `Err`.
     pub async fn request(
         &self,
         stores: &Stores,
@@ -69,12 +71,25 @@ impl LayerPackager {
             callback_base: self.callback_base.as_deref(),
             now,
         };
+        let mut failed = Vec::with_capacity(report.layer_needs.len());
+        for request in &report.layer_needs {
+            let build = stores
+                .state
+                .layers()
+                .get_layer_build(&request.layer_key)
+                .await?;
+            failed.push(build.filter(|b| b.status == LayerStatus::Failed));
+        }
         let outcomes = request_layers(context, &report.layer_needs).await?;
         let found: Vec<_> = report
             .layer_needs
             .iter()
             .zip(&outcomes)
-            .filter_map(|(request, outcome)| diagnostic(outcome, request))
+            .zip(&failed)
+            .flat_map(|((request, outcome), failed)| {
+                let failed = failed.as_ref().map(|build| failed_run(build, request));
+                failed.into_iter().chain(diagnostic(outcome, request))
+            })
             .collect();
         report.add_diagnostics(found);
         Ok(())
@@ -89,9 +104,35 @@ pub fn packager_from_env() -> Option<String> {
         .filter(|name| !name.is_empty())
 }
 
+/// The check-run warning of `build`, the failed layer build of `request`'s key: which
+/// packager dispatch failed, and the error it returned.
+pub fn failed_run(build: &LayerBuild, request: &LayerRequest) -> Diagnostic {
+    let key = short_key(request);
+    let dispatch = build
+        .dispatch_id
+        .as_deref()
+        .map_or_else(String::new, |id| format!(" ({id})"));
+    let error = build.error.as_deref().unwrap_or("no error was given");
+    let message = format!(
+        "{}: the last packager dispatch{dispatch} for dependency layers {key} failed: {error}",
+        request.name
+    );
+    Diagnostic::new(
+        &PACKAGER_FAILED,
+        request.manifest_path.clone(),
+        Span::FILE,
+        message,
+    )
+}
+
+/// The first 12 digits of `request`'s layer key, as the diagnostics name it.
+fn short_key(request: &LayerRequest) -> &str {
+    request.layer_key.get(..12).unwrap_or(&request.layer_key)
+}
+
 /// The check-run diagnostic of `outcome` for `request`, on its manifest (none for a reuse).
 pub fn diagnostic(outcome: &LayerOutcome, request: &LayerRequest) -> Option<Diagnostic> {
-    let key = request.layer_key.get(..12).unwrap_or(&request.layer_key);
+    let key = short_key(request);
     let name = &request.name;
     let (code, message) = match outcome {
         LayerOutcome::Reused => return None,

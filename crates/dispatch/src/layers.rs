@@ -40,8 +40,8 @@ pub const MAX_LAYER_ERROR: usize = 4096;
 pub enum LayerState {
     /// Its package needs no layer.
     None,
-    /// Needed, not built yet.
-    Pending,
+    /// Needed, not built yet: the packager dispatch it waits for, if one was sent.
+    Pending { dispatch_id: Option<String> },
     /// Built.
     Ready(Vec<Layer>),
     /// The last build failed, with why.
@@ -54,22 +54,25 @@ impl LayerState {
     pub fn name(&self) -> Option<&'static str> {
         match self {
             LayerState::None => None,
-            LayerState::Pending => Some("pending"),
+            LayerState::Pending { .. } => Some("pending"),
             LayerState::Ready(_) => Some("ready"),
             LayerState::Failed(_) => Some("failed"),
         }
     }
 }
 
-/// The layer state of `agent`: its build's, `Pending` when its key has no build yet.
+/// The layer state of `agent`: its build's, `Pending` with no dispatch when its key has no
+/// build yet.
 pub async fn agent_layer_state(state: &dyn StateStore, agent: &Agent) -> StoreResult<LayerState> {
     let Some(key) = agent.layer_key.as_deref() else {
         return Ok(LayerState::None);
     };
     Ok(match state.layers().get_layer_build(key).await? {
-        None => LayerState::Pending,
+        None => LayerState::Pending { dispatch_id: None },
         Some(build) => match build.status {
-            LayerStatus::Pending => LayerState::Pending,
+            LayerStatus::Pending => LayerState::Pending {
+                dispatch_id: build.dispatch_id,
+            },
             LayerStatus::Ready => LayerState::Ready(build.layers),
             LayerStatus::Failed => LayerState::Failed(build.error.unwrap_or_default()),
         },
@@ -77,8 +80,8 @@ pub async fn agent_layer_state(state: &dyn StateStore, agent: &Agent) -> StoreRe
 }
 
 /// Puts `agent`'s layers into `content.package.layers`, each with a URL presigned now.
-/// An agent whose layers are pending or failed is refused
-/// ([`ContentError::LayersPending`], [`ContentError::LayersFailed`]) unless
+/// An agent whose layers are pending (naming the packager dispatch they wait for) or failed
+/// is refused ([`ContentError::LayersPending`], [`ContentError::LayersFailed`]) unless
 /// `allow_pending`, and then goes without them.
 pub async fn attach_layers(
     state: &dyn StateStore,
@@ -92,9 +95,10 @@ pub async fn attach_layers(
         LayerState::None => return Ok(()),
         LayerState::Ready(layers) => layers,
         _ if allow_pending => return Ok(()),
-        LayerState::Pending => {
+        LayerState::Pending { dispatch_id } => {
             return Err(ContentError::LayersPending {
                 agent: agent.key().to_string(),
+                dispatch_id,
             });
         }
         LayerState::Failed(error) => {

@@ -51,10 +51,14 @@ pub enum ContentError {
     #[error("env spec {env_spec} names a config manifest, whose files no blob store can deliver")]
     ConfigNoBlobStore { env_spec: String },
     #[error(
-        "{agent} is layers-pending: the packager agent has not returned its dependency layers yet; \
-         wait for it (`astrolift agents list`), or dispatch with --allow-pending-layers to send it without them"
+        "{agent} is layers-pending: {}, or dispatch with --allow-pending-layers to send it without them",
+        waiting_for(.dispatch_id.as_deref())
     )]
-    LayersPending { agent: String },
+    LayersPending {
+        agent: String,
+        /// The packager dispatch the layers wait for; `None`: none was sent.
+        dispatch_id: Option<String>,
+    },
     #[error(
         "{agent} is layers-failed: the packager agent could not build its dependency layers ({error}); \
          sync its repository again to retry, or dispatch with --allow-pending-layers to send it without them"
@@ -62,6 +66,21 @@ pub enum ContentError {
     LayersFailed { agent: String, error: String },
     #[error("blob store: {0}")]
     Store(#[from] StoreError),
+}
+
+/// What a layers-pending agent waits for, and what to do meanwhile.
+fn waiting_for(dispatch_id: Option<&str>) -> String {
+    match dispatch_id {
+        Some(id) => format!(
+            "it waits for the packager dispatch {id} to return its dependency layers; \
+             wait for it (`astrolift dispatch show {id}`)"
+        ),
+        None => format!(
+            "no packager dispatch builds its dependency layers yet; set {} and sync its \
+             repository again",
+            crate::layers::PACKAGER_AGENT_ENV
+        ),
+    }
 }
 
 impl ContentError {

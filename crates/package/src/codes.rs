@@ -83,7 +83,7 @@ pub const PACKAGER_NOT_CONFIGURED: Code = Code::new(
 pub const PACKAGER_FAILED: Code = Code::new(
     "package/packager-failed",
     Severity::Warning,
-    "The packager agent could not be dispatched to build the package's dependency layers.",
+    "The packager agent could not be dispatched, or its last run failed, to build the package's dependency layers.",
 );
 
 /// The codes of this crate, for the catalogue.

@@ -6,6 +6,7 @@ mod dependents;
 mod drift;
 mod durable;
 mod faults;
+mod layers;
 mod ingress;
 mod queue;
 mod reconcile;

@@ -262,6 +262,14 @@ fn push_to_a_dispatch_carrying_layers(stores: &Stores) {
         "{}",
         refused.stderr
     );
+    // The refusal names the packager dispatch the layers wait for.
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("waits for the packager dispatch {packager_id} ")),
+        "{}",
+        refused.stderr
+    );
     assert!(
         refused.stderr.contains("--allow-pending-layers"),
         "{}",
@@ -368,11 +376,22 @@ fn a_failed_packager_result_is_visible_and_the_next_sync_retries() {
         report(&stores, &id, "succeeded", &ok_result("/tmp/venv")).code,
         2
     );
+    // The next sync's report names the failed run, then dispatches the packager again.
     let retried = apply(&stores, &repo, Some("packager"));
     assert_eq!(
         codes(&retried),
-        ["package/packager-dispatched"],
+        ["package/packager-failed", "package/packager-dispatched"],
         "{retried}"
+    );
+    let shown = retried["diagnostics"]
+        .as_array()
+        .and_then(|all| all.iter().find(|d| d["code"] == "package/packager-failed"))
+        .and_then(|d| d["message"].as_str())
+        .unwrap_or_default();
+    assert!(shown.contains(&id), "{shown}");
+    assert!(
+        shown.contains("pip could not resolve requests==2.32.3"),
+        "{shown}"
     );
     assert_eq!(packager_dispatches(&stores).len(), 2);
     assert_eq!(reporter(&stores)["layers"], "pending");
@@ -391,6 +410,16 @@ fn without_a_packager_the_agent_is_registered_layers_pending_with_a_warning() {
     );
     assert!(packager_dispatches(&stores).is_empty());
     assert_eq!(reporter(&stores)["layers"], "pending");
+    // No packager dispatch to wait for: the refusal says how to get one.
+    let refused = dispatch(&stores, &[]);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(
+        refused.stderr.contains(
+            "no packager dispatch builds its dependency layers yet; set ASTROLIFT_PACKAGER_AGENT"
+        ),
+        "{}",
+        refused.stderr
+    );
     let named_wrong = apply(&stores, &repo, Some("no-such-agent"));
     assert_eq!(codes(&named_wrong), ["package/packager-not-configured"]);
     // Configured later: the next sync dispatches it.
