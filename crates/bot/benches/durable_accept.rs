@@ -1,23 +1,23 @@
-//! Issue 27: what `serve`'s durable queue costs an accepted webhook, side by side with the
-//! in-memory lanes it replaced (docs/operations.md, "Failed jobs on serve").
+//! What `serve`'s durable queue costs an accepted webhook, side by side with the in-memory
+//! lanes it is built on (docs/operations.md, "Failed jobs on serve").
 //!
 //! Both modes run the same [`Ingress`] (verify, parse, the delivery's conditional insert on
 //! a SQLite state store on disk) and differ only in the queue behind it:
-//! - `memory`: the in-process lanes ([`LocalJobQueue`]) alone, as `serve` had them before;
-//!   a job is lost if the process stops;
+//! - `memory`: the in-process lanes ([`LocalJobQueue`]) alone; a job is lost if the
+//!   process stops;
 //! - `durable`: [`DurableJobQueue`] on the same store: each job recorded with its delivery
 //!   in one transaction before the `202` (instead of the delivery's insert alone), then
 //!   marked running and deleted once its attempt succeeds.
 //!
 //! Each job's attempt succeeds at once, so what is measured is the queue, not a sync; at
 //! most [`SYNCS`] run at once in either mode (`serve`'s default `--syncs`, a semaphore
-//! around the in-memory lanes' handler as `serve` had it). With `ATTEMPT=runner`, each job
+//! around the in-memory lanes' handler). With `ATTEMPT=runner`, each job
 //! does what `serve`'s runner does to the store around a sync that writes nothing else: in
 //! memory, `SyncRunner::run` marks the delivery `running`, then `succeeded`; the durable
 //! queue writes those marks with its own job writes (`SyncRunner::run_unmarked` marks
 //! nothing). With `ATTEMPT=outcome`, the in-memory lanes record the delivery's outcome as
 //! cheaply as they could: `running` before the slot is taken, `succeeded` once it is let go
-//! (issue 27 asks every runtime to record it; the durable queue writes both with its job). By
+//! (every runtime records it; the durable queue writes both with its job). By
 //! default (`ATTEMPT=none`) an attempt does nothing: the queue's cost alone, with the
 //! delivery's marks in the durable queue's writes and none in memory.
 //! `CONCURRENCY` tasks (default 8, as bench/load.sh's 8 connections) send fresh `push`
@@ -38,7 +38,7 @@
 //! connection wait that long after each answer (an offered rate rather than a closed loop).
 //! The state store is a SQLite file in `TMPDIR`.
 //!
-//! `cargo bench -p astrolift-bot --bench durable_accept` (BENCHMARKS.md, issue 27). Under
+//! `cargo bench -p astrolift-bot --bench durable_accept`. Under
 //! `cargo test --benches` (no `--bench` argument) it runs one short round as a smoke test.
 
 mod support;

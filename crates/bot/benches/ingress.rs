@@ -1,4 +1,4 @@
-//! Issue 6: webhook ingress in-process — verify, parse, dedupe (a SQLite
+//! Webhook ingress in-process — verify, parse, dedupe (a SQLite
 //! conditional insert), enqueue — for a real 8.8 KiB push payload (GitHub's
 //! recorded `branch.created.with-installation` example). Target: median under
 //! 1 ms. Beside it, in the same run: signature verification alone, and a

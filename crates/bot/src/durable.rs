@@ -20,8 +20,8 @@
 //!   `JobStore::delete_job_marking`): `running`, then `succeeded`; `queued` while a retry
 //!   waits (a redelivery is a duplicate); `failed` with the dead letter (a redelivery queues
 //!   it again). So a job that succeeds at once costs three writes, the record with its
-//!   delivery, `running`, the delete, as many as the in-memory lanes' runner spent on its
-//!   delivery alone (BENCHMARKS.md, issue 27). Because every attempt is recorded `running`
+//!   delivery, `running`, the delete: no more than marking its delivery alone would.
+//!   Because every attempt is recorded `running`
 //!   before it runs, a start counts the attempts a stop cut short: a job found `running`
 //!   with no attempt left (one that stops the process) is dead-lettered instead of run
 //!   again. The attempt is

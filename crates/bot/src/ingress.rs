@@ -39,8 +39,7 @@ pub struct FanOutSummary {
     /// every jq evaluation slot taken, the state or secret store unavailable).
     /// The delivery is then answered 503, so that GitHub shows it failed and
     /// a redelivery (same delivery id, so the dispatches that were recorded
-    /// are not recorded twice) runs them; before, it was answered 200 and
-    /// those dispatches were lost.
+    /// are not recorded twice) runs them; a 200 would lose them.
     pub unavailable: usize,
 }
 

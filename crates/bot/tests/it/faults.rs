@@ -1,4 +1,4 @@
-//! Faults end to end (issue 9): each run is interrupted by one fault, then
+//! Faults end to end: each run is interrupted by one fault, then
 //! the job is run again, as SQS redelivers it. The final state must equal a
 //! clean run's: the same agents with the same snapshots and versions, one
 //! audit event per change, every referenced blob stored, and no check run

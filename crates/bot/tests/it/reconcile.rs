@@ -303,7 +303,7 @@ async fn a_skill_source_moved_without_a_delivery_re_syncs_its_dependents() {
     assert_eq!(queue.jobs().len(), jobs.len());
 }
 
-/// The figure in BENCHMARKS.md ("Issue 27: reconcile of 1,000 refs"): 1,000 registered refs
+/// Reconcile of 1,000 refs, a benchmark: 1,000 registered refs
 /// that have not moved, against the fake GitHub; the first pass learns the ETags, the second
 /// is timed. `cargo test -p astrolift-bot --test it reconcile_of_1000 -- --ignored --nocapture`
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
