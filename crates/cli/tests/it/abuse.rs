@@ -1,4 +1,4 @@
-//! Issue 9 abuse cases through a real `astrolift serve`: oversized bodies,
+//! Abuse cases through a real `astrolift serve`: oversized bodies,
 //! slow-loris clients, replayed deliveries and deleted installations each get
 //! a bounded answer, and serve keeps serving.
 

@@ -1,9 +1,9 @@
-//! Issue 14 capacity cases through a real `astrolift serve`: one client
+//! Capacity cases through a real `astrolift serve`: one client
 //! address cannot hold every connection, a flood of large bodies stays
 //! within the body budget, and webhooks are answered while syncs run.
 //!
 //! Time bounds here are generous ("not starved", not a benchmark); the
-//! measured figures are printed and recorded in BENCHMARKS.md.
+//! figures are printed, not asserted.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -305,8 +305,8 @@ async fn webhooks_are_answered_promptly_while_two_large_syncs_run() {
     let repository = large_repository(8, 4);
     github.add_repo("octo", "big-a", "main", SHA_A, repository.path());
     github.add_repo("octo", "big-b", "main", SHA_B, repository.path());
-    // The profile that ships when scripts/test.sh built it: the figure the
-    // issue's 50 ms target is about.
+    // The profile that ships when scripts/test.sh built it: answer times are
+    // a property of the shipped build.
     let (mut server, profile) = ServeProcess::start_shipped(&github, setup(Vec::new()));
 
     for (delivery, repo, id, sha) in [

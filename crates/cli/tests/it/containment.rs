@@ -1,4 +1,4 @@
-//! Containment through a RELEASE build of `astrolift serve` (issue 13): the
+//! Containment through a RELEASE build of `astrolift serve`: the
 //! profile that ships, with its panic strategy. Each hostile trigger program
 //! of `tests/containment` gets a small 4xx, then a benign request to the same
 //! process gets 202; 50 concurrent slow-native evaluations are each answered

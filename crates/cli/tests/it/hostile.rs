@@ -1,6 +1,6 @@
-//! Hostile input, round two (SECURITY.md, "The run side, the importers and least
-//! privilege"), through a RELEASE build of `astrolift`: the profile that ships, with its
-//! panic strategy. Each case failed before its fix:
+//! Hostile input (SECURITY.md, "The run side, the importers and least privilege"),
+//! through a RELEASE build of `astrolift`: the profile that ships, with its panic
+//! strategy. Each case holds:
 //!
 //! - reserved runtime variables in `[secrets]` never reach a render, in either format or mode;
 //! - `import` never writes through a symbolic link inside `--out`;
@@ -8,8 +8,8 @@
 //! - 131,000 `needs` and 5,000 same-titled nodes take linear work;
 //! - an archive of long paths and an export of millions of values stay under 256 MiB.
 //!
-//! Work is bounded by a watchdog ten times the target (the figures are measured in
-//! BENCHMARKS.md, not asserted here); memory by the process's own peak (`VmHWM`, written
+//! Work is bounded by a watchdog ten times the one-second target, loose enough for any
+//! runner; memory by the process's own peak (`VmHWM`, written
 //! through `ASTROLIFT_PEAK_MEMORY_FILE`).
 //!
 //! The binary comes from `ASTROLIFT_RELEASE_BIN_DIR` (scripts/test.sh builds it and sets
@@ -474,7 +474,7 @@ fn an_archive_of_long_paths_is_refused_within_the_memory_bound() {
     };
     let dir = tempfile::tempdir().expect("temp dir");
     let archive: PathBuf = dir.path().join("long-paths.tar.gz");
-    // 80,000 paths of 4,000 bytes: 320 MB of paths, which the file list once held whole.
+    // 80,000 paths of 4,000 bytes: 320 MB of paths, which the file list must not hold whole.
     long_path_archive(&archive, 80_000, 4_000);
     assert_refused_within_bound(&binary, "astrolift_package", &archive, "80,000 long paths");
 }

@@ -1,4 +1,4 @@
-//! The sync process killed at random points (issue 9): `astrolift check
+//! The sync process killed at random points: `astrolift check
 //! --apply` on a 20-agent monorepo is killed after a range of delays, then run
 //! again to completion. Every time, the registered agents (with their
 //! versions, which count their changes) and the referenced archives equal

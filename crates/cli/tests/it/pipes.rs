@@ -95,7 +95,7 @@ fn no_color_wins_over_clicolor_force_for_diagnostics_and_log_lines() {
 }
 
 /// No AWS store, queue or secret is configured: the AWS SDK's configuration is never
-/// loaded, so its region lookup logs nothing (it used to warn twice at every start).
+/// loaded, so its region lookup logs nothing.
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_on_local_stores_reads_no_aws_configuration() {
     use crate::serve_process::{ServeProcess, ServeSetup, fake_github_with};

@@ -1,4 +1,4 @@
-//! The issue-6 push benchmark, as an ignored test that `bench/push.sh` runs
+//! The push benchmark, as an ignored test that `bench/push.sh` runs
 //! in release mode: one push of an N-agent monorepo (`ASTROLIFT_BENCH_REPO`,
 //! written by `bench/gen_monorepo.py`) through a real `astrolift serve`, the
 //! fake GitHub and moto (DynamoDB + S3), end to end, from the POST to the

@@ -1,4 +1,4 @@
-//! Issue 9, secrets: the serve end-to-end flow (a push that registers, a
+//! Secrets: the serve end-to-end flow (a push that registers, a
 //! pull request, bad signatures, trigger calls) with sentinel secret values,
 //! debug JSON logs on. No sentinel, no installation token and no line of the
 //! App private key may appear in serve's output, in any request it sent to

@@ -1,4 +1,4 @@
-//! A real `astrolift serve` for the issue 9 tests (abuse, sentinel secrets):
+//! A real `astrolift serve` for the abuse and sentinel-secret tests:
 //! any environment, its stdout and stderr kept for inspection, its embedded
 //! stores in a temp dir the test can read afterwards.
 
