@@ -80,7 +80,7 @@ pub struct DeliveryMark<'a> {
 
 /// A job as its queue encoded it: JSON kept as text, so that a record is written and read
 /// back without building a `serde_json::Value` of the job (the durable queue writes each
-/// record two or three times; BENCHMARKS.md, issue 27). Serialized as the JSON it holds.
+/// record two or three times). Serialized as the JSON it holds.
 /// Two compare equal when their JSON is the same value, whatever the order of its keys (a
 /// backend may keep an object's keys in another order: DynamoDB's maps do).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

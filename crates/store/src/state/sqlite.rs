@@ -195,8 +195,7 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
         .map_err(sql_error)?;
     // The log is copied back into the file every 10,000 pages (40 MiB) rather than SQLite's
     // 1,000: `serve`'s writes come in small commits to a few hot pages, which a copy every
-    // 4 MiB wrote and synced again and again. Both queue modes accept 13 % more webhooks and
-    // the durable queue's p99 halves (BENCHMARKS.md, issue 27; docs/operations.md).
+    // 4 MiB would write and sync again and again (docs/operations.md).
     connection
         .pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)
         .map_err(sql_error)?;
@@ -491,7 +490,7 @@ mod tests {
     use super::*;
 
     /// The connection's settings that the durability and throughput claims rest on
-    /// (docs/operations.md, "Failed jobs on serve"; BENCHMARKS.md, issue 27).
+    /// (docs/operations.md, "Failed jobs on serve").
     #[tokio::test]
     async fn the_connection_logs_ahead_syncs_normally_and_checkpoints_every_10000_pages() {
         let dir = tempfile::tempdir().expect("a temporary directory");

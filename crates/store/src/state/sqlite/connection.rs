@@ -14,11 +14,10 @@
 //!   that another process (the CLI on the same file) may hold.
 //! - A call that needs several statements to be atomic opens a unit ([`atomic`]). In a write
 //!   batch, the first unit of a call that has written nothing yet is the call's own
-//!   savepoint (no second one is opened: a savepoint and its release were a sixth of what
-//!   the store's thread spent per job of `serve`'s durable queue, BENCHMARKS.md issue 27);
-//!   any other unit is a savepoint nested in it, and outside a batch (a test, the schema's
-//!   setup) a unit is a transaction of its own. A unit dropped uncommitted rolls back its
-//!   own writes only, whichever it is.
+//!   savepoint (no second one is opened: it would be work on the store's one thread for
+//!   nothing); any other unit is a savepoint nested in it, and outside a batch (a test, the
+//!   schema's setup) a unit is a transaction of its own. A unit dropped uncommitted rolls
+//!   back its own writes only, whichever it is.
 //! - A call that panics answers `StoreError::Unavailable` and is rolled back; the thread
 //!   goes on.
 //!
@@ -342,8 +341,8 @@ fn in_savepoint(connection: &mut Connection, call: Queued) -> Option<Box<dyn Ran
     ran
 }
 
-/// Runs a statement of the batch's own (a transaction's or a savepoint's), kept prepared:
-/// parsing them again for every call cost more than the calls' own statements.
+/// Runs a statement of the batch's own (a transaction's or a savepoint's), kept prepared so
+/// that no call parses them again.
 fn control(connection: &Connection, statement: &str) -> rusqlite::Result<usize> {
     connection.prepare_cached(statement)?.execute([])
 }

@@ -3,13 +3,12 @@
 //! Created with the rest of the schema when a file is opened.
 //!
 //! Every job accepted by `serve` is inserted, marked `running` and deleted on the store's one
-//! writer thread, so the table is laid out for those three writes (BENCHMARKS.md, issue 27):
+//! writer thread, so the table is laid out for those three writes:
 //! - a record's fields are columns, not one JSON body like the store's other tables: a
-//!   write binds them as they are and copies the job's text, where a body was the record
-//!   serialized again at every write (a tenth of what a durable job cost `serve` beyond the
-//!   in-memory lanes);
+//!   write binds them as they are and copies the job's text, where a body would be the
+//!   record serialized again at every write;
 //! - clustered by id (`WITHOUT ROWID`): a rowid table keyed by text keeps a second B-tree
-//!   for the key, which each insert and delete wrote too;
+//!   for the key, which each insert and delete would write too;
 //! - the state indexed only for the jobs that wait (`queued`, and `failed` for
 //!   `jobs list --state failed` and `jobs retry --all-failed`): a job leaves the index when
 //!   its attempt starts, and its delete touches no index. A sweep reads the queued ones

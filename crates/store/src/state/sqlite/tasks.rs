@@ -36,10 +36,9 @@ pub(super) fn insert_dispatch(
 /// [`insert_dispatch`]'s writes inside the caller's transaction, which commits them when
 /// rows were written (an existing key writes none).
 ///
-/// The key is looked up before the record is serialized: serializing a redelivered
-/// webhook's dispatch only to be refused (its message JSON inside the record's JSON, escaped
-/// a second time) was a fifth of what `serve` spent on the request (BENCHMARKS.md, issue
-/// 26). A new dispatch pays the keyed read on top of its insert.
+/// The key is looked up before the record is serialized: a redelivered webhook's dispatch
+/// is refused without serializing it (its message JSON inside the record's JSON, escaped a
+/// second time). A new dispatch pays the keyed read on top of its insert.
 pub(super) fn insert_dispatch_in(
     tx: &Connection,
     dispatch: &Dispatch,
