@@ -27,8 +27,8 @@ use crate::error::ImportError;
 pub const MAX_DEPTH: usize = 7;
 
 /// The memory the parsed value of one export may take, estimated as it is parsed
-/// ([`charge`]): a 31 MiB export of 8.4 million one-character strings would
-/// otherwise take over 500 MiB as a `serde_json::Value`. Documented in docs/import.md.
+/// ([`charge`]): an export of millions of one-character strings would otherwise take
+/// many times its size as a `serde_json::Value`. Documented in docs/import.md.
 pub const MAX_VALUE_BYTES: usize = 128 * 1024 * 1024;
 
 /// The scalar elements of an array that get a position of their own: the first

@@ -317,7 +317,7 @@ impl<'i> ManifestReader<'_, 'i, '_> {
             return (Vec::new(), spans);
         };
         let mut skills: Vec<SkillRef> = Vec::with_capacity(array.len());
-        // A set, not a scan of `skills`: 100,000 references stay linear (issue 9).
+        // A set, not a scan of `skills`: 100,000 references stay linear.
         let mut seen: HashSet<SkillIdentity> = HashSet::with_capacity(array.len());
         let mut previous_end: Option<usize> = None;
         for item in array.iter() {

@@ -231,7 +231,7 @@ mod tests {
         assert_eq!(index.own_lines(39..43), None);
     }
 
-    /// The index as it was before checkpoints: every line start.
+    /// The index without checkpoints: every line start.
     fn naive_position(text: &str, offset: usize) -> (u32, u32) {
         let mut offset = offset.min(text.len());
         while !text.is_char_boundary(offset) {

@@ -5,7 +5,7 @@
 //!
 //! Why wait at all: an evaluation of an ordinary program takes well under a millisecond,
 //! so a burst of deliveries (GitHub sends several events for one push) only needs to queue
-//! for a moment; refusing it at once made GitHub show those deliveries failed. Why bounded:
+//! for a moment; refusing it at once would make GitHub show those deliveries failed. Why bounded:
 //! a tenant's programs that run to their deadline hold slots, and nobody else may wait on
 //! them for long, nor pile up without limit.
 

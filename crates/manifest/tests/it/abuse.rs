@@ -1,4 +1,4 @@
-//! Issue 9 abuse cases for manifests: a manifest with 100,000 skills gets a
+//! Abuse cases for manifests: a manifest with 100,000 skills gets a
 //! bounded answer quickly, whether it fits the file limit or not.
 
 use std::time::Duration;

@@ -357,7 +357,7 @@ fn six_files_that_each_include_the_next_sixteen_times_load_six_files() {
 
 #[test]
 fn the_sixteen_by_sixteen_graph_seventeen_deep_is_one_depth_error() {
-    // 16¹⁷ loads without memoization: it never finished.
+    // 16¹⁷ loads without memoization: it would never finish.
     let tree = CountingTree::new(fixture("config_fanout_16x16_deep"));
     let result = load_config(&tree, "config.toml", &Limits::DEFAULT);
     assert_eq!(tree.reads(), 17, "f17.toml, level 17, is never read");

@@ -1,4 +1,5 @@
-//! Helpers shared by h5's tests: fixture trees and diagnostic snapshots.
+//! Helpers shared by the `h5_*` tests (config, workspace, triggers, drift, schemas):
+//! fixture trees and diagnostic snapshots.
 
 use std::path::PathBuf;
 
