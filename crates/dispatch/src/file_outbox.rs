@@ -14,8 +14,8 @@ use crate::outbox::{DRAIN_BATCH, OutboxEntry, OutboxRows, drain, queue_error, ro
 
 /// The table, and its size kept in `outbox_size` by triggers, so that the bound
 /// ([`DispatchQueue::has_room`], asked before every dispatch) is one row read: SQLite's
-/// `COUNT(*)` reads the whole table, which made each dispatch slower the more the outbox
-/// held. The triggers live in the file, so every writer (`serve`, the CLI, an older
+/// `COUNT(*)` reads the whole table, which would make each dispatch slower the more the
+/// outbox holds. The triggers live in the file, so every writer (`serve`, the CLI, an older
 /// binary) keeps the size; an outbox made before them is counted once, in the same
 /// transaction that adds them.
 const SCHEMA: &str = "BEGIN IMMEDIATE;

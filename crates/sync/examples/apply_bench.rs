@@ -1,4 +1,4 @@
-//! Benchmark of issue 5: the first apply of a repository, then a no-op re-run.
+//! Benchmark of applying a repository: the first apply of a repository, then a no-op re-run.
 //!
 //! Usage: `apply_bench DIR STATE_URL BLOB_URL` (for example
 //! `sqlite:/tmp/s.db file:/tmp/blobs`, or `dynamodb:TABLE s3://BUCKET` with

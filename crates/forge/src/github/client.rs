@@ -510,9 +510,9 @@ pub(crate) type StreamBody = http_body_util::combinators::BoxBody<bytes::Bytes, 
 /// What the octocrab clients are built from: octocrab on a hyper-1 client
 /// (rustls on aws-lc-rs, native roots, HTTP/1) with forge's retry layer.
 struct Transport {
-    /// Built on the first request, not with the App: reading and parsing the system's
-    /// root certificates is most of a `serve` cold start's CPU and memory, and a webhook
-    /// is answered before any GitHub call (BENCHMARKS.md, issue 26's serve cold start).
+    /// Built on the first request, not with the App: a webhook is answered before any
+    /// GitHub call, so reading and parsing the system's root certificates stays off
+    /// `serve`'s start and its first answer.
     connector: OnceLock<HttpsConnector<HttpConnector>>,
     base_uri: Uri,
     retry: RetryLayer,

@@ -1,4 +1,4 @@
-//! Plan and apply scenarios of issue 5, each run on both backends.
+//! Plan and apply scenarios, each run on both backends.
 
 use astrolift_manifest::SourceTree;
 use astrolift_store::state::{

@@ -358,9 +358,10 @@ fn nested(depth: usize) -> Value {
     value
 }
 
-/// docs/reference.md §8: a stage result one level past `MAX_RESULT_DEPTH` (and the 126
-/// levels a callback used to accept) is 422 with nothing recorded; the runtime's retry with
-/// a result at the bound is recorded and advances the run, whose next payload reads it.
+/// docs/reference.md §8: a stage result one level past `MAX_RESULT_DEPTH` (and one of 126
+/// levels, which serde_json's recursion limit alone would accept) is 422 with nothing
+/// recorded; the runtime's retry with a result at the bound is recorded and advances the
+/// run, whose next payload reads it.
 #[tokio::test]
 async fn a_result_past_the_depth_bound_is_422_and_the_retry_advances_the_run() {
     let subject = Subject::new().await;

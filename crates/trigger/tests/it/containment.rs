@@ -1,5 +1,5 @@
-//! Containment of one evaluation (issue 13): the hostile programs and bodies
-//! that used to end the process are each a bounded 422, after which the same
+//! Containment of one evaluation: hostile programs and bodies that could end
+//! the process are each a bounded 422, after which the same
 //! process evaluates the next request; and the payload limits (size as
 //! serialized, escapes counted; nesting) hold at the limit and one past it,
 //! through the dispatch record and the queue message.
