@@ -1,7 +1,7 @@
 //! A fake of the parts of GitHub's REST API the bot uses, for tests.
 //!
 //! - `POST /app/installations/{id}/access_tokens`: verifies the App JWT
-//!   (RS256, against the test key pair in `keys/`), issues 1-hour tokens;
+//!   (RS256, against the test key pair in `keys/`), hands out 1-hour tokens;
 //! - `GET /repos/{owner}/{repo}/tarball/{ref}`: 302 to `/_codeload/...`,
 //!   which serves a GitHub-shaped `tar.gz` built from a fixture directory;
 //! - `POST /repos/{owner}/{repo}/check-runs` and `PATCH .../check-runs/{id}`:

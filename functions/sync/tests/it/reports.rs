@@ -31,7 +31,7 @@ fn target() -> ReportTarget {
     }
 }
 
-/// A dispatch of issue 42 that asks for a comment; its task's id.
+/// A dispatch asking for a comment on issue or pull request number 42; its task's id.
 async fn dispatch(stores: &Stores, name: &str) -> String {
     let task_id = unique_name(name);
     let record = Dispatch {

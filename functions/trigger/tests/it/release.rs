@@ -1,4 +1,4 @@
-//! Containment through a RELEASE build of the trigger function (issue 13):
+//! Containment through a RELEASE build of the trigger function:
 //! the `trigger` binary runs as on Lambda, against a local Runtime API (the
 //! routes a runtime uses: `next`, `response`, `error`), as
 //! `bench/cold_start.py` drives the webhook binary. Each hostile trigger

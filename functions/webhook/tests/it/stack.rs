@@ -1,4 +1,4 @@
-//! One webhook end to end against a deployed stack's resources (issue 8 §3):
+//! One webhook end to end against a deployed stack's resources:
 //! run by `scripts/smoke-webhook.sh` from the deploy smoke test, with the
 //! names of the table, queue and secret that CloudFormation (moto) created.
 //! The function is built exactly as on Lambda (`WebhookFunction::from_env`:
