@@ -34,7 +34,7 @@ echo "== deploy smoke: store contract tests against the stack's table and bucket
 ASTROLIFT_TEST_TABLE="$SMOKE_TABLE" ASTROLIFT_TEST_BUCKET="$SMOKE_BUCKET" RUST_TEST_THREADS=1 \
   scripts/test-binary.sh astrolift-store dynamo s3 template_shape
 
-# ---- hook: one webhook end to end (issue 8 §3) ------------------------------------------
+# ---- hook: one webhook end to end -----------------------------------------------------
 # scripts/smoke-webhook.sh, when it exists, runs with the stack's names exported:
 #   SMOKE_STACK, SMOKE_TABLE, SMOKE_BUCKET, SMOKE_SYNC_QUEUE_URL, SMOKE_SYNC_DLQ_URL,
 #   SMOKE_DISPATCH_QUEUE_URL, SMOKE_WEBHOOK_SECRET_ID, SMOKE_WEBHOOK_SECRET_PREVIOUS_ID,

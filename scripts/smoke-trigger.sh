@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The trigger function against the resources of the stack that scripts/deploy-smoke.sh
-# created in moto (issue 14 §7), on the trigger function's OWN configuration: the
+# created in moto, on the trigger function's OWN configuration: the
 # environment variables the stack gave it are read back from Lambda and exported as they
 # are (nothing is mapped by hand), the events' test secret goes into the stack's webhook
 # secret, and the function's `stack` test runs: a `verify = { kind = "github" }` binding

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One webhook end to end against the resources of the stack that
-# scripts/deploy-smoke.sh created in moto (issue 8 §3). Maps the stack's names
+# scripts/deploy-smoke.sh created in moto. Maps the stack's names
 # onto the webhook function's Lambda environment, stores the events' test
 # secret in the stack's webhook secret, and runs the function's `stack` test:
 # a signed push is answered 202, deduplicated in the stack's table, and its job

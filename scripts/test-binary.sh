@@ -6,8 +6,8 @@
 #
 # Why not `cargo test -p PACKAGE --test it`: cargo resolves the features of shared
 # dependencies for the packages a command selects, so a `-p` selection builds every
-# dependency whose features differ a second time, into other artifacts (minutes per
-# selection on a cold CI machine). `cargo test --workspace --all-targets --no-run` with
+# dependency whose features differ a second time, into other artifacts (a rebuild per
+# selection). `cargo test --workspace --all-targets --no-run` with
 # the flags of scripts/test.sh finds everything built and only names the executable.
 # The binary runs as `cargo test` runs it: from its package's directory, with
 # CARGO_MANIFEST_DIR set.

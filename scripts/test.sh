@@ -43,8 +43,8 @@ export ASTROLIFT_REQUIRE_AWS=1
 
 # The binaries the containment tests start as processes (crates/cli
 # tests/it/containment.rs, functions/trigger tests/it/release.rs), built with
-# `release-test`: the shipped profile's panic strategy, overflow checks and
-# opt-level, without its thin-LTO pass (Cargo.toml). Those tests fail rather
+# `release-test`: the shipped profile's runtime settings (panic strategy, no
+# overflow checks), without its LTO pass (Cargo.toml). Those tests fail rather
 # than skip with ASTROLIFT_REQUIRE_RELEASE_BINS set.
 cargo build --profile release-test --locked -p astrolift-cli --bin astrolift -p astrolift-fn-trigger --bin trigger
 export ASTROLIFT_RELEASE_BIN_DIR="$CARGO_TARGET_DIR/release-test" ASTROLIFT_REQUIRE_RELEASE_BINS=1
