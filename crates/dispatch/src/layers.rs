@@ -21,11 +21,8 @@ use serde_json::{Value, json};
 
 use crate::content::{ContentError, ContentSource};
 use crate::dispatch::{DispatchError, DispatchQueue, DispatchRequest, Origin, new_dispatch};
+pub use crate::message::PACKAGER_AGENT_ENV;
 use crate::message::{DispatchContent, LayerRef, PACKAGER_TRIGGER_PREFIX, Source};
-
-/// The variable naming the packager agent (an agent name, looked up in the project of
-/// the agent that needs layers).
-pub const PACKAGER_AGENT_ENV: &str = "ASTROLIFT_PACKAGER_AGENT";
 /// The most layers one result may list.
 pub const MAX_LAYERS: usize = 16;
 /// The longest `layer_id`, `name` or `artifact_ref` accepted.

@@ -26,6 +26,9 @@ pub const MANUAL_TRIGGER: &str = "manual";
 /// The record id (`trigger_id`) prefix of a packager dispatch: `packager:<layer key>`
 /// (docs/reference.md §16).
 pub const PACKAGER_TRIGGER_PREFIX: &str = "packager:";
+/// The variable naming the packager agent (an agent name, looked up in the project of
+/// the agent that needs layers).
+pub const PACKAGER_AGENT_ENV: &str = "ASTROLIFT_PACKAGER_AGENT";
 
 /// One dispatch, as sent to the dispatch queue and kept in the record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -78,7 +78,7 @@ fn waiting_for(dispatch_id: Option<&str>) -> String {
         None => format!(
             "no packager dispatch builds its dependency layers yet; set {} and sync its \
              repository again",
-            crate::layers::PACKAGER_AGENT_ENV
+            crate::message::PACKAGER_AGENT_ENV
         ),
     }
 }
