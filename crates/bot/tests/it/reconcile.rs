@@ -384,8 +384,8 @@ async fn reconcile_of_1000_unchanged_refs() {
 async fn a_registered_repository_without_agents_is_reconciled_once() {
     let (stores, _dir) = embedded_stores().await;
     register_repository(&stores).await;
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/it/fixtures/no-agents");
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/no-agents");
     let github = FakeGitHub::start().await.expect("fake GitHub");
     github.add_installation(INSTALLATION);
     github.add_repo("octo", "agents", "main", MAIN_SHA, fixture);
@@ -394,7 +394,11 @@ async fn a_registered_repository_without_agents_is_reconciled_once() {
     let queue = RecordingJobQueue::new();
 
     let first = pass(&stores, &runner.github, &queue, ReconcileOptions::default()).await;
-    assert_eq!(registered(&first)[0].status, RefStatus::Queued, "{first:#?}");
+    assert_eq!(
+        registered(&first)[0].status,
+        RefStatus::Queued,
+        "{first:#?}"
+    );
     let jobs = queue.jobs();
     assert_eq!(jobs.len(), 1, "{jobs:#?}");
     let synced = runner.run(&jobs[0]).await.expect("the reconcile job runs");
@@ -412,7 +416,10 @@ async fn a_registered_repository_without_agents_is_reconciled_once() {
     let again = pass(&stores, &runner.github, &queue, ReconcileOptions::default()).await;
     let asked = github.requests_to("GET", "/repos/")[before..].to_vec();
     assert_eq!(asked.len(), again.totals.refs, "{asked:#?}");
-    assert!(asked.iter().all(|r| r.path.starts_with(HEADS)), "{asked:#?}");
+    assert!(
+        asked.iter().all(|r| r.path.starts_with(HEADS)),
+        "{asked:#?}"
+    );
     assert!(asked.iter().all(|r| r.header("if-none-match").is_some()));
     assert_eq!(again.totals.queued, 0, "{again:#?}");
     assert_eq!(registered(&again)[0].status, RefStatus::Unchanged);
