@@ -35,10 +35,10 @@ pub struct Args {
     repository: Option<String>,
 
     /// The ref being synced.
-    #[arg(long = "ref", default_value = "main")]
+    #[arg(long = "ref", default_value = super::DEFAULT_REF)]
     git_ref: String,
 
-    /// The commit being synced. Default: `worktree` (the directory as it is).
+    /// The commit being synced; `worktree` is the directory as it is.
     #[arg(long, default_value = "worktree")]
     commit: String,
 

@@ -10,6 +10,7 @@
 use std::process::ExitCode;
 
 use anyhow::bail;
+use astrolift_bot::config::{DEFAULT_BLOBS, DEFAULT_STATE};
 use astrolift_bot::dead_letter::{Retried, retry_failed, retry_job};
 use astrolift_bot::sqs_dead_letter::{DeadLetter, Redrive, SqsDeadLetterQueue};
 use astrolift_store::state::{JobRecord, JobState};
@@ -17,7 +18,7 @@ use astrolift_store::state::{JobRecord, JobState};
 use astrolift_cli::render::plural;
 
 use super::registry::{ListFormat, with_state};
-use super::stores::{DEFAULT_STATE, StoreArgs, now, runtime};
+use super::stores::{StoreArgs, now, runtime};
 use crate::output::outln;
 
 /// The states `--state` filters on.
@@ -45,7 +46,7 @@ pub struct ListArgs {
     #[arg(
         long = "blobs",
         env = "ASTROLIFT_BLOBS",
-        default_value = "file:.astrolift/blobs"
+        default_value = DEFAULT_BLOBS
     )]
     blobs: String,
 }

@@ -33,6 +33,9 @@ pub const EXIT_FINDINGS: u8 = 1;
 /// Usage or I/O failure.
 pub const EXIT_FAILURE: u8 = 2;
 
+/// The ref `--ref` names when it is not given (`check`, `register-repo`, `catalogue register`).
+pub const DEFAULT_REF: &str = "main";
+
 /// Lists a repository directory under `limits`.
 pub fn open_dir(dir: &Path, limits: &Limits) -> anyhow::Result<DirTree> {
     if !dir.is_dir() {
@@ -107,5 +110,15 @@ pub fn project_id(value: &str) -> Result<String, String> {
              it names the project's secrets"
                 .to_owned(),
         )
+    }
+}
+
+/// The value parser of a count that must be at least 1 (`serve --syncs`, `--connections`):
+/// 0 is refused as a usage error (exit 2) that says so.
+pub fn at_least_one(value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(count) => Ok(count),
+        Err(error) => Err(error.to_string()),
     }
 }

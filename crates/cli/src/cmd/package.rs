@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use astrolift_bot::config::DEFAULT_BLOBS;
 use astrolift_manifest::model::AgentManifest;
 use astrolift_manifest::{
     Diagnostic, DirTree, Limits, Severity, ValidateOptions, Validation, validate_repository,
@@ -54,7 +55,7 @@ pub struct Args {
         alias = "blobs",
         value_name = "URL",
         env = "ASTROLIFT_BLOBS",
-        default_value = "file:.astrolift/blobs"
+        default_value = DEFAULT_BLOBS
     )]
     store: String,
 }

@@ -12,7 +12,8 @@ use anyhow::Context as _;
 use astrolift_bot::config::Environment;
 use astrolift_bot::durable::RecordedJobQueue;
 use astrolift_bot::reconcile::{
-    ReconcileOptions, ReconcileProgress, ReconcileReport, RefOutcome, RefStatus, reconcile,
+    DEFAULT_CONCURRENCY, ReconcileOptions, ReconcileProgress, ReconcileReport, RefOutcome,
+    RefStatus, reconcile,
 };
 use astrolift_cli::render::plural;
 
@@ -21,17 +22,24 @@ use super::stores::{StoreArgs, runtime};
 use crate::output::outln;
 use crate::progress::Progress;
 
-/// The most requests `--concurrency` allows in flight.
-pub const MAX_CONCURRENCY: usize = 64;
+/// The most requests `--concurrency` allows in flight (its default is the bot's,
+/// [`DEFAULT_CONCURRENCY`]).
+pub const MAX_CONCURRENCY: u64 = 64;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// `human` or `json` (`{"refs": [...], "totals": {...}}`, docs/reference.md §4).
     #[arg(long, value_enum, default_value_t = ListFormat::Human)]
     format: ListFormat,
-    /// GitHub requests in flight at once (1 to 64).
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
-    concurrency: u16,
+    // GitHub requests in flight at once; the help is built from `MAX_CONCURRENCY`, so it
+    // states the range clap enforces.
+    #[arg(
+        long,
+        help = format!("GitHub requests in flight at once (1 to {MAX_CONCURRENCY})"),
+        default_value_t = DEFAULT_CONCURRENCY,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::from(1..=MAX_CONCURRENCY)
+    )]
+    concurrency: usize,
     #[command(flatten)]
     stores: StoreArgs,
 }
@@ -71,7 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             total: 0.into(),
         };
         let options = ReconcileOptions {
-            concurrency: usize::from(args.concurrency).clamp(1, MAX_CONCURRENCY),
+            concurrency: args.concurrency,
             ..ReconcileOptions::default()
         };
         let report = reconcile(state.as_ref(), &github, &queue, options, &bar).await?;
@@ -143,11 +151,5 @@ fn describe(outcome: &RefOutcome) -> String {
     line
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_default_concurrency_is_the_bots() {
-        assert_eq!(8, astrolift_bot::reconcile::DEFAULT_CONCURRENCY);
-        const { assert!(super::MAX_CONCURRENCY >= 8) };
-    }
-}
+// The default must lie in the range clap enforces.
+const _: () = assert!(DEFAULT_CONCURRENCY >= 1 && DEFAULT_CONCURRENCY as u64 <= MAX_CONCURRENCY);

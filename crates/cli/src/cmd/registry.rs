@@ -23,7 +23,7 @@ pub struct RegisterRepoArgs {
     #[arg(long, value_parser = super::project_id)]
     project_id: String,
     /// The ref whose pushes register agents; other refs are checked only.
-    #[arg(long = "ref", default_value = "main")]
+    #[arg(long = "ref", default_value = super::DEFAULT_REF)]
     git_ref: String,
     /// Register only this manifest (repository-relative path of an `astrolift.toml`).
     /// Without it, the registration covers every discovered manifest. A manifest is

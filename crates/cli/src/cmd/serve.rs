@@ -61,13 +61,18 @@ const SERVE_ENVIRONMENT: &str = "Environment:
   ASTROLIFT_DISPATCH_QUEUE_URL      the SQS dispatch queue (unset: the local outbox)
 See docs/reference.md §13 for every variable.";
 
-/// Capacity bounds (README, docs/operations.md).
+/// Capacity bounds (docs/reference.md §3, docs/operations.md). Each default is one of the
+/// constants below, which the code that applies it uses too.
 #[derive(Debug, Clone, Copy, clap::Args)]
 pub struct CapacityArgs {
     /// Bytes of request bodies held at once, across all requests, before
     /// their signature is checked; a request that does not fit is answered
     /// 503 with `Retry-After`.
-    #[arg(long, env = "ASTROLIFT_SERVE_BODY_BUDGET", default_value_t = 256 * 1024 * 1024)]
+    #[arg(
+        long,
+        env = "ASTROLIFT_SERVE_BODY_BUDGET",
+        default_value_t = DEFAULT_BODY_BUDGET
+    )]
     pub body_budget: u64,
 
     /// Connections open at once from one client address; more are closed
@@ -75,17 +80,27 @@ pub struct CapacityArgs {
     #[arg(
         long,
         env = "ASTROLIFT_SERVE_CONNECTIONS_PER_ADDRESS",
-        default_value_t = 64
+        default_value_t = DEFAULT_CONNECTIONS_PER_ADDRESS
     )]
     pub connections_per_address: usize,
 
     /// Connections served at once; more wait in the kernel's accept queue.
-    #[arg(long, env = "ASTROLIFT_SERVE_CONNECTIONS", default_value_t = 1024)]
+    #[arg(
+        long,
+        env = "ASTROLIFT_SERVE_CONNECTIONS",
+        default_value_t = DEFAULT_CONNECTIONS,
+        value_parser = super::at_least_one
+    )]
     pub connections: usize,
 
     /// Sync jobs run at once (each takes a core while it validates and
     /// packages); more wait in their repository's queue.
-    #[arg(long, env = "ASTROLIFT_SERVE_SYNCS", default_value_t = 2)]
+    #[arg(
+        long,
+        env = "ASTROLIFT_SERVE_SYNCS",
+        default_value_t = DEFAULT_SYNCS,
+        value_parser = super::at_least_one
+    )]
     pub syncs: usize,
 
     /// On SIGTERM or Ctrl-C, how long running sync jobs may take to finish
@@ -94,7 +109,7 @@ pub struct CapacityArgs {
     #[arg(
         long,
         env = "ASTROLIFT_SERVE_SHUTDOWN_GRACE",
-        default_value = "20s",
+        default_value = DEFAULT_SHUTDOWN_GRACE,
         value_parser = parse_grace
     )]
     pub shutdown_grace: Duration,
@@ -106,11 +121,24 @@ pub struct CapacityArgs {
     #[arg(
         long,
         env = "ASTROLIFT_SERVE_RECONCILE_INTERVAL",
-        default_value = "10m",
+        default_value = DEFAULT_RECONCILE_INTERVAL,
         value_parser = parse_interval
     )]
     pub reconcile_interval: Duration,
 }
+
+/// `--body-budget`'s default: 256 MiB.
+pub const DEFAULT_BODY_BUDGET: u64 = 256 * astrolift_manifest::limits::MIB;
+/// `--connections-per-address`'s default.
+pub const DEFAULT_CONNECTIONS_PER_ADDRESS: usize = 64;
+/// `--connections`'s default (at least 1).
+pub const DEFAULT_CONNECTIONS: usize = 1024;
+/// `--syncs`'s default (at least 1).
+pub const DEFAULT_SYNCS: usize = 2;
+/// `--shutdown-grace`'s default, as [`parse_grace`] reads it.
+pub const DEFAULT_SHUTDOWN_GRACE: &str = "20s";
+/// `--reconcile-interval`'s default, as [`parse_interval`] reads it.
+pub const DEFAULT_RECONCILE_INTERVAL: &str = "10m";
 
 /// Longest `--reconcile-interval`: a day.
 pub const MAX_RECONCILE_INTERVAL: Duration = Duration::from_secs(24 * 3600);
@@ -209,18 +237,13 @@ pub struct ConnectionLimits {
 pub const CONNECTION_LIMITS: ConnectionLimits = ConnectionLimits {
     header_read: Duration::from_secs(5),
     body_read: Duration::from_secs(10),
-    connections: 1024,
+    connections: DEFAULT_CONNECTIONS,
 };
 
 /// What a client over the body budget is told to wait before trying again.
 const RETRY_AFTER_SECONDS: u64 = 5;
 
 async fn serve(args: Args) -> anyhow::Result<()> {
-    anyhow::ensure!(args.capacity.syncs > 0, "--syncs must be at least 1");
-    anyhow::ensure!(
-        args.capacity.connections > 0,
-        "--connections must be at least 1"
-    );
     let app = build(&args).await?;
     let jobs = Arc::clone(&app.jobs);
     let listener = tokio::net::TcpListener::bind(args.listen)

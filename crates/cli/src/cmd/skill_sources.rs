@@ -62,7 +62,7 @@ pub struct CatalogueRegisterArgs {
     #[arg(value_name = "OWNER/REPO")]
     repository: String,
     /// The branch whose commit catalogue references resolve at.
-    #[arg(long = "ref", default_value = "main")]
+    #[arg(long = "ref", default_value = super::DEFAULT_REF)]
     git_ref: String,
     /// `human` or `json` (the catalogue record).
     #[arg(long, value_enum, default_value_t = ListFormat::Human)]

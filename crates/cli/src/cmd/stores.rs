@@ -3,14 +3,13 @@
 use std::sync::Arc;
 
 use anyhow::Context;
+use astrolift_bot::config::{DEFAULT_BLOBS, DEFAULT_STATE};
 use astrolift_store::{
     BlobStore, StateLocation, StateStore, blob_store_from_url, open_state_store,
 };
 
-/// The state store when neither `--state` nor `ASTROLIFT_STATE` names one.
-pub const DEFAULT_STATE: &str = "sqlite:.astrolift/state.db";
-
-/// Where state and blobs live (docs/reference.md §3).
+/// Where state and blobs live (docs/reference.md §3): the defaults are the ones the
+/// bot's own configuration falls back to (`astrolift_bot::config`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct StoreArgs {
     /// State store: `sqlite:PATH` or `dynamodb:TABLE`.
@@ -25,7 +24,7 @@ pub struct StoreArgs {
     #[arg(
         long = "blobs",
         env = "ASTROLIFT_BLOBS",
-        default_value = "file:.astrolift/blobs"
+        default_value = DEFAULT_BLOBS
     )]
     pub blobs: String,
 }
