@@ -27,6 +27,7 @@ mod layers;
 mod pipes;
 mod push_bench;
 mod reconcile;
+mod reference;
 mod registry;
 mod remote_skills;
 mod renderers;
