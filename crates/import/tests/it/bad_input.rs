@@ -4,7 +4,9 @@
 
 use std::io::Write;
 
-use astrolift_import::{Format, ImportError, ImportLimits, Options, Source, SourceFile, import};
+use astrolift_import::{
+    Format, ImportError, ImportLimits, Options, Source, SourceFile, import, source_file_limit,
+};
 use astrolift_manifest::MemTree;
 
 use crate::support::fixture;
@@ -109,6 +111,127 @@ fn a_50_mib_file_is_refused_before_parsing() {
             "{error}"
         );
     }
+}
+
+#[test]
+fn each_source_has_its_documented_limit() {
+    // docs/import.md, "Limits": the table a user reads states these.
+    let limits = ImportLimits::DEFAULT;
+    let mib = 1024 * 1024;
+    assert_eq!(source_file_limit(Format::AgentsMd, &limits), mib);
+    assert_eq!(
+        source_file_limit(Format::AstroliftPackage, &limits),
+        256 * mib
+    );
+    assert_eq!(source_file_limit(Format::Langflow, &limits), 32 * mib);
+    assert_eq!(source_file_limit(Format::Flowise, &limits), 32 * mib);
+    assert_eq!(limits.source_bytes, 32 * mib);
+    assert_eq!(limits.package.package_size, 256 * mib);
+    assert_eq!((limits.graph_nodes, limits.graph_edges), (5_000, 20_000));
+}
+
+#[test]
+fn an_agents_md_at_the_brief_limit_imports_and_one_byte_more_is_refused() {
+    let limit = ImportLimits::DEFAULT.package.manifest_file;
+    let at_limit = |extra: u64| {
+        let mut text = b"# Agent\n".to_vec();
+        let len = usize::try_from(limit + extra).expect("fits");
+        text.resize(len, b'x');
+        text
+    };
+    let at = at_limit(0);
+    let past = at_limit(1);
+    let options = Options::default();
+    assert!(import_bytes(Format::AgentsMd, "AGENTS.md", &at, &options).is_ok());
+    let error = import_bytes(Format::AgentsMd, "AGENTS.md", &past, &options).expect_err("past");
+    assert!(
+        matches!(error, ImportError::TooLarge { size, limit: l, .. } if size == limit + 1 && l == limit),
+        "{error}"
+    );
+    // In a directory the same bound holds for each AGENTS.md.
+    let in_tree = |bytes: &[u8]| {
+        let mut tree = MemTree::new();
+        tree.insert("AGENTS.md".to_owned(), bytes.to_vec(), false);
+        import(
+            Format::AgentsMd,
+            Source::Tree {
+                name: "repo",
+                tree: &tree,
+            },
+            &options,
+        )
+    };
+    assert!(in_tree(&at).is_ok());
+    let error = in_tree(&past).expect_err("past, in a directory");
+    assert!(
+        error.to_string().contains(&format!("{limit}-byte limit")),
+        "{error}"
+    );
+}
+
+/// A gzip'd tar of one regular file `name` holding `size` bytes of `x`.
+fn archive_of(name: &str, size: usize) -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::default(),
+    ));
+    let mut header = tar::Header::new_gnu();
+    header.set_size(size as u64);
+    header.set_mode(0o644);
+    builder
+        .append_data(&mut header, name, vec![b'x'; size].as_slice())
+        .expect("tar");
+    builder
+        .into_inner()
+        .and_then(flate2::write::GzEncoder::finish)
+        .expect("gzip")
+}
+
+fn with_package_size(package_size: u64) -> Options {
+    Options {
+        image: Some(crate::support::IMAGE.to_owned()),
+        limits: ImportLimits {
+            package: astrolift_manifest::Limits {
+                package_size,
+                ..astrolift_manifest::Limits::DEFAULT
+            },
+            ..ImportLimits::DEFAULT
+        },
+        ..Options::default()
+    }
+}
+
+#[test]
+fn an_archive_at_the_package_limit_imports_and_one_byte_more_is_refused() {
+    // The archive file itself: refused before it is opened.
+    let archive = archive_of("notes.txt", 4);
+    let size = archive.len() as u64;
+    let import_with = |bytes: &[u8], package_size| {
+        import_bytes(
+            Format::AstroliftPackage,
+            "agent.tar.gz",
+            bytes,
+            &with_package_size(package_size),
+        )
+    };
+    assert!(import_with(&archive, size).is_ok());
+    let error = import_with(&archive, size - 1).expect_err("archive past");
+    assert!(
+        matches!(error, ImportError::TooLarge { size: s, .. } if s == size),
+        "{error}"
+    );
+    // Its content, uncompressed: the same bound, counted as the archive is read.
+    let content = 100_000;
+    let archive = archive_of("notes.txt", content);
+    assert!((archive.len() as u64) < content as u64);
+    assert!(import_with(&archive, content as u64).is_ok());
+    let error = import_with(&archive, content as u64 - 1).expect_err("content past");
+    assert!(
+        error
+            .to_string()
+            .contains("package size limit uncompressed"),
+        "{error}"
+    );
 }
 
 /// A gzip'd tar of one entry whose header says `name` and `kind`, written
