@@ -41,9 +41,9 @@ CASES=${CASES:-"ping star push issues issues-new"}
 SECRET=load-bench-webhook-secret
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 if [ -z "${BIN:-}" ]; then
-  # The profile `astrolift` is installed with (Cargo.toml, `[profile.cli]`).
-  cargo build --profile cli --quiet -p astrolift-cli --bin astrolift
-  BIN=$CARGO_TARGET_DIR/cli/astrolift
+  # The profile `astrolift` is installed with (`cargo install` builds `release`).
+  cargo build --release --quiet -p astrolift-cli --bin astrolift
+  BIN=$CARGO_TARGET_DIR/release/astrolift
 fi
 if [ -z "${FAKE:-}" ]; then
   cargo build --quiet -p astrolift-fake-github --bin fake-github

@@ -23,10 +23,10 @@ bench_dir="${BENCH_DIR:-/tmp/astrolift-bench}"
 runs="${RUNS:-10}"
 nice_level="${NICE:-0}"
 target="${CARGO_TARGET_DIR:-$repo/target}"
-bin="$target/cli/astrolift"
+bin="$target/release/astrolift"
 
-# The profile `astrolift` is installed with (Cargo.toml, `[profile.cli]`).
-(cd "$repo" && cargo build --profile cli --quiet -p astrolift-cli)
+# The profile `astrolift` is installed with (`cargo install` builds `release`).
+(cd "$repo" && cargo build --release --quiet -p astrolift-cli)
 echo "binary: $bin"
 echo "machine: $(nproc) cores, $(uname -sr)"
 
