@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use crate::prompts::{PromptTexts, compose_prompts, non_empty_payload};
 
-/// The parts of the agent snapshot (`astrolift.snapshot/v1`) rendering reads.
+/// The parts of the agent snapshot (`astrolift.snapshot/v1` or `/v2`) rendering reads.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct SnapshotView {
     pub name: String,

@@ -339,7 +339,11 @@ fn read_snapshot(
         reason,
     };
     let schema = source.value.get("schema").and_then(Value::as_str);
-    if schema != Some(astrolift_package::snapshot::SNAPSHOT_SCHEMA) {
+    let known = [
+        astrolift_package::snapshot::SNAPSHOT_SCHEMA,
+        astrolift_package::snapshot::LEGACY_SNAPSHOT_SCHEMA,
+    ];
+    if !schema.is_some_and(|schema| known.contains(&schema)) {
         return Err(ImportError::WrongFormat {
             path: file.path.to_owned(),
             expected: "snapshot",

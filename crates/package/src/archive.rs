@@ -12,7 +12,10 @@
 //!   threads (see [`crate::gzip`]), with a header carrying no file name,
 //!   mtime 0 and OS byte 255 ("unknown"), so no host shows through; the
 //!   bytes never depend on the thread count;
-//! - the digest is sha256 over the `.tar.gz` bytes, computed while writing.
+//! - `content_digest` is sha256 over the tar stream (before gzip) and `digest` sha256
+//!   over the `.tar.gz` bytes, both computed while writing. The agent's version is
+//!   derived from `content_digest` only ([`crate::snapshot`]), so a change of the
+//!   compressor, its version or its level changes `digest` and no version.
 //!
 //! Any change to these bytes must also bump
 //! [`crate::fingerprint::FINGERPRINT_FORMAT`], or stored fingerprint records
@@ -42,8 +45,13 @@ pub const COMPRESSION_LEVEL: u32 = 6;
 /// What `astrolift package` prints, and what the store and snapshot record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PackageOutput {
-    /// `sha256:<hex>` of the archive bytes.
+    /// `sha256:<hex>` of the archive bytes: its blob key, and what the runtime checks
+    /// after download (`ASTROLIFT_PAYLOAD_HASH`).
     pub digest: String,
+    /// `sha256:<hex>` of the uncompressed tar stream: what the agent's version covers.
+    /// Empty for an inline package (and then left out of the JSON).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub content_digest: String,
     /// Archive bytes.
     pub size: u64,
     pub files: u64,
@@ -62,6 +70,7 @@ impl PackageOutput {
     pub fn inline() -> Self {
         Self {
             digest: String::new(),
+            content_digest: String::new(),
             size: 0,
             files: 0,
             uncompressed_size: 0,
@@ -142,7 +151,7 @@ fn write_archive_inner<W: Write>(
     let uncompressed_size = check_slice(slice, tree)?;
     let tee = HashingWriter::new(writer);
     let gzip = ParallelGzip::new(tee, COMPRESSION_LEVEL, threads);
-    let mut builder = tar::Builder::new(gzip);
+    let mut builder = tar::Builder::new(HashingWriter::new(gzip));
     for file in &slice.files {
         let mut header = file_header(file.size, file.executable);
         let reader = open_source(tree, &file.source)?;
@@ -165,11 +174,13 @@ fn write_archive_inner<W: Write>(
             }
         }
     }
-    let gzip = builder.into_inner().map_err(PackageError::Write)?;
+    let tar = builder.into_inner().map_err(PackageError::Write)?;
+    let (gzip, content_digest, _) = tar.into_parts();
     let tee = gzip.finish().map_err(PackageError::Write)?;
     let (_, digest, size) = tee.finish().map_err(PackageError::Write)?;
     Ok(PackageOutput {
         digest: format!("sha256:{digest}"),
+        content_digest: format!("sha256:{content_digest}"),
         size,
         files: slice.files.len() as u64,
         uncompressed_size,
@@ -265,8 +276,17 @@ impl<W: Write> HashingWriter<W> {
     /// Flushes, then returns the writer, the hex sha256 and the byte count.
     pub fn finish(mut self) -> io::Result<(W, String, u64)> {
         self.inner.flush()?;
-        let digest = hex::encode(self.hasher.finalize());
-        Ok((self.inner, digest, self.written))
+        Ok(self.into_parts())
+    }
+
+    /// The writer, the hex sha256 and the byte count, without a flush (a compressor
+    /// underneath finishes its stream itself).
+    pub fn into_parts(self) -> (W, String, u64) {
+        (
+            self.inner,
+            hex::encode(self.hasher.finalize()),
+            self.written,
+        )
     }
 }
 

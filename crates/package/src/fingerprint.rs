@@ -17,7 +17,8 @@
 //! changes the fingerprint, one that changes nothing packaged does not need to.
 //!
 //! A [`FingerprintRecord`] stores what one fingerprint's archive turned out
-//! to be (the [`PackageOutput`]); the sync pipeline keeps it as a
+//! to be (the [`PackageOutput`], its `content_digest` included: a record without one is
+//! of an older format, under another key, and never read); the sync pipeline keeps it as a
 //! content-addressed blob and, on a later run with the same fingerprint,
 //! reuses the output instead of building the archive again. The record is
 //! only written after the archive was built from exactly the hashed bytes
@@ -35,7 +36,7 @@ pub use crate::content_hash::ContentHashes;
 
 /// Names the archive format the fingerprint stands for. Part of every
 /// fingerprint: changing it invalidates every stored record.
-pub const FINGERPRINT_FORMAT: &str = "astrolift.slice-fingerprint/v1 tar=gnu gzip=chunked-1MiB";
+pub const FINGERPRINT_FORMAT: &str = "astrolift.slice-fingerprint/v2 tar=gnu gzip=chunked-1MiB";
 
 /// The fingerprint of a slice whose contents hash to `hashes`, as 64 hex
 /// digits. `None` when a file of the slice has no hash (not hashed from this
@@ -66,6 +67,7 @@ fn put_bytes(hasher: &mut Sha256, bytes: &[u8]) {
 pub struct FingerprintRecord {
     pub format: String,
     pub digest: String,
+    pub content_digest: String,
     pub size: u64,
     pub files: u64,
     pub uncompressed_size: u64,
@@ -76,6 +78,7 @@ impl FingerprintRecord {
         Self {
             format: FINGERPRINT_FORMAT.to_owned(),
             digest: output.digest.clone(),
+            content_digest: output.content_digest.clone(),
             size: output.size,
             files: output.files,
             uncompressed_size: output.uncompressed_size,
@@ -95,19 +98,26 @@ impl FingerprintRecord {
             return Some(PackageOutput::inline());
         }
         let record: FingerprintRecord = serde_json::from_slice(bytes).ok()?;
-        let hex = record.digest.strip_prefix("sha256:")?;
         let fits = record.format == FINGERPRINT_FORMAT
-            && hex.len() == 64
-            && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            && is_sha256_digest(&record.digest)
+            && is_sha256_digest(&record.content_digest)
             && record.files == slice.files.len() as u64
             && record.uncompressed_size == slice.uncompressed_size
             && record.size > 0;
         fits.then_some(PackageOutput {
             digest: record.digest,
+            content_digest: record.content_digest,
             size: record.size,
             files: record.files,
             uncompressed_size: record.uncompressed_size,
             inline: false,
         })
     }
+}
+
+/// `sha256:` and 64 lowercase hex digits.
+fn is_sha256_digest(digest: &str) -> bool {
+    digest.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
 }

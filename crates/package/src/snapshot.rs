@@ -1,5 +1,18 @@
 //! The agent package snapshot: everything that defines one version of an
-//! agent, as canonical JSON. Its sha256 (hex) is the agent's version.
+//! agent, as canonical JSON.
+//!
+//! The snapshot is stored whole ([`Snapshot::canonical_json`]): its `payload` names the
+//! archive (`digest`, `size`), which is how a dispatch finds it. The agent's version
+//! ([`Snapshot::digest`]) is the sha256 (hex) of the canonical JSON *without* the
+//! archive's `digest` and `size`: it covers the package's content through
+//! `payload.content_digest` (the tar stream's sha256), so an archive compressed
+//! differently (another compressor version or level) is the same version, and the
+//! stored snapshot of that version keeps naming the archive first stored for it.
+//!
+//! Snapshots of schema `astrolift.snapshot/v1` were versioned over the whole JSON,
+//! archive digest included, and had no `content_digest`. [`Snapshot::legacy_digest`]
+//! computes that version for today's content, so that an agent registered under it is
+//! recognised as unchanged (docs/operations.md, "Compatibility shims").
 //!
 //! Canonical form: object keys sorted by bytes at every level, no
 //! insignificant whitespace, strings escaped minimally (`"`, `\`, control
@@ -34,7 +47,11 @@ use crate::slice::Slice;
 use crate::source::PayloadTree;
 
 /// The snapshot format identifier.
-pub const SNAPSHOT_SCHEMA: &str = "astrolift.snapshot/v1";
+pub const SNAPSHOT_SCHEMA: &str = "astrolift.snapshot/v2";
+
+/// The format before versions covered the content only ([`Snapshot::legacy_digest`]);
+/// stored snapshots of it are still read.
+pub const LEGACY_SNAPSHOT_SCHEMA: &str = "astrolift.snapshot/v1";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Snapshot {
@@ -335,17 +352,39 @@ pub fn remote_pins(remote: &[RemoteSkillTree<'_>]) -> Result<SkillPins, PackageE
 }
 
 impl Snapshot {
-    /// The canonical JSON bytes: what is stored and hashed.
+    /// The canonical JSON bytes: what is stored.
     pub fn canonical_json(&self) -> Vec<u8> {
-        // Serializing plain structs, strings and integers to a Value cannot
-        // fail; Null is the (unreachable) fallback rather than a panic.
-        let value = serde_json::to_value(self).unwrap_or(Value::Null);
-        canonical_json(&value)
+        canonical_json(&self.to_value())
     }
 
-    /// sha256 (hex) of the canonical JSON: the agent's version.
+    /// The agent's version: sha256 (hex) of the canonical JSON without the archive's
+    /// `digest` and `size` (the module docs).
     pub fn digest(&self) -> String {
-        hex::encode(Sha256::digest(self.canonical_json()))
+        let mut value = self.to_value();
+        if let Some(payload) = value.get_mut("payload").and_then(Value::as_object_mut) {
+            payload.remove("digest");
+            payload.remove("size");
+        }
+        hex::encode(Sha256::digest(canonical_json(&value)))
+    }
+
+    /// The version an `astrolift.snapshot/v1` snapshot of the same agent and archive
+    /// had: sha256 of the whole JSON with that schema and no `content_digest`.
+    pub fn legacy_digest(&self) -> String {
+        let mut value = self.to_value();
+        if let Some(object) = value.as_object_mut() {
+            object.insert("schema".to_owned(), Value::from(LEGACY_SNAPSHOT_SCHEMA));
+        }
+        if let Some(payload) = value.get_mut("payload").and_then(Value::as_object_mut) {
+            payload.remove("content_digest");
+        }
+        hex::encode(Sha256::digest(canonical_json(&value)))
+    }
+
+    fn to_value(&self) -> Value {
+        // Serializing plain structs, strings and integers to a Value cannot
+        // fail; Null is the (unreachable) fallback rather than a panic.
+        serde_json::to_value(self).unwrap_or(Value::Null)
     }
 }
 

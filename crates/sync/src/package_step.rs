@@ -285,6 +285,7 @@ fn package_agent(
         origin.unwrap_or_else(|| ArchiveOrigin::Built(FingerprintRecord::new(&packaged.output)));
     let identity = Packaged {
         snapshot_hash: packaged.snapshot.digest(),
+        legacy_snapshot_hash: packaged.snapshot.legacy_digest(),
         payload_digest: packaged.output.digest.clone(),
         layers,
     };

@@ -425,9 +425,11 @@ fn rebuild_archive(
     }
 }
 
-/// Stores the fingerprint record of every archive built by this sync that
-/// is now known to be stored: uploaded above for a change, or registered
-/// already (same snapshot as before, so the same archive). Put-if-absent;
+/// Stores the fingerprint record of every archive built by this sync that is uploaded
+/// above for a change, or whose agent is registered at the same version. The latter's
+/// archive may be another compression of the same content, not stored: the record is
+/// still safe, as it only says what the archive is, and `upload_archive` checks that it
+/// is stored (building it again when not) before a change names it. Put-if-absent;
 /// once stored, later syncs of the same content skip building it.
 async fn store_fingerprint_records(
     blobs: &dyn BlobStore,

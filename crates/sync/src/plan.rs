@@ -79,8 +79,12 @@ pub struct Candidate {
 /// The identity of a packaged agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Packaged {
-    /// sha256 hex of the canonical snapshot.
+    /// The agent's version: [`astrolift_package::Snapshot::digest`].
     pub snapshot_hash: String,
+    /// The version an `astrolift.snapshot/v1` snapshot of it had
+    /// ([`astrolift_package::Snapshot::legacy_digest`]): an agent registered under it is
+    /// the same version (docs/operations.md, "Compatibility shims").
+    pub legacy_snapshot_hash: String,
     /// `sha256:<hex>` of the archive.
     pub payload_digest: String,
     /// Its dependency files and their layer key, when the pre-flight found something to
@@ -89,6 +93,17 @@ pub struct Packaged {
 }
 
 impl Packaged {
+    /// Itself, with the registered version when that is its legacy version: an agent
+    /// registered under an `astrolift.snapshot/v1` version keeps it while its content
+    /// is unchanged, so the snapshot format's change re-versions nothing.
+    fn as_registered(&self, previous: Option<&Agent>) -> Packaged {
+        let mut packaged = self.clone();
+        if let Some(previous) = previous.filter(|p| p.snapshot_hash == self.legacy_snapshot_hash) {
+            packaged.snapshot_hash.clone_from(&previous.snapshot_hash);
+        }
+        packaged
+    }
+
     /// The layer key its record carries.
     pub fn layer_key(&self) -> Option<String> {
         self.layers.as_ref().map(|need| need.layer_key.clone())
@@ -185,6 +200,7 @@ fn plan_candidate(
             .push(entry(manifest, PlanStatus::Failed, None, previous));
         return;
     };
+    let packaged = &packaged.as_registered(previous);
     let target = if manifest.enabled {
         AgentStatus::Active
     } else {

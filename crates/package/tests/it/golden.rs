@@ -1,6 +1,8 @@
 //! Golden digests, checked in: an accidental change of the archive or
 //! snapshot format (header fields, order, gzip framing, level, chunking,
-//! canonical JSON) changes these and fails here.
+//! canonical JSON) changes these and fails here. The `v1` version of each is the one an
+//! `astrolift.snapshot/v1` snapshot had: it must never change, as registered agents are
+//! matched by it.
 
 use std::path::Path;
 
@@ -19,12 +21,14 @@ fn line(agent: &AgentManifest, tree: &dyn PayloadTree) -> String {
         .unwrap_or_else(|d| panic!("{}: {d:#?}", agent.name));
     let output = &packaged.output;
     format!(
-        "{}: payload {} ({} files, {} bytes) version {}",
+        "{}: payload {} ({} files, {} bytes) content {} version {} (v1 {})",
         agent.name,
         output.digest,
         output.files,
         output.size,
-        packaged.snapshot.digest()
+        output.content_digest,
+        packaged.snapshot.digest(),
+        packaged.snapshot.legacy_digest()
     )
 }
 

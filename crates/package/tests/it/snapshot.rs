@@ -82,9 +82,13 @@ fn snapshot_is_canonical_json_with_every_field() {
     // Re-canonicalizing a parsed copy is a fixed point.
     let parsed: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
     assert_eq!(canonical_json(&parsed), json.as_bytes());
+    // The version leaves out the archive's own digest and size.
+    let mut versioned = parsed.clone();
+    let payload = versioned["payload"].as_object_mut().expect("a payload");
+    assert!(payload.remove("digest").is_some() && payload.remove("size").is_some());
     assert_eq!(
         snapshot.digest(),
-        hex::encode(Sha256::digest(json.as_bytes()))
+        hex::encode(Sha256::digest(canonical_json(&versioned)))
     );
     insta::assert_snapshot!("snapshot_json", json);
 }
@@ -242,4 +246,53 @@ fn snapshot_of_jira() -> astrolift_package::snapshot::Snapshot {
     let slice = astrolift_package::slice(&agent, &tree, &Limits::DEFAULT).expect("slice");
     let output = write_archive(&slice, &tree, std::io::sink()).expect("archive");
     snapshot(&agent, &slice, &tree, &output).expect("snapshot")
+}
+
+/// An archive of the same content compressed otherwise (another level, or another
+/// compressor version) is the same version; the tar stream under it is what
+/// `content_digest` names (`gunzip -c | sha256sum`), and a changed file is a new version.
+#[test]
+fn the_version_covers_the_content_not_the_compression() {
+    use std::io::{Read as _, Write as _};
+    let tree = tree();
+    let agent = agent();
+    let slice = astrolift_package::slice(&agent, &tree, &Limits::DEFAULT).expect("slice");
+    let mut archive = Vec::new();
+    let output = write_archive(&slice, &tree, &mut archive).expect("archive");
+    let mut tar = Vec::new();
+    flate2::read::GzDecoder::new(archive.as_slice())
+        .read_to_end(&mut tar)
+        .expect("gunzip");
+    let tar_digest = format!("sha256:{}", hex::encode(Sha256::digest(&tar)));
+    assert_eq!(output.content_digest, tar_digest);
+
+    let mut fast = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(1));
+    fast.write_all(&tar).expect("gzip");
+    let recompressed = fast.finish().expect("gzip");
+    assert_ne!(recompressed, archive);
+    let other = astrolift_package::PackageOutput {
+        digest: format!("sha256:{}", hex::encode(Sha256::digest(&recompressed))),
+        size: recompressed.len() as u64,
+        ..output.clone()
+    };
+    let built = snapshot(&agent, &slice, &tree, &output).expect("snapshot");
+    let again = snapshot(&agent, &slice, &tree, &other).expect("snapshot");
+    assert_ne!(
+        built.canonical_json(),
+        again.canonical_json(),
+        "each names its archive"
+    );
+    assert_eq!(built.digest(), again.digest());
+    assert_ne!(built.legacy_digest(), again.legacy_digest());
+
+    let mut changed_tree = tree.clone();
+    changed_tree.insert("agents/t/brief/severity.md", "P1 > P2 > P3\n", false);
+    let changed_slice =
+        astrolift_package::slice(&agent, &changed_tree, &Limits::DEFAULT).expect("slice");
+    let changed_output =
+        write_archive(&changed_slice, &changed_tree, std::io::sink()).expect("archive");
+    assert_ne!(changed_output.content_digest, output.content_digest);
+    let changed =
+        snapshot(&agent, &changed_slice, &changed_tree, &changed_output).expect("snapshot");
+    assert_ne!(changed.digest(), built.digest());
 }

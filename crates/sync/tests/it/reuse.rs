@@ -10,11 +10,17 @@ use std::sync::Mutex;
 use astrolift_manifest::tree::ReadError;
 use astrolift_manifest::{FileEntry, MemTree, SourceTree, ValidateOptions};
 use astrolift_package::PayloadTree;
+use astrolift_package::snapshot::{LEGACY_SNAPSHOT_SCHEMA, canonical_json};
+use astrolift_store::blob::BlobKey;
+use astrolift_store::state::{Agent, AgentChange, AuditAction, ChangeSet};
 use astrolift_sync::{Mode, Report, Stores, SyncRequest, sync};
+use sha2::{Digest, Sha256};
 
 use crate::harness::{Backend, REPO, edit, monorepo, on_both_backends, open};
 
 on_both_backends!(
+    another_compression_of_the_same_content_is_unchanged,
+    an_agent_registered_under_its_v1_version_keeps_it,
     unchanged_rerun_builds_no_archive,
     one_changed_byte_builds_that_archive_again,
     check_mode_reuses_records_too,
@@ -231,4 +237,125 @@ async fn a_lost_archive_is_built_again() {
         std::fs::read(&archive).expect("archive stored again"),
         original
     );
+}
+
+/// Rewrites the registered `triage` agent with `edit` (as an older build would have
+/// written it), through the store's conditional apply; with `version`, its trigger
+/// bindings name that snapshot too, as that build's did.
+async fn rewrite_triage(
+    stores: &Stores,
+    version: Option<&str>,
+    edit: impl FnOnce(&mut Agent),
+) -> Agent {
+    let mut agent = rewrite_lookup(stores).await;
+    let expected = agent.version;
+    edit(&mut agent);
+    let mut bindings = Vec::new();
+    if let Some(version) = version {
+        agent.bindings_digest = None;
+        bindings = stores
+            .state
+            .list_repository_trigger_bindings(REPO)
+            .await
+            .expect("bindings");
+        bindings.retain(|b| b.manifest_path == agent.manifest_path);
+        for binding in &mut bindings {
+            binding.snapshot_hash = version.to_owned();
+        }
+    }
+    let mut change = AgentChange::new(
+        agent,
+        Some(expected),
+        AuditAction::Changed,
+        "c0",
+        "test",
+        50,
+    );
+    change.put_bindings = bindings;
+    let written = change.agent.clone();
+    let mut set = ChangeSet::new(REPO);
+    set.agents.push(change);
+    stores.state.apply(set).await.expect("apply");
+    written
+}
+
+fn triage_status(report: &Report) -> &'static str {
+    report
+        .plan
+        .iter()
+        .find(|e| e.manifest.starts_with("agents/triage/"))
+        .map(|e| e.status.as_str())
+        .expect("triage is planned")
+}
+
+/// An agent registered with an archive another compressor made of the same content (its
+/// record names other archive bytes) is the same version: planned unchanged, nothing
+/// uploaded or written, and it keeps the archive it names (docs/reference.md §6).
+async fn another_compression_of_the_same_content_is_unchanged(stores: &Stores) {
+    let tree = CountingTree::new(monorepo());
+    run(stores, &tree, apply_mode()).await;
+    let other = format!("sha256:{}", "0".repeat(64));
+    let registered = rewrite_triage(stores, None, |agent| {
+        agent.payload_digest.clone_from(&other)
+    })
+    .await;
+    let again = run(stores, &tree, apply_mode()).await;
+    assert_eq!(triage_status(&again), "unchanged");
+    assert_eq!((again.counts.blob_puts, again.counts.state_writes), (0, 0));
+    let now = rewrite_lookup(stores).await;
+    assert_eq!(now.payload_digest, other);
+    assert_eq!(now.version, registered.version);
+}
+
+/// An agent registered under the version an `astrolift.snapshot/v1` snapshot had keeps
+/// it while its content is unchanged (docs/operations.md, "Compatibility shims"); a
+/// changed file registers the current version.
+async fn an_agent_registered_under_its_v1_version_keeps_it(stores: &Stores) {
+    let tree = CountingTree::new(monorepo());
+    let first = run(stores, &tree, apply_mode()).await;
+    let legacy = legacy_version_of_triage(stores, &first).await;
+    rewrite_triage(stores, Some(&legacy), |agent| {
+        agent.snapshot_hash.clone_from(&legacy);
+    })
+    .await;
+    let again = run(stores, &tree, apply_mode()).await;
+    assert_eq!(triage_status(&again), "unchanged");
+    assert_eq!(again.counts.state_writes, 0);
+    assert_eq!(rewrite_lookup(stores).await.snapshot_hash, legacy);
+
+    let mut changed = monorepo();
+    edit(&mut changed, TRIAGE_BRIEF, "#", "##");
+    let changed = run(stores, &CountingTree::new(changed), apply_mode()).await;
+    assert_eq!(triage_status(&changed), "changed");
+    assert_ne!(rewrite_lookup(stores).await.snapshot_hash, legacy);
+}
+
+async fn rewrite_lookup(stores: &Stores) -> Agent {
+    let agents = stores.state.list_agents(REPO).await.expect("agents");
+    agents
+        .into_iter()
+        .find(|a| a.manifest_path.starts_with("agents/triage/"))
+        .expect("triage is registered")
+}
+
+/// The v1 version of the registered `triage` agent: its stored snapshot hashed as a v1
+/// build hashed it (the whole canonical JSON, schema v1, no `content_digest`).
+async fn legacy_version_of_triage(stores: &Stores, report: &Report) -> String {
+    let version = report
+        .plan
+        .iter()
+        .find(|e| e.manifest.starts_with("agents/triage/"))
+        .and_then(|e| e.snapshot.clone())
+        .expect("triage is packaged");
+    let key = BlobKey::snapshot(&version).expect("a snapshot key");
+    let bytes = stores
+        .blobs
+        .get(&key)
+        .await
+        .expect("the snapshot is stored");
+    let mut json: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON");
+    json["schema"] = serde_json::Value::from(LEGACY_SNAPSHOT_SCHEMA);
+    let payload = json["payload"].as_object_mut().expect("a payload");
+    assert!(payload.remove("content_digest").is_some());
+    hex::encode(Sha256::digest(canonical_json(&json)))
 }
