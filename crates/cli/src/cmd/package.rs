@@ -161,7 +161,8 @@ fn package_to_file(
         .persist(out)
         .with_context(|| format!("cannot write {}", out.display()))?;
     Ok(Ok(
-        json!({"digest": output.digest, "size": output.size, "files": output.files}),
+        json!({"digest": output.digest, "content_digest": output.content_digest,
+               "size": output.size, "files": output.files}),
     ))
 }
 
@@ -202,6 +203,7 @@ async fn package_all(
                     .put_if_absent(&key, BlobBody::File(path), CONTENT_TYPE_TAR_GZ)
                     .await?;
                 json!({"agent": agent.name, "manifest": agent.manifest, "digest": summary["digest"],
+                       "content_digest": summary["content_digest"],
                        "size": summary["size"], "files": summary["files"],
                        "uploaded": outcome == PutOutcome::Created})
             }

@@ -459,7 +459,7 @@ fn register_repo_per_manifest_refuses_overlaps() {
 }
 
 #[test]
-fn package_prints_exactly_digest_size_files_and_writes_no_partial_archive() {
+fn package_prints_exactly_its_digests_size_files_and_writes_no_partial_archive() {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("triage.tar.gz");
     let repo = example("monorepo");
@@ -480,7 +480,8 @@ fn package_prints_exactly_digest_size_files_and_writes_no_partial_archive() {
         .keys()
         .cloned()
         .collect();
-    assert_eq!(keys, ["digest", "size", "files"]);
+    assert_eq!(keys, ["digest", "content_digest", "size", "files"]);
+    assert_ne!(printed["content_digest"], printed["digest"]);
     assert_eq!(
         printed["size"].as_u64(),
         std::fs::metadata(&out).ok().map(|m| m.len())
