@@ -51,9 +51,13 @@ class RuntimeApi:
         self.served = False
         self.responses = []  # (perf_counter_ns, body)
         self.responded = threading.Event()
+        # When the process first asked for an event: the end of its init.
+        self.first_next = None
 
     def next_event(self):
         with self.lock:
+            if self.first_next is None:
+                self.first_next = time.perf_counter_ns()
             if self.served:
                 self.served = False
                 return None
@@ -198,8 +202,10 @@ def lambda_env(port):
 
 def time_first_event(api, binary, env, recorder=None):
     """(ms from spawn to the /response of the first event, ms of the process's own CPU,
-    the AWS calls it waited for one after another before answering); checks the answer."""
+    the AWS calls it waited for one after another before answering, ms from spawn to its
+    first /next: its init); checks the answer."""
     api.responded.clear()
+    api.first_next = None
     if recorder:
         recorder.take()
     start = time.perf_counter_ns()
@@ -219,7 +225,8 @@ def time_first_event(api, binary, env, recorder=None):
     if status != 202:
         raise SystemExit(f"{binary}: answered {status}, expected 202: {body[:500]!r}")
     chain = sequential_calls(recorder.take(), answered) if recorder else []
-    return (answered - start) / 1e6, (usage.ru_utime + usage.ru_stime) * 1000, chain
+    init = (api.first_next - start) / 1e6
+    return (answered - start) / 1e6, (usage.ru_utime + usage.ru_stime) * 1000, chain, init
 
 
 def time_exit(command):
@@ -262,15 +269,17 @@ def main():
     for _ in range(args.warmup):
         time_first_event(api, args.binary, env, recorder)
     runs = [time_first_event(api, args.binary, env, recorder) for _ in range(args.runs)]
-    samples = [wall for wall, _, _ in runs]
-    cpu = [cpu for _, cpu, _ in runs]
+    samples = [wall for wall, _, _, _ in runs]
+    cpu = [cpu for _, cpu, _, _ in runs]
+    init = [init for _, _, _, init in runs]
     baseline = [time_exit(args.baseline) for _ in range(args.runs)]
+    print(summary(f"{args.binary}: spawn -> first /next (init)", init))
     print(summary(f"{args.binary}: spawn -> first event answered (202)", samples))
     print(summary("the process's own CPU (user + system, whole life)", cpu))
     print(summary(f"{args.baseline}: spawn -> exit (baseline)", baseline))
     print(f"ratio of medians: {statistics.median(samples) / statistics.median(baseline):.1f}x")
     if recorder:
-        chains = [chain for _, _, chain in runs]
+        chains = [chain for _, _, chain, _ in runs]
         lengths = sorted(len(chain) for chain in chains)
         print(f"AWS round trips one after another before the answer: median "
               f"{statistics.median(lengths)}, max {lengths[-1]} ({len(lengths)} runs)")
