@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of issue 5: first apply and no-op re-run of an N-agent monorepo,
+# Benchmark: first apply and no-op re-run of an N-agent monorepo,
 # on the embedded stores (SQLite + a blob directory) and on DynamoDB + S3
 # (moto_server, started here), in the same run.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 26: what each shipped binary links. For the three Lambda functions and `astrolift`:
+# What each shipped binary links. For the three Lambda functions and `astrolift`:
 # the stripped size as `[profile.release]` ships it, its largest sections, and the text per
 # crate (bench/crate_sizes.py, the `cargo bloat --crates` figure).
 #

@@ -194,7 +194,7 @@ def lambda_env(port):
     })
     # Lambda sets no RUST_BACKTRACE. With it set (these machines export RUST_BACKTRACE=1),
     # the runtime's exit on the 410 prints a symbolized backtrace that costs more CPU than
-    # the whole cold start (BENCHMARKS.md, issue 14), and that is not what a function pays.
+    # the whole cold start (bench/cold_start_stack.sh), and that is not what a function pays.
     for name in ("RUST_BACKTRACE", "RUST_LIB_BACKTRACE"):
         env.pop(name, None)
     return env

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6: cold start of the webhook function binary, process start -> first event handled.
+# Cold start of the webhook function binary, process start -> first event handled.
 #
 #   bench/cold_start.sh [RUNS]       # default 30 runs (after 3 warm-up runs)
 #

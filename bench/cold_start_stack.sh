@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14: cold start of the webhook function on the TEMPLATE's configuration, process
+# Cold start of the webhook function on the TEMPLATE's configuration, process
 # start -> first event answered, with the AWS round trips it waits for one after another.
 #
 #   bench/cold_start_stack.sh [RUNS] [PROFILE]   # default 30 runs, profile `release`

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Issue 27: the instructions `serve`'s webhook route executes per accepted push,
+"""The instructions `serve`'s webhook route executes per accepted push,
 with the in-memory lanes and with the durable queue, counted by callgrind, for
 builds side by side. Instruction counts do not depend on what else the machine
 runs, so they show what the wall-clock ratio of crates/bot/benches/durable_accept.rs
-on a loaded 2-core machine cannot (BENCHMARKS.md, issue 27).
+on a loaded 2-core machine cannot.
 
     bench/durable_instructions.py NAME=BENCH [NAME=BENCH ...]
 

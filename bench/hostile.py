@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 28's hostile inputs, two `astrolift` builds side by side (BENCHMARKS.md, "Issue 28").
+"""Hostile inputs, two `astrolift` builds side by side.
 
     python3 bench/hostile.py OLD_ASTROLIFT NEW_ASTROLIFT [RUNS]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 9 serve load: signed webhooks against `astrolift serve` on loopback,
+# serve load: signed webhooks against `astrolift serve` on loopback,
 # serve pinned to CPU 0 and wrk to CPU 1, SQLite state in a temp dir, the
 # fake GitHub behind it.
 #

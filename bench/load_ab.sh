@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/load.sh for two builds side by side: rounds alternate BEFORE and AFTER,
-# so both see the same machine (BENCHMARKS.md quotes the medians of the rounds).
+# so both see the same machine (quote the medians of the rounds).
 #
 #   BEFORE=path/to/astrolift AFTER=path/to/astrolift bench/load_ab.sh OUT [ROUNDS]
 #

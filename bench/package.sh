@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4 package benchmarks: throughput against tar|gzip -6|sha256sum, and
+# Package benchmarks: throughput against tar|gzip -6|sha256sum, and
 # peak RSS packaging every agent of a 1 GiB repository tarball.
 #
 #   bench/package.sh [WORKDIR]        RUNS=5 by default

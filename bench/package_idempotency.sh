@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4, idempotency: packaging an unchanged repository into S3 a second
+# Idempotency: packaging an unchanged repository into S3 a second
 # time uploads nothing. Starts moto, creates a bucket, runs
 # `astrolift package --all DIR --store s3://…` twice on a generated
 # N-agent monorepo, and counts the uploads of each run.

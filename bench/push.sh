@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of issue 6: one push of an N-agent monorepo through a real
+# Benchmark: one push of an N-agent monorepo through a real
 # `astrolift serve` (release build), the fake GitHub and moto (DynamoDB + S3),
 # from the webhook POST to the completed check run. Prints one JSON line per
 # run (seconds, GitHub call counts) and the median.

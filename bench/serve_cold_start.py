@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 26: `serve`'s cold start, process start -> the first signed push answered,
+"""`serve`'s cold start, process start -> the first signed push answered,
 side by side with Probot (or any other build of `astrolift`), rounds alternating.
 
     bench/serve_cold_start.py RUNS NAME=KIND:PATH [NAME=KIND:PATH ...]

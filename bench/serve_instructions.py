@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Issue 26: the instructions `serve` executes per accepted webhook, counted by
+"""The instructions `serve` executes per accepted webhook, counted by
 callgrind, for builds side by side. Instruction counts do not depend on what
 else the machine runs, so they settle what a throughput figure on a loaded
-2-core machine cannot (BENCHMARKS.md, "serve load").
+2-core machine cannot.
 
     bench/serve_instructions.py REQUESTS CASE NAME=PATH [NAME=PATH ...]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of `astrolift validate` (issue 2, "Speed").
+# Benchmark of `astrolift validate`.
 #
 # Builds the release binary, generates monorepos of N agents
 # (bench/gen_monorepo.py) and times, in the same run:

@@ -7,8 +7,8 @@
 //!   holds now.
 //!
 //! Checked in Rust comments (`//`, `///`, `//!`) under crates/, functions/, tests/ and
-//! fuzz/, and in the `#` comments of every Cargo.toml, scripts/*.sh, scripts/*.py and
-//! .ci/run.
+//! fuzz/, and in the `#` comments of every Cargo.toml, scripts/*.sh, scripts/*.py,
+//! bench/*.sh, bench/*.py and .ci/run.
 
 use std::path::{Path, PathBuf};
 
@@ -134,9 +134,13 @@ fn checked_files(root: &Path) -> Vec<(PathBuf, Syntax)> {
     }
     let is_script = |path: &Path| {
         path.extension().is_some_and(|e| e == "sh" || e == "py")
-            && path.parent().is_some_and(|p| p.ends_with("scripts"))
+            && path
+                .parent()
+                .is_some_and(|p| p.ends_with("scripts") || p.ends_with("bench"))
     };
-    files_under(&root.join("scripts"), &is_script, &mut hashed);
+    for dir in ["scripts", "bench"] {
+        files_under(&root.join(dir), &is_script, &mut hashed);
+    }
     let rust = rust.into_iter().map(|path| (path, Syntax::Slashes));
     let hashed = hashed.into_iter().map(|path| (path, Syntax::Hash));
     rust.chain(hashed).collect()
