@@ -166,11 +166,25 @@ pub struct RequestedAction {
     pub identifier: String,
 }
 
-/// The user who caused an event.
+/// A GitHub account as a payload names it: an event's sender, a comment's author.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sender {
+pub struct User {
     pub login: String,
+    /// `User`, `Bot` (an App, GitHub Actions), `Organization` or `Mannequin`; absent from
+    /// some older payloads.
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
 }
+
+impl User {
+    /// True for an App or GitHub Actions: a person cannot act as an account of type `Bot`.
+    pub fn is_bot(&self) -> bool {
+        self.kind.as_deref() == Some("Bot")
+    }
+}
+
+/// The user who caused an event.
+pub type Sender = User;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckRun {
@@ -180,6 +194,77 @@ pub struct CheckRun {
     pub name: Option<String>,
     #[serde(default)]
     pub check_suite: Option<CheckSuite>,
+}
+
+/// An `issue_comment` delivery with action `created`: a comment on an issue or a pull
+/// request (GitHub models a pull request's conversation as its issue's), which may hold
+/// `/astrolift` command lines (docs/reference.md §17).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssueCommentEvent {
+    pub action: String,
+    pub comment: Comment,
+    pub issue: CommentedIssue,
+    pub repository: RepositoryRef,
+    #[serde(default)]
+    pub installation: Option<InstallationRef>,
+    pub sender: User,
+}
+
+impl IssueCommentEvent {
+    /// True when the comment is on a pull request (`issue.pull_request` is present).
+    pub fn is_on_pull_request(&self) -> bool {
+        self.issue.pull_request.is_some()
+    }
+
+    /// True when a bot sent the event or wrote the comment: its commands are never run,
+    /// so that no App (ours above all, whose replies list the commands) drives another.
+    pub fn by_a_bot(&self) -> bool {
+        self.sender.is_bot() || self.comment.user.is_bot()
+    }
+}
+
+/// The comment of an `issue_comment` delivery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Comment {
+    pub id: u64,
+    /// The comment's Markdown as written; empty when GitHub sends none.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub body: String,
+    pub user: User,
+}
+
+/// The issue a comment is on: a pull request's when `pull_request` is present.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommentedIssue {
+    pub number: u64,
+    /// `open` or `closed`.
+    #[serde(default)]
+    pub state: Option<String>,
+    /// Present only on a pull request's issue.
+    #[serde(default)]
+    pub pull_request: Option<IssuePullRequest>,
+}
+
+/// The `issue.pull_request` of a comment on a pull request: links only, no head or base
+/// (`Installation::pull_request` reads those).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssuePullRequest {
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub html_url: Option<String>,
+    /// When it was merged; null while it is not.
+    #[serde(default)]
+    pub merged_at: Option<String>,
+}
+
+/// A string field that GitHub may send as `null`: read as its default.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -243,6 +328,9 @@ pub enum Event {
     Installation(InstallationEvent),
     InstallationRepositories(InstallationRepositoriesEvent),
     Ping(PingEvent),
+    /// A new comment on an issue or a pull request (action `created` only); acknowledged
+    /// without a sync ([`Event::wants_sync`] is false): the bot routes it itself.
+    IssueComment(IssueCommentEvent),
     /// Acknowledged and not acted on (though a GitHub-sourced trigger may bind it).
     Ignored {
         event: String,
@@ -253,6 +341,7 @@ pub enum Event {
 const PULL_REQUEST_ACTIONS: &[&str] = &["opened", "synchronize", "reopened", "ready_for_review"];
 const CHECK_SUITE_ACTIONS: &[&str] = &["requested", "rerequested"];
 const CHECK_RUN_ACTIONS: &[&str] = &["rerequested", "requested_action"];
+const ISSUE_COMMENT_ACTIONS: &[&str] = &["created"];
 
 /// Parses the body of an `X-GitHub-Event: <event_name>` delivery into its
 /// typed event (see [`parse_delivery`], which also returns the envelope).
@@ -266,7 +355,8 @@ pub fn parse_event(event_name: &str, body: &[u8]) -> Result<Event, serde_json::E
 ///
 /// Unknown events, and known events with actions we do not handle, are
 /// `Event::Ignored`. A handled event whose payload lacks a field we need is an
-/// error (the webhook answers 400), as is a body that is not a JSON object.
+/// error (the webhook answers 400), as is a body that is not a JSON object;
+/// except a comment, which is then `Ignored` (see below).
 pub fn parse_delivery(
     event_name: &str,
     body: &[u8],
@@ -274,6 +364,10 @@ pub fn parse_delivery(
     let envelope = Envelope::read(body)?;
     let action = envelope.action.as_deref();
     let handled = |actions: &[&str]| action.is_some_and(|a| actions.contains(&a));
+    let ignored = || Event::Ignored {
+        event: event_name.to_owned(),
+        action: envelope.action.clone(),
+    };
     let event = match event_name {
         "push" => Event::Push(serde_json::from_slice(body)?),
         "pull_request" if handled(PULL_REQUEST_ACTIONS) => {
@@ -288,28 +382,35 @@ pub fn parse_delivery(
             Event::InstallationRepositories(serde_json::from_slice(body)?)
         }
         "ping" => Event::Ping(serde_json::from_slice(body)?),
-        _ => Event::Ignored {
-            event: event_name.to_owned(),
-            action: envelope.action.clone(),
+        // Lenient, unlike the kinds above: GitHub-sourced triggers bind
+        // `issue_comment.created` and read the raw body, not this model, so a comment
+        // the model cannot read is `Ignored` (still fanned out), never a 400.
+        "issue_comment" if handled(ISSUE_COMMENT_ACTIONS) => match serde_json::from_slice(body) {
+            Ok(comment) => Event::IssueComment(comment),
+            Err(_) => ignored(),
         },
+        _ => ignored(),
     };
     Ok((envelope, event))
 }
 
 impl Event {
-    /// The repository a sync would run for, when the event asks for one.
+    /// The repository a sync would run for, when the event asks for one, or that a
+    /// comment's commands are about.
     pub fn repository(&self) -> Option<&RepositoryRef> {
         match self {
             Event::Push(e) => Some(&e.repository),
             Event::PullRequest(e) => Some(&e.repository),
             Event::CheckSuite(e) => Some(&e.repository),
             Event::CheckRun(e) => Some(&e.repository),
+            Event::IssueComment(e) => Some(&e.repository),
             _ => None,
         }
     }
 
     /// True for the events that become a sync job (202); false for those only
-    /// acknowledged (200): ping, ignored events, and pushes that delete a branch.
+    /// acknowledged (200): ping, ignored events, pushes that delete a branch, and
+    /// comments (whose commands the bot routes itself).
     pub fn wants_sync(&self) -> bool {
         match self {
             Event::Push(push) => !push.deleted,
@@ -333,6 +434,87 @@ mod tests {
             Ok(Event::Push(push)) => push,
             other => panic!("expected a push, got {other:?}"),
         }
+    }
+
+    fn comment_delivery(action: &str, pull_request: &str, sender_type: &str) -> String {
+        format!(
+            r#"{{"action":"{action}",
+            "issue":{{"number":7,"state":"open"{pull_request}}},
+            "comment":{{"id":42,"body":"/astrolift help","user":{{"login":"mona","type":"User"}}}},
+            "repository":{{"id":1,"full_name":"o/r"}},"installation":{{"id":9}},
+            "sender":{{"login":"mona","type":"{sender_type}"}}}}"#
+        )
+    }
+
+    fn comment_event(body: &str) -> Event {
+        parse_event("issue_comment", body.as_bytes()).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_created_comment_on_a_pull_request_is_typed() {
+        let on_pull = r#","pull_request":{"url":"https://api.github.com/repos/o/r/pulls/7"}"#;
+        let event = comment_event(&comment_delivery("created", on_pull, "User"));
+        let Event::IssueComment(comment) = &event else {
+            panic!("expected a comment, got {event:?}")
+        };
+        assert!(comment.is_on_pull_request());
+        assert!(!comment.by_a_bot());
+        assert_eq!(comment.comment.id, 42);
+        assert_eq!(comment.comment.body, "/astrolift help");
+        assert_eq!(comment.comment.user.login, "mona");
+        assert_eq!(comment.issue.number, 7);
+        assert_eq!(comment.issue.state.as_deref(), Some("open"));
+        assert_eq!(comment.installation.as_ref().map(|i| i.id), Some(9));
+        assert_eq!(event.repository().map(|r| r.id), Some(1));
+        assert!(!event.wants_sync());
+    }
+
+    #[test]
+    fn a_comment_on_an_issue_and_one_by_a_bot_say_so() {
+        let Event::IssueComment(on_issue) = comment_event(&comment_delivery("created", "", "User"))
+        else {
+            panic!("expected a comment")
+        };
+        assert!(!on_issue.is_on_pull_request());
+        let Event::IssueComment(by_bot) = comment_event(&comment_delivery("created", "", "Bot"))
+        else {
+            panic!("expected a comment")
+        };
+        assert!(by_bot.by_a_bot());
+        let authored_by_bot = comment_delivery("created", "", "User").replace(
+            r#""login":"mona","type":"User"}}"#,
+            r#""login":"app[bot]","type":"Bot"}}"#,
+        );
+        let Event::IssueComment(authored) = comment_event(&authored_by_bot) else {
+            panic!("expected a comment")
+        };
+        assert!(authored.by_a_bot());
+    }
+
+    #[test]
+    fn other_comment_actions_and_unreadable_comments_are_ignored() {
+        for action in ["edited", "deleted"] {
+            let event = comment_event(&comment_delivery(action, "", "User"));
+            assert_eq!(
+                event,
+                Event::Ignored {
+                    event: "issue_comment".to_owned(),
+                    action: Some(action.to_owned())
+                }
+            );
+        }
+        let no_comment = r#"{"action":"created","repository":{"id":1,"full_name":"o/r"}}"#;
+        assert!(matches!(comment_event(no_comment), Event::Ignored { .. }));
+        assert!(parse_event("issue_comment", b"not json").is_err());
+    }
+
+    #[test]
+    fn a_null_comment_body_is_empty() {
+        let body = comment_delivery("created", "", "User").replace(r#""/astrolift help""#, "null");
+        let Event::IssueComment(comment) = comment_event(&body) else {
+            panic!("expected a comment")
+        };
+        assert_eq!(comment.comment.body, "");
     }
 
     #[test]

@@ -7,9 +7,10 @@ mod signature;
 
 pub use envelope::{Envelope, Subject};
 pub use events::{
-    CheckRunEvent, CheckSuiteEvent, Event, HeadCommit, InstallationEvent, InstallationRef,
-    InstallationRepositoriesEvent, PingEvent, PullRequestEvent, PushEvent, RepositoryRef,
-    RequestedAction, Sender, parse_delivery, parse_event,
+    CheckRunEvent, CheckSuiteEvent, Comment, CommentedIssue, Event, HeadCommit, InstallationEvent,
+    InstallationRef, InstallationRepositoriesEvent, IssueCommentEvent, IssuePullRequest, PingEvent,
+    PullRequestEvent, PushEvent, RepositoryRef, RequestedAction, Sender, User, parse_delivery,
+    parse_event,
 };
 pub use ingress::{Accepted, IngressError, WebhookRequest, accept};
 pub use signature::{SignatureError, WebhookSecrets, sign, verify_signature};

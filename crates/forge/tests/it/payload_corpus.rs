@@ -124,6 +124,16 @@ fn summary(event: &Event) -> String {
                 .collect::<Vec<_>>(),
         ),
         Event::Ping(e) => format!("Ping hook_id={:?}", e.hook_id),
+        Event::IssueComment(e) => format!(
+            "IssueComment action={} comment={} by={} issue=#{} state={:?} on_pull_request={} by_a_bot={}",
+            e.action,
+            e.comment.id,
+            e.comment.user.login,
+            e.issue.number,
+            e.issue.state,
+            e.is_on_pull_request(),
+            e.by_a_bot(),
+        ),
         Event::Ignored { event, action } => format!("Ignored event={event} action={action:?}"),
     };
     match event.repository() {
@@ -138,13 +148,14 @@ fn summary(event: &Event) -> String {
     }
 }
 
-/// The delivering installation of the events that sync a repository.
+/// The delivering installation of the events about a repository.
 fn installation_id(event: &Event) -> Option<u64> {
     let installation = match event {
         Event::Push(e) => e.installation.as_ref(),
         Event::PullRequest(e) => e.installation.as_ref(),
         Event::CheckSuite(e) => e.installation.as_ref(),
         Event::CheckRun(e) => e.installation.as_ref(),
+        Event::IssueComment(e) => e.installation.as_ref(),
         _ => None,
     };
     installation.map(|i| i.id)
@@ -330,4 +341,24 @@ fn variants_the_corpus_lacks() {
     };
     assert!(push.forced && forced.wants_sync());
     assert_eq!(push.head_commit_time(), Some(1_557_933_565));
+
+    let comment = "issue_comment/created.with-organization.with-installation.json";
+    let on_pull = delivered_variant(comment, |json| {
+        json["issue"]["pull_request"] = serde_json::json!({
+            "url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/1",
+            "html_url": "https://github.com/Codertocat/Hello-World/pull/1",
+            "merged_at": null,
+        });
+    });
+    assert!(
+        matches!(&on_pull, Event::IssueComment(e) if e.is_on_pull_request() && !e.by_a_bot()),
+        "{on_pull:?}"
+    );
+    assert!(!on_pull.wants_sync());
+    let by_app = delivered_variant(comment, |json| {
+        json["sender"]["type"] = "Bot".into();
+    });
+    assert!(matches!(&by_app, Event::IssueComment(e) if e.by_a_bot()));
+    let edited = delivered_variant(comment, |json| json["action"] = "edited".into());
+    assert!(matches!(edited, Event::Ignored { .. }), "{edited:?}");
 }
