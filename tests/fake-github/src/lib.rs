@@ -10,13 +10,19 @@
 //! - `GET /repos/{owner}/{repo}/compare/{base}...{head}`: `status` (`ahead`,
 //!   `behind`, `identical`, `diverged`) over a commit graph the test sets
 //!   ([`FakeGitHub::add_commit`]), 404 for an unknown SHA;
-//! - `GET /repos/{owner}/{repo}/pulls/{n}/files` and `.../reviews`, paginated
+//! - `GET /repos/{owner}/{repo}/pulls/{n}` (state, merged, head and base with their
+//!   repositories, an `ETag`), `GET .../pulls/{n}/files` and `.../reviews`, paginated
 //!   with `Link` headers, and `POST .../pulls/{n}/reviews`, validated like
 //!   GitHub (422 `Unprocessable Entity` for a comment off the diff), over
-//!   pull requests the test sets ([`FakeGitHub::add_pull_request`]);
+//!   pull requests the test sets ([`FakeGitHub::add_pull_request`],
+//!   [`FakeGitHub::set_pull_request`]: closed, merged, moved, from a fork);
 //! - `GET /repos/{owner}/{repo}/collaborators/{username}/permission`, over
 //!   the roles the test sets ([`FakeGitHub::add_collaborator`]), 404 for
 //!   anyone else.
+//! - `POST` and `GET /repos/{owner}/{repo}/issues/{n}/comments` (the list paginated), and
+//!   `POST /repos/{owner}/{repo}/issues/comments/{id}/reactions` (201 new, 200 again, 422
+//!   for content outside GitHub's set), kept for the test ([`FakeGitHub::comments`],
+//!   [`FakeGitHub::reactions`]);
 //! - `GET /repos/{owner}/{repo}/commits/{ref}`: the commit a ref (or sha) names,
 //!   422 `No commit found for SHA` for an unknown ref; with an `ETag`, `304 Not Modified`
 //!   for an `If-None-Match` that names it, and `X-RateLimit-*` headers per installation
@@ -61,8 +67,9 @@ use axum::routing::{get, patch, post};
 use serde_json::{Value, json};
 
 pub use checks::FakeCheckRun;
+pub use comments::{APP_BOT_LOGIN, FakeComment, FakeReaction, REACTION_CONTENTS};
 pub use faults::{Fault, FaultKind, RecordedRequest};
-pub use pulls::{FakePullRequest, FakePullRequestFile, FakeReview};
+pub use pulls::{FakeHeadRepo, FakePullRequest, FakePullRequestFile, FakeReview};
 
 /// The App id the fake accepts JWTs for.
 pub const TEST_APP_ID: u64 = 4242;
@@ -112,6 +119,8 @@ pub(crate) struct State {
     pub check_runs: Vec<FakeCheckRun>,
     /// Issue and pull request comments, in order.
     pub comments: Vec<comments::FakeComment>,
+    /// Reactions to comments, in order.
+    pub reactions: Vec<comments::FakeReaction>,
     /// Parents per commit, per `(owner, repo)`.
     pub commit_graphs: HashMap<(String, String), compare::CommitGraph>,
     /// Pull requests by `(owner, repo, number)`.
@@ -316,10 +325,107 @@ impl FakeGitHub {
     }
 
     /// Makes `login` a collaborator of `owner/repo` with `role` (`admin`,
-    /// `maintain`, `write`, `triage` or `read`); others answer 404.
+    /// `maintain`, `write`, `triage` or `read`), replacing the role it had; others answer
+    /// 404.
     pub fn add_collaborator(&self, owner: &str, repo: &str, login: &str, role: &str) {
         let key = (owner.to_owned(), repo.to_owned(), login.to_lowercase());
         self.state.lock().collaborators.insert(key, role.to_owned());
+    }
+
+    /// `login` is no longer a collaborator of `owner/repo`: its permission answers 404.
+    pub fn remove_collaborator(&self, owner: &str, repo: &str, login: &str) {
+        let key = (owner.to_owned(), repo.to_owned(), login.to_lowercase());
+        self.state.lock().collaborators.remove(&key);
+    }
+
+    /// Sets pull request `number` of `owner/repo` to `pull` (its state, head, base, files
+    /// and reviews), replacing one set before under that number.
+    pub fn set_pull_request(&self, owner: &str, repo: &str, number: u64, pull: FakePullRequest) {
+        let key = (owner.to_owned(), repo.to_owned(), number);
+        self.state.lock().pull_requests.insert(key, pull);
+    }
+
+    /// Pull request `number` of `owner/repo` as the fake holds it.
+    pub fn pull_request(&self, owner: &str, repo: &str, number: u64) -> Option<FakePullRequest> {
+        let key = (owner.to_owned(), repo.to_owned(), number);
+        self.state.lock().pull_requests.get(&key).cloned()
+    }
+
+    /// Closes pull request `number` (merged or not); nothing when there is none.
+    pub fn close_pull_request(&self, owner: &str, repo: &str, number: u64, merged: bool) {
+        self.edit_pull_request(owner, repo, number, |pull| {
+            pull.state = "closed".to_owned();
+            pull.merged = merged;
+        });
+    }
+
+    /// Reopens pull request `number` (closed and not merged); nothing when there is none.
+    pub fn reopen_pull_request(&self, owner: &str, repo: &str, number: u64) {
+        self.edit_pull_request(owner, repo, number, |pull| {
+            pull.state = "open".to_owned();
+            pull.merged = false;
+        });
+    }
+
+    /// Moves pull request `number`'s head to `sha`, as a push to its branch does.
+    pub fn set_pull_request_head(&self, owner: &str, repo: &str, number: u64, sha: &str) {
+        self.edit_pull_request(owner, repo, number, |pull| {
+            sha.clone_into(&mut pull.head_sha)
+        });
+    }
+
+    /// Makes pull request `number` come from a fork: `head_full_name` with `head_repo_id`
+    /// (another id than the base repository's).
+    pub fn set_pull_request_fork(
+        &self,
+        owner: &str,
+        repo: &str,
+        number: u64,
+        head_repo_id: u64,
+        head_full_name: &str,
+    ) {
+        self.edit_pull_request(owner, repo, number, |pull| {
+            pull.head_repo = FakeHeadRepo::Fork {
+                id: head_repo_id,
+                full_name: head_full_name.to_owned(),
+            };
+        });
+    }
+
+    fn edit_pull_request(
+        &self,
+        owner: &str,
+        repo: &str,
+        number: u64,
+        edit: impl FnOnce(&mut FakePullRequest),
+    ) {
+        let key = (owner.to_owned(), repo.to_owned(), number);
+        if let Some(pull) = self.state.lock().pull_requests.get_mut(&key) {
+            edit(pull);
+        }
+    }
+
+    /// Seeds a comment by a person, `login`, on issue or pull request `number` of
+    /// `owner/repo` (as if written on GitHub) and returns its id; the list of the issue's
+    /// comments answers it.
+    pub fn add_issue_comment(
+        &self,
+        owner: &str,
+        repo: &str,
+        number: u64,
+        login: &str,
+        body: &str,
+    ) -> u64 {
+        let comment = FakeComment {
+            id: 0,
+            owner: owner.to_owned(),
+            repo: repo.to_owned(),
+            number,
+            body: body.to_owned(),
+            user_login: login.to_owned(),
+            user_type: "User".to_owned(),
+        };
+        comments::push_comment(&mut self.state.lock(), comment)
     }
 
     /// Adds `review` to a pull request opened before (its id is assigned).
@@ -422,9 +528,16 @@ impl FakeGitHub {
         self.state.lock().check_runs.clone()
     }
 
-    /// Every issue or pull request comment created, in order.
+    /// Every issue or pull request comment, in order: those created through the API
+    /// (by the App's bot, [`APP_BOT_LOGIN`], or a workflow's token) and those a test
+    /// seeded ([`FakeGitHub::add_issue_comment`]).
     pub fn comments(&self) -> Vec<comments::FakeComment> {
         self.state.lock().comments.clone()
+    }
+
+    /// Every reaction left on a comment, in order (a repeated one only once).
+    pub fn reactions(&self) -> Vec<FakeReaction> {
+        self.state.lock().reactions.clone()
     }
 }
 
@@ -466,7 +579,15 @@ fn router(state: Shared) -> Router {
         )
         .route(
             "/repos/{owner}/{repo}/issues/{number}/comments",
-            post(comments::create),
+            get(comments::list).post(comments::create),
+        )
+        .route(
+            "/repos/{owner}/{repo}/issues/comments/{id}/reactions",
+            post(comments::react),
+        )
+        .route(
+            "/repos/{owner}/{repo}/pulls/{number}",
+            get(pulls::pull_request),
         )
         .route(
             "/repos/{owner}/{repo}/pulls/{number}/files",

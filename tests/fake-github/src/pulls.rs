@@ -1,5 +1,11 @@
-//! Pull requests: `GET .../pulls/{n}/files`, `GET .../pulls/{n}/reviews`
-//! and `POST .../pulls/{n}/reviews`.
+//! Pull requests: `GET .../pulls/{n}`, `GET .../pulls/{n}/files`,
+//! `GET .../pulls/{n}/reviews` and `POST .../pulls/{n}/reviews`.
+//!
+//! A pull request is answered with GitHub's fields: `number`, `state` (`open`, `closed`),
+//! `merged` (and `merged_at`, `closed_at`), `head` (`sha`, `ref`, `repo`: the base
+//! repository itself, a fork with its own id, or null for a deleted fork), `base` (`ref`,
+//! `sha`, `repo`), `user`, `html_url`, and an `ETag` header; an `If-None-Match` that names
+//! the current `ETag` is `304 Not Modified`. An unknown one is 404 `Not Found`.
 //!
 //! Lists are paginated as on GitHub: `per_page` (default 30, at most 100)
 //! and `page`, with a `Link` header (`next`, `last`, `first`, `prev`); the
@@ -14,11 +20,12 @@
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State as AxumState};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
-use crate::{Shared, bad_credentials, github_error, json_response, valid_token};
+use crate::{Shared, State, bad_credentials, github_error, json_response, valid_token};
 
+const PULL_DOCS: &str = "https://docs.github.com/rest/pulls/pulls#get-a-pull-request";
 const FILES_DOCS: &str = "https://docs.github.com/rest/pulls/pulls#list-pull-requests-files";
 const REVIEWS_DOCS: &str =
     "https://docs.github.com/rest/pulls/reviews#list-reviews-for-a-pull-request";
@@ -144,12 +151,198 @@ impl FakeReview {
     }
 }
 
-/// A pull request as the fake holds it.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// A pull request as the fake holds it. [`Default`] is an open pull request of branch
+/// `feature` into `main`, from the base repository itself, opened by `mona`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct FakePullRequest {
     pub head_sha: String,
     pub files: Vec<FakePullRequestFile>,
     pub reviews: Vec<FakeReview>,
+    /// `open` or `closed`.
+    pub state: String,
+    /// Whether it was merged (closed too, then).
+    pub merged: bool,
+    pub head_ref: String,
+    pub base_ref: String,
+    pub head_repo: FakeHeadRepo,
+    /// Who opened it.
+    pub user_login: String,
+}
+
+impl Default for FakePullRequest {
+    fn default() -> Self {
+        Self {
+            head_sha: String::new(),
+            files: Vec::new(),
+            reviews: Vec::new(),
+            state: "open".to_owned(),
+            merged: false,
+            head_ref: "feature".to_owned(),
+            base_ref: "main".to_owned(),
+            head_repo: FakeHeadRepo::Base,
+            user_login: "mona".to_owned(),
+        }
+    }
+}
+
+impl FakePullRequest {
+    /// An open pull request of `head_ref` at `head_sha` into `base_ref`, from the base
+    /// repository itself.
+    pub fn open(head_ref: &str, head_sha: &str, base_ref: &str) -> Self {
+        Self {
+            head_sha: head_sha.to_owned(),
+            head_ref: head_ref.to_owned(),
+            base_ref: base_ref.to_owned(),
+            ..Self::default()
+        }
+    }
+
+    /// The same pull request from a fork: `full_name` (`someone/agents`) with its `id`.
+    pub fn from_fork(self, id: u64, full_name: &str) -> Self {
+        Self {
+            head_repo: FakeHeadRepo::Fork {
+                id,
+                full_name: full_name.to_owned(),
+            },
+            ..self
+        }
+    }
+}
+
+/// Where a pull request's head branch lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FakeHeadRepo {
+    /// The base repository itself (same id).
+    Base,
+    /// A fork: another repository, with another id.
+    Fork { id: u64, full_name: String },
+    /// A fork that was deleted: GitHub answers `head.repo` null.
+    Deleted,
+}
+
+pub(crate) async fn pull_request(
+    AxumState(state): AxumState<Shared>,
+    Path((owner, repo, number)): Path<Key>,
+    headers: HeaderMap,
+) -> Response {
+    let state = state.lock();
+    if let Some(refused) = crate::repo_refusal(&state, &headers, &owner, &repo, PULL_DOCS) {
+        return refused;
+    }
+    let key: Key = (owner.clone(), repo.clone(), number);
+    let Some(pull) = state.pull_requests.get(&key) else {
+        return github_error(StatusCode::NOT_FOUND, "Not Found", PULL_DOCS);
+    };
+    let body = pull_json(&state, &owner, &repo, number, pull);
+    let etag = format!("W/\"{:016x}\"", fnv1a(body.to_string().as_bytes()));
+    let mut answer_headers = HeaderMap::new();
+    if let Ok(value) = HeaderValue::from_str(&etag) {
+        answer_headers.insert("etag", value);
+    }
+    let matches = headers
+        .get("if-none-match")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|tags| tags.split(',').any(|tag| tag.trim() == etag));
+    if matches {
+        return (StatusCode::NOT_MODIFIED, answer_headers).into_response();
+    }
+    json_response(StatusCode::OK, body, answer_headers)
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// A pull request as GitHub answers `GET .../pulls/{n}` (the fields a client reads, and
+/// the ones beside them it must skip).
+fn pull_json(state: &State, owner: &str, repo: &str, number: u64, pull: &FakePullRequest) -> Value {
+    let base_id = state
+        .repo_ids
+        .get(&(owner.to_owned(), repo.to_owned()))
+        .copied()
+        .unwrap_or_else(|| crate::repos::derived_id(owner, repo));
+    let repository = |id: u64, full_name: &str, fork: bool| {
+        let (login, name) = full_name.split_once('/').unwrap_or((full_name, ""));
+        json!({
+            "id": id,
+            "node_id": format!("R_{id}"),
+            "name": name,
+            "full_name": full_name,
+            "owner": { "login": login, "type": "User" },
+            "private": false,
+            "fork": fork,
+            "html_url": format!("https://github.com/{full_name}"),
+            "default_branch": "main",
+        })
+    };
+    let base_full_name = format!("{owner}/{repo}");
+    let (head_repo, head_owner) = match &pull.head_repo {
+        FakeHeadRepo::Base => (
+            repository(base_id, &base_full_name, false),
+            owner.to_owned(),
+        ),
+        FakeHeadRepo::Fork { id, full_name } => (
+            repository(*id, full_name, true),
+            full_name.split('/').next().unwrap_or_default().to_owned(),
+        ),
+        FakeHeadRepo::Deleted => (Value::Null, "ghost".to_owned()),
+    };
+    let base_sha = state
+        .repos
+        .get(&(owner.to_owned(), repo.to_owned()))
+        .and_then(|refs| refs.iter().rev().find(|r| r.git_ref == pull.base_ref))
+        .map_or_else(|| "0".repeat(40), |r| r.sha.clone());
+    let closed = pull.state == "closed";
+    let at = |yes: bool| {
+        if yes {
+            json!("2026-12-02T10:00:00Z")
+        } else {
+            Value::Null
+        }
+    };
+    let user = json!({ "login": pull.user_login, "id": 9_100, "type": "User" });
+    json!({
+        "url": format!("{}/repos/{owner}/{repo}/pulls/{number}", state.base_url),
+        "id": 1_000_000 + number,
+        "node_id": format!("PR_{number}"),
+        "html_url": format!("https://github.com/{owner}/{repo}/pull/{number}"),
+        "diff_url": format!("https://github.com/{owner}/{repo}/pull/{number}.diff"),
+        "number": number,
+        "state": pull.state,
+        "locked": false,
+        "title": format!("Pull request {number}"),
+        "user": user,
+        "body": null,
+        "created_at": "2026-12-01T10:00:00Z",
+        "updated_at": "2026-12-01T10:00:00Z",
+        "closed_at": at(closed),
+        "merged_at": at(pull.merged),
+        "merge_commit_sha": null,
+        "draft": false,
+        "head": {
+            "label": format!("{head_owner}:{}", pull.head_ref),
+            "ref": pull.head_ref,
+            "sha": pull.head_sha,
+            "user": { "login": head_owner, "type": "User" },
+            "repo": head_repo,
+        },
+        "base": {
+            "label": format!("{owner}:{}", pull.base_ref),
+            "ref": pull.base_ref,
+            "sha": base_sha,
+            "user": { "login": owner, "type": "User" },
+            "repo": repository(base_id, &base_full_name, false),
+        },
+        "author_association": "MEMBER",
+        "merged": pull.merged,
+        "mergeable": null,
+        "comments": 0,
+        "review_comments": 0,
+        "commits": 1,
+        "changed_files": pull.files.len(),
+    })
 }
 
 type Key = (String, String, u64);
@@ -411,7 +604,12 @@ fn diff_lines(patch: &str, side: &str) -> Vec<(u64, usize)> {
 }
 
 /// One page of `items` with GitHub's `Link` header.
-fn paginated(items: &[Value], query: Option<&str>, base_url: &str, path: &str) -> Response {
+pub(crate) fn paginated(
+    items: &[Value],
+    query: Option<&str>,
+    base_url: &str,
+    path: &str,
+) -> Response {
     let param = |name: &str| {
         query?
             .split('&')
