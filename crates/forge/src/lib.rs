@@ -7,8 +7,9 @@
 //! policy as a tower layer (`retry-after`, `x-ratelimit-reset`, 5xx with
 //! backoff, never other 4xx), streaming tarball downloads through the
 //! redirect (bounded in size), check runs with annotations in batches of
-//! 50 and outputs trimmed under 65,535 bytes, and pull requests' files
-//! (with patches) and `COMMENT` reviews of at most 50 comments.
+//! 50 and outputs trimmed under 65,535 bytes, pull requests (state, head and
+//! base; files with patches; `COMMENT` reviews of at most 50 comments), and
+//! issue comments with their reactions.
 //!
 //! Invariants:
 //! - Nothing is parsed before the body's size is checked and its signature

@@ -1,6 +1,7 @@
 //! The GitHub REST side, on `octocrab`: App auth, the client, the retry
 //! layer, tarballs, check runs (with requested actions), commit comparison, ref lookup,
-//! repository installations, collaborators' permissions, pull-request files and reviews.
+//! repository installations, collaborators' permissions, pull requests (their state, files
+//! and reviews), and issue comments with their reactions.
 //!
 //! ```text
 //! let app = GitHubApp::from_env()?;                  // GITHUB_API_URL, GITHUB_APP_ID, key
@@ -14,7 +15,9 @@
 //! let head = gh.ref_head(&repo, "main", Some(etag)).await?;   // NotModified: a 304
 //! gh.complete(&repo, run, Conclusion::of(&diagnostics), output).await?;  // or gh.fail_run(..)
 //! let who = gh.collaborator_permission(&repo, "mona").await?;  // None: not a collaborator
+//! let pull = gh.pull_request(&repo, 7).await?;                // None: no such pull request
 //! let files = gh.pull_request_files(&repo, 7).await?;          // with each file's `patch`
+//! gh.create_comment_reaction(&repo, comment_id, REACTION_EYES).await?;  // 201 new, 200 again
 //! gh.create_review(&repo, 7, &NewReview { .. }).await?;       // event COMMENT, ≤ 50 comments
 //! let action = Installation::with_token(config, token)?;      // a workflow's GITHUB_TOKEN
 //! ```
@@ -45,13 +48,14 @@ pub use client::{
     API_VERSION, DEFAULT_API_URL, DEFAULT_MAX_TARBALL_BYTES, GitHubApp, GitHubConfig, GitHubError,
     Installation, RepoPath,
 };
-pub use comments::IssueComment;
+pub use comments::{CommentAuthor, IssueComment, REACTION_CONTENTS, REACTION_EYES, Reaction};
 pub use commits::{HeadAnswer, MAX_ETAG_LEN, RefHead};
 pub use compare::CompareStatus;
 pub use permissions::RepositoryPermission;
 pub use pulls::{
-    COMMENTS_PER_REVIEW, MAX_PAGES, NewReview, PullRequestFile, Review, ReviewComment, ReviewUser,
-    Side,
+    COMMENTS_PER_REVIEW, MAX_PAGES, NewReview, PullRequestAuthor, PullRequestBase,
+    PullRequestDetails, PullRequestFile, PullRequestHead, PullRequestRepository, Review,
+    ReviewComment, ReviewUser, Side,
 };
 pub use retry::RetryPolicy;
 pub use tarball::TarballDownload;

@@ -1,5 +1,6 @@
-//! Pull requests: the files a pull request changes (with their patches),
-//! its reviews, and creating a review of comments.
+//! Pull requests: one pull request's state, head and base
+//! (`GET /repos/{owner}/{repo}/pulls/{number}`), the files it changes (with
+//! their patches), its reviews, and creating a review of comments.
 //!
 //! Sent through octocrab's generic JSON calls and forge's retry layer, with
 //! our own lean types: octocrab's typed pull-request API builds routes from
@@ -20,6 +21,7 @@
 //!   (the caller's choice): ⌈n/50⌉ requests, where review plus single
 //!   review comments would make one request per comment past the first 50.
 
+use http::StatusCode;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
@@ -31,6 +33,72 @@ pub const COMMENTS_PER_REVIEW: usize = 50;
 pub const MAX_PAGES: usize = 30;
 /// Items asked for per page (GitHub's maximum).
 const PER_PAGE: &str = "100";
+
+/// A pull request as GitHub answers it (the fields we read): what a comment's commands
+/// need to know of the pull request they are on (docs/reference.md §17).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRequestDetails {
+    pub number: u64,
+    /// `open` or `closed`.
+    pub state: String,
+    /// Absent from some answers (GitHub Enterprise's older ones): not merged.
+    #[serde(default)]
+    pub merged: bool,
+    pub head: PullRequestHead,
+    pub base: PullRequestBase,
+    pub user: PullRequestAuthor,
+    #[serde(default)]
+    pub html_url: Option<String>,
+}
+
+/// A pull request's head: its commit, branch and repository.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRequestHead {
+    /// 40 hex digits, lowercase.
+    pub sha: String,
+    #[serde(rename = "ref")]
+    pub git_ref: String,
+    /// Null when the head repository (a fork) was deleted.
+    #[serde(default)]
+    pub repo: Option<PullRequestRepository>,
+}
+
+/// A pull request's base: the branch it merges into, in the repository it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRequestBase {
+    #[serde(rename = "ref")]
+    pub git_ref: String,
+    pub repo: PullRequestRepository,
+}
+
+/// A head's or base's repository.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRequestRepository {
+    pub id: u64,
+    pub full_name: String,
+}
+
+/// Who opened a pull request.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRequestAuthor {
+    pub login: String,
+}
+
+impl PullRequestDetails {
+    /// True while the pull request is open.
+    pub fn is_open(&self) -> bool {
+        self.state == "open"
+    }
+
+    /// True when the head lives in another repository than the base, or in a deleted
+    /// one (compared by id): such a pull request is previewed only on approval.
+    pub fn is_fork(&self) -> bool {
+        self.head
+            .repo
+            .as_ref()
+            .is_none_or(|head| head.id != self.base.repo.id)
+    }
+}
 
 /// One file of a pull request (the fields we read).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -134,6 +202,37 @@ struct CreateReview<'a> {
 }
 
 impl Installation {
+    /// `GET /repos/{owner}/{repo}/pulls/{number}`; `None` when GitHub answers 404 (no such
+    /// pull request, or a repository this installation cannot see). A head sha that is not
+    /// 40 hex digits is an error.
+    pub async fn pull_request(
+        &self,
+        repo: &RepoPath,
+        number: u64,
+    ) -> Result<Option<PullRequestDetails>, GitHubError> {
+        let number = number.to_string();
+        let segments = ["repos", &repo.owner, &repo.name, "pulls", &number];
+        let answer = self
+            .send_json::<PullRequestDetails, ()>(JsonMethod::Get, &segments, None)
+            .await;
+        let mut pull = match answer {
+            Ok(pull) => pull,
+            Err(error) if error.status() == Some(StatusCode::NOT_FOUND) => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        let sha = &pull.head.sha;
+        if sha.len() != 40 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+            let path = self.app.api_url(&segments).path().to_owned();
+            return Err(protocol(
+                &http::Method::GET,
+                &path,
+                "`head.sha` is not 40 hex digits",
+            ));
+        }
+        pull.head.sha.make_ascii_lowercase();
+        Ok(Some(pull))
+    }
+
     /// `GET /repos/{owner}/{repo}/pulls/{number}/files`, every page.
     pub async fn pull_request_files(
         &self,
@@ -181,7 +280,7 @@ impl Installation {
     }
 
     /// Every item of a paginated list, following `next` links on the API.
-    async fn list_all<T>(&self, segments: Vec<String>) -> Result<Vec<T>, GitHubError>
+    pub(super) async fn list_all<T>(&self, segments: Vec<String>) -> Result<Vec<T>, GitHubError>
     where
         T: serde::de::DeserializeOwned + Send + 'static,
     {

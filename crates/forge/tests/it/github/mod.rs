@@ -2,9 +2,11 @@
 
 mod auth;
 mod checks;
+mod comments;
 mod commits;
 mod compare;
 mod faults;
+mod permissions;
 mod pulls;
 mod tarball;
 
@@ -118,6 +120,9 @@ fn futures_are_send(gh: Installation, repo: RepoPath) {
     send(gh.fail_run(&repo, 1, "why"));
     send(gh.pull_request_files(&repo, 1));
     send(gh.pull_request_reviews(&repo, 1));
+    send(gh.pull_request(&repo, 1));
+    send(gh.issue_comments(&repo, 1));
+    send(gh.create_comment_reaction(&repo, 1, "eyes"));
     let review = astrolift_forge::github::NewReview {
         commit_id: SHA.to_owned(),
         body: "b".to_owned(),

@@ -1,8 +1,9 @@
-//! Pull-request files and reviews against the fake: every page read through
+//! Pull requests against the fake: one pull request's state, head and base (open,
+//! closed, merged, from a fork, unknown); files and reviews, every page read through
 //! `Link` headers, a `next` link on another host refused, reviews created
 //! as `COMMENT` on diff lines, GitHub's 422 for a line off the diff.
 
-use astrolift_fake_github::{FakePullRequestFile, FakeReview};
+use astrolift_fake_github::{FakeHeadRepo, FakePullRequest, FakePullRequestFile, FakeReview};
 use astrolift_forge::github::{
     COMMENTS_PER_REVIEW, GitHubConfig, Installation, MAX_PAGES, NewReview, ReviewComment,
 };
@@ -237,4 +238,118 @@ async fn thirty_pages_are_read_and_a_thirty_first_is_refused() {
         .await
         .expect_err("31 pages");
     assert!(error.to_string().contains("more than 30 pages"), "{error}");
+}
+
+const HEAD: &str = "ABCDEF0123456789ABCDEF0123456789ABCDEF01";
+
+#[tokio::test]
+async fn a_pull_request_from_the_repository_itself_is_read_with_its_head_and_base() {
+    let setup = setup().await;
+    let open = FakePullRequest::open("feature/x", HEAD, "main");
+    setup.fake.set_pull_request(OWNER, REPO, PR, open);
+    let (gh, repo) = (setup.installation(), setup.repo());
+    let pull = gh
+        .pull_request(&repo, PR)
+        .await
+        .expect("read")
+        .expect("found");
+    assert_eq!(pull.number, PR);
+    assert!(
+        pull.is_open() && !pull.merged && !pull.is_fork(),
+        "{pull:?}"
+    );
+    assert_eq!(pull.head.sha, HEAD.to_ascii_lowercase());
+    assert_eq!(pull.head.git_ref, "feature/x");
+    assert_eq!(pull.base.git_ref, "main");
+    assert_eq!(pull.base.repo.full_name, "octo/agents");
+    assert_eq!(pull.base.repo.id, setup.fake.repo_id(OWNER, REPO));
+    assert_eq!(
+        pull.head.repo.as_ref().map(|r| r.id),
+        Some(pull.base.repo.id)
+    );
+    assert_eq!(pull.user.login, "mona");
+    assert_eq!(
+        pull.html_url.as_deref(),
+        Some("https://github.com/octo/agents/pull/12")
+    );
+}
+
+#[tokio::test]
+async fn closing_merging_moving_and_forks_are_what_github_answers() {
+    let setup = setup().await;
+    let (gh, repo) = (setup.installation(), setup.repo());
+    let read = || async {
+        gh.pull_request(&repo, PR)
+            .await
+            .expect("read")
+            .expect("found")
+    };
+    setup
+        .fake
+        .set_pull_request(OWNER, REPO, PR, FakePullRequest::open("f", SHA, "main"));
+    let moved = "1111111111111111111111111111111111111111";
+    setup.fake.set_pull_request_head(OWNER, REPO, PR, moved);
+    assert_eq!(read().await.head.sha, moved);
+
+    setup.fake.close_pull_request(OWNER, REPO, PR, false);
+    let closed = read().await;
+    assert!(!closed.is_open() && !closed.merged, "{closed:?}");
+    setup.fake.reopen_pull_request(OWNER, REPO, PR);
+    assert!(read().await.is_open());
+    setup.fake.close_pull_request(OWNER, REPO, PR, true);
+    let merged = read().await;
+    assert_eq!((merged.state.as_str(), merged.merged), ("closed", true));
+
+    setup
+        .fake
+        .set_pull_request_fork(OWNER, REPO, PR, 999, "someone/agents");
+    let fork = read().await;
+    assert!(fork.is_fork());
+    assert_eq!(
+        fork.head
+            .repo
+            .as_ref()
+            .map(|r| (r.id, r.full_name.as_str())),
+        Some((999, "someone/agents"))
+    );
+    let mut deleted = FakePullRequest::open("f", SHA, "main");
+    deleted.head_repo = FakeHeadRepo::Deleted;
+    setup.fake.set_pull_request(OWNER, REPO, PR, deleted);
+    let gone = read().await;
+    assert!(gone.head.repo.is_none() && gone.is_fork(), "{gone:?}");
+}
+
+#[tokio::test]
+async fn an_unknown_pull_request_is_none_and_the_answer_has_an_etag() {
+    let setup = setup().await;
+    let (gh, repo) = (setup.installation(), setup.repo());
+    assert_eq!(gh.pull_request(&repo, 404).await.expect("asked"), None);
+    setup
+        .fake
+        .set_pull_request(OWNER, REPO, PR, FakePullRequest::open("f", SHA, "main"));
+    let url = format!("{}/repos/{OWNER}/{REPO}/pulls/{PR}", setup.fake.base_url());
+    let token = gh.token().await.expect("a token");
+    let client = reqwest::Client::new();
+    let get = |etag: Option<String>| {
+        let mut request = client
+            .get(&url)
+            .bearer_auth(secrecy::ExposeSecret::expose_secret(&token));
+        if let Some(etag) = etag {
+            request = request.header("if-none-match", etag);
+        }
+        request.send()
+    };
+    let first = get(None).await.expect("answered");
+    assert_eq!(first.status().as_u16(), 200);
+    let etag = first
+        .headers()
+        .get("etag")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .expect("an ETag");
+    let unchanged = get(Some(etag.clone())).await.expect("answered");
+    assert_eq!(unchanged.status().as_u16(), 304);
+    setup.fake.close_pull_request(OWNER, REPO, PR, false);
+    let changed = get(Some(etag)).await.expect("answered");
+    assert_eq!(changed.status().as_u16(), 200);
 }
