@@ -255,6 +255,10 @@ impl StateStore for FaultyStateStore {
     fn seen_heads(&self) -> &dyn crate::state::SeenHeadStore {
         self.inner.seen_heads()
     }
+
+    fn previews(&self) -> &dyn crate::state::PreviewStore {
+        self.inner.previews()
+    }
 }
 
 impl RegistrationStore for FaultyStateStore {
@@ -613,6 +617,7 @@ pub fn triage_env_spec(project_id: &str) -> EnvSpec {
         config_repo: String::new(),
         manifest_path: String::new(),
         updated_at: 1,
+        previews: false,
     }
 }
 

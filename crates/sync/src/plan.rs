@@ -392,5 +392,6 @@ fn action_detail(action: AuditAction) -> &'static str {
         AuditAction::Reactivated => "manifest is back; reactivated",
         AuditAction::TornDown => "torn down",
         AuditAction::DriftAccepted => "critical drift accepted on a pull request",
+        AuditAction::PreviewClosed => "a pull request's preview torn down",
     }
 }

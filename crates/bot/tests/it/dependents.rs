@@ -176,6 +176,7 @@ async fn synced_dependent(stores: &Stores, repository: &str, project: &str, sour
         manifest_path: None,
         updated_at: 1,
         last_sync: None,
+        previews: false,
     };
     let state = stores.state.as_ref();
     state

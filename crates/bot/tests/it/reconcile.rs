@@ -205,6 +205,7 @@ async fn register_synced(
             repository_id,
             skill_sources: Vec::new(),
         }),
+        previews: false,
     };
     stores
         .state

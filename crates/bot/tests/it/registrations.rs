@@ -58,6 +58,7 @@ async fn register(stores: &Stores, manifest: &str, project: &str, git_ref: &str)
         manifest_path: Some(manifest.into()),
         updated_at: 1,
         last_sync: None,
+        previews: false,
     };
     stores
         .state

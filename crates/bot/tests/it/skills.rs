@@ -274,6 +274,7 @@ async fn an_uncovered_manifest_has_no_project_so_its_org_skills_are_unresolved()
         manifest_path: Some("agents/review/astrolift.toml".into()),
         updated_at: 1,
         last_sync: None,
+        previews: false,
     };
     let put = stores.state.put_registration(&registration).await;
     put.expect("registered");

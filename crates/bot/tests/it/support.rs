@@ -86,6 +86,7 @@ pub async fn register_repository_of(stores: &Stores, installation_id: Option<u64
         manifest_path: None,
         updated_at: 1,
         last_sync: None,
+        previews: false,
     };
     stores
         .state

@@ -210,6 +210,7 @@ async fn registrations_for_apply(
             manifest_path: None,
             updated_at: now(),
             last_sync: None,
+            previews: false,
         };
         state.put_registration(&registration).await?;
         eprintln!(

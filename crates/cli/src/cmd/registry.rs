@@ -138,6 +138,7 @@ pub fn register_repo(args: RegisterRepoArgs) -> anyhow::Result<ExitCode> {
             manifest_path: manifest_path.clone(),
             updated_at: now(),
             last_sync: None,
+            previews: false,
         };
         state
             .put_registration(&registration)
@@ -246,6 +247,7 @@ pub fn env_spec_upsert(args: EnvSpecUpsertArgs) -> anyhow::Result<ExitCode> {
             config_repo: args.config_repo.clone().unwrap_or_default(),
             manifest_path: manifest_path.clone().unwrap_or_default(),
             updated_at: now(),
+            previews: false,
         };
         state.put_env_spec(&spec).await?;
         outln!("env spec {}", describe_env_spec(&spec))?;

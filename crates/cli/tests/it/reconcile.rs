@@ -32,6 +32,7 @@ async fn synced_store(path: &Path) {
             repository_id: 42,
             skill_sources: Vec::new(),
         }),
+        previews: false,
     };
     state
         .put_registration(&registration)

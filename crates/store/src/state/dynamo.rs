@@ -39,6 +39,7 @@ mod env_specs;
 mod installations;
 mod jobs;
 mod layers;
+mod previews;
 mod registrations;
 mod seen_heads;
 mod skills;
@@ -1219,6 +1220,10 @@ impl StateStore for DynamoStateStore {
     }
 
     fn seen_heads(&self) -> &dyn super::seen_heads::SeenHeadStore {
+        self
+    }
+
+    fn previews(&self) -> &dyn super::previews::PreviewStore {
         self
     }
 }

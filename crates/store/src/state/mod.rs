@@ -1,5 +1,6 @@
 //! Registration state: repositories, agents, audit history, deliveries, triggers, dispatches
-//! and their tasks, where remote skills come from, and the heads reconcile last saw.
+//! and their tasks, where remote skills come from, the heads reconcile last saw, and pull
+//! requests' previews.
 
 pub mod agents;
 pub mod bindings;
@@ -15,6 +16,7 @@ pub mod layers;
 mod model;
 mod open;
 pub mod outbox;
+pub mod previews;
 pub mod registrations;
 pub mod seen_heads;
 pub mod skills;
@@ -43,6 +45,7 @@ pub use layers::{DependencyFileRef, Layer, LayerBuild, LayerRequest, LayerStatus
 pub use model::*;
 pub use open::{open_state_store, state_store_from_url};
 pub use outbox::{DispatchOutbox, Queued, QueuedDispatch};
+pub use previews::{MAX_PREVIEW_NAME_CHARS, Preview, PreviewStatus, PreviewStore, preview_name};
 pub use registrations::RegistrationStore;
 pub use seen_heads::{SeenHead, SeenHeadStore};
 pub use skills::{Catalogue, SkillRepo, SkillSourceStore};

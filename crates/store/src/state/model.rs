@@ -32,6 +32,12 @@ pub struct RepoRegistration {
     /// written again (`register-repo`) until its next sync.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_sync: Option<LastSync>,
+    /// Whether pull requests get previews of the agents it covers (`register-repo
+    /// --previews`, docs/reference.md §7). Written whole with the registration, so
+    /// registering again without the flag turns previews off; `false` on records written
+    /// before previews existed.
+    #[serde(default)]
+    pub previews: bool,
 }
 
 /// What a sync of a registration's ref records on it ([`RepoRegistration::last_sync`]).
@@ -293,6 +299,12 @@ pub enum AuditAction {
     /// A person with write permission accepted a pull request's critical drift of this
     /// manifest at one head sha (see [`super::workspaces`]).
     DriftAccepted,
+    /// A pull request's preview of this manifest was torn down (see [`super::previews`]).
+    /// Its wire name is `preview-closed`, as docs/reference.md §7 names the event, rather
+    /// than the snake case of the other actions: the name is a contract of the audit
+    /// history's JSON.
+    #[serde(rename = "preview-closed")]
+    PreviewClosed,
 }
 
 /// An append-only record of one registration change. Its sequence number is the agent
@@ -383,6 +395,12 @@ pub struct EnvSpec {
     pub manifest_path: String,
     /// When it was last written.
     pub updated_at: UnixSeconds,
+    /// Whether a preview's dispatch may use it (`env-spec upsert --previews`,
+    /// docs/reference.md §7): a preview runs unmerged code, so an env spec holding
+    /// production secrets leaves it off. Upserting again without the flag clears it;
+    /// `false` on records written before previews existed.
+    #[serde(default)]
+    pub previews: bool,
 }
 
 impl EnvSpec {

@@ -32,6 +32,7 @@ mod installations;
 mod jobs;
 mod layers;
 mod outbox;
+mod previews;
 mod registrations;
 mod rows;
 mod seen_heads;
@@ -215,6 +216,9 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
         .map_err(sql_error)?;
     connection
         .execute_batch(seen_heads::SCHEMA)
+        .map_err(sql_error)?;
+    connection
+        .execute_batch(previews::SCHEMA)
         .map_err(sql_error)?;
     connection
         .execute_batch(layers::SCHEMA)
@@ -477,6 +481,10 @@ impl StateStore for SqliteStateStore {
     }
 
     fn seen_heads(&self) -> &dyn super::seen_heads::SeenHeadStore {
+        self
+    }
+
+    fn previews(&self) -> &dyn super::previews::PreviewStore {
         self
     }
 

@@ -15,6 +15,7 @@ use super::jobs::JobStore;
 use super::layers::LayerStore;
 use super::model::*;
 use super::outbox::DispatchOutbox;
+use super::previews::{PreviewStatus, PreviewStore, close_all};
 use super::registrations::RegistrationStore;
 use super::seen_heads::SeenHeadStore;
 use super::skills::SkillSourceStore;
@@ -120,6 +121,10 @@ pub trait StateStore:
     /// The heads `astrolift reconcile` last saw, with their `ETag`s ([`seen_heads`](super::seen_heads)).
     fn seen_heads(&self) -> &dyn SeenHeadStore;
 
+    /// Pull requests' previews of agents and their `preview-closed` events
+    /// ([`previews`](super::previews)).
+    fn previews(&self) -> &dyn PreviewStore;
+
     /// The dispatch outbox kept inside the store ([`outbox`](super::outbox)): SQLite's; `None` for a
     /// store without one (DynamoDB, whose dispatches go to SQS).
     fn dispatch_outbox(&self) -> Option<&dyn DispatchOutbox> {
@@ -130,6 +135,11 @@ pub trait StateStore:
     /// deletes its trigger bindings and appends a `torn_down` audit event. The agent record
     /// and its audit history stay. `NotFound` if there is no such agent, `Conflict` if it is
     /// already torn down or changed concurrently.
+    ///
+    /// Its active previews are torn down first, each with its `preview-closed` event, as a
+    /// closed pull request's are (docs/reference.md §7, "preview"): a preview of a retired
+    /// agent does not outlive it. They go before the agent so that a teardown cut short in
+    /// between leaves the agent active and a second teardown finishes both.
     fn teardown<'a>(
         &'a self,
         key: &'a AgentKey,
@@ -146,6 +156,16 @@ pub trait StateStore:
                     "agent {key} is already torn down"
                 )));
             }
+            let previews = self
+                .previews()
+                .list_previews(&key.repository)
+                .await?
+                .into_iter()
+                .filter(|p| p.manifest_path == key.manifest_path)
+                .filter(|p| p.status == PreviewStatus::Active)
+                .collect();
+            let preview_detail = format!("its agent was torn down ({detail})");
+            close_all(self.previews(), previews, &preview_detail, at).await?;
             let bindings = self
                 .list_repository_trigger_bindings(&key.repository)
                 .await?;

@@ -13,7 +13,7 @@ pub const SK: &str = "sk";
 pub const GSI_NAME: &str = "gsi1";
 /// Partition key of the index: `PROJECT#<project_id>`.
 pub const GSI_PK: &str = "gsi1pk";
-/// Sort key of the index: `AGENT#<name>`.
+/// Sort key of the index: `AGENT#<name>` (an agent) or `PREVIEW#<name>` (an active preview).
 pub const GSI_SK: &str = "gsi1sk";
 /// The TTL attribute (epoch seconds), set on webhook deliveries.
 pub const TTL_ATTRIBUTE: &str = "expires_at";
@@ -92,6 +92,10 @@ fn key(attribute: &str, key_type: &str) -> KeyShape {
 ///   `SKILL_SOURCE#<owner/name, lower case>` | `<project>#<alias>`; the catalogue:
 ///   `CATALOGUE` | `CATALOGUE`
 /// - the head reconcile last saw of a ref, with its `ETag`: `SEEN_HEAD#<owner/name>` | `<ref>`
+/// - a pull request's preview of an agent: `REPO#<owner/name>` |
+///   `PREVIEW#<pull request, 20 digits>#<manifest path>`, indexed `PROJECT#<project>` |
+///   `PREVIEW#<name>` while it is active; its `preview-closed` events:
+///   `PREVIEW_AUDIT#<owner/name>#<manifest path>` | `PR#<pull request, 20 digits>#V#<version, 20 digits>`
 ///
 /// The small catalogues (registrations, installations, env specs, trigger bindings, skill
 /// repositories) share one partition each so they can be listed with a Query; they are

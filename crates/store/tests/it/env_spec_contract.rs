@@ -15,6 +15,7 @@ pub async fn env_specs_round_trip(subject: Subject) {
         config_repo: "octo/config".into(),
         manifest_path: "envs/prod.yaml".into(),
         updated_at: NOW,
+        previews: false,
     };
     store.put_env_spec(&spec).await.unwrap();
     assert_eq!(
@@ -35,6 +36,7 @@ pub async fn env_specs_are_usable_only_by_their_project(subject: Subject) {
         config_repo: "octo/config".into(),
         manifest_path: "envs/prod.toml".into(),
         updated_at: NOW,
+        previews: false,
     };
     store
         .put_env_spec(&spec("a-prod", Some("proj-a")))

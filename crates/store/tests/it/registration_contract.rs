@@ -17,6 +17,7 @@ pub async fn registrations_round_trip(subject: Subject) {
         manifest_path: None,
         updated_at: NOW,
         last_sync: None,
+        previews: false,
     };
     store.put_registration(&registration).await.unwrap();
     let other = RepoRegistration {

@@ -329,6 +329,7 @@ async fn sqlite_migrates_single_registrations_to_every_manifest() {
         manifest_path: None,
         updated_at: 1,
         last_sync: None,
+        previews: false,
     };
     assert_eq!(
         store.get_registration("octo/old").await.unwrap(),
@@ -435,6 +436,7 @@ async fn sqlite_files_from_before_skill_sources_get_their_tables() {
         manifest_path: None,
         updated_at: 1,
         last_sync: None,
+        previews: false,
     };
     {
         let store = SqliteStateStore::open(&path).await.unwrap();

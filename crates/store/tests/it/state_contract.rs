@@ -113,6 +113,7 @@ pub(crate) fn registration(
         manifest_path: manifest.map(str::to_owned),
         updated_at: NOW,
         last_sync: None,
+        previews: false,
     }
 }
 

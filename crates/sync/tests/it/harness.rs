@@ -69,6 +69,7 @@ pub async fn define_env_spec(stores: &Stores, name: &str, project: &str) {
         config_repo: "acme/config".into(),
         manifest_path: "envs/triage.toml".into(),
         updated_at: 1,
+        previews: false,
     };
     stores.state.put_env_spec(&spec).await.expect("env spec");
 }

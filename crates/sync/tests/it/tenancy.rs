@@ -110,6 +110,7 @@ async fn a_registered_repository_is_checked_against_its_project_in_check_mode(st
         manifest_path: None,
         updated_at: 1,
         last_sync: None,
+        previews: false,
     };
     stores
         .state

@@ -62,6 +62,7 @@ async fn put_spec(state: &dyn StateStore, name: &str, project: Option<&str>) {
         config_repo: "octo/config".to_owned(),
         manifest_path: "envs/triage.toml".to_owned(),
         updated_at: 1,
+        previews: false,
     };
     state.put_env_spec(&spec).await.expect("env spec");
 }

@@ -629,6 +629,7 @@ fn config_spec() -> EnvSpec {
         config_repo: "octo/config".into(),
         manifest_path: "envs/triage.toml".into(),
         updated_at: 0,
+        previews: false,
     }
 }
 

@@ -103,6 +103,7 @@ pub async fn stores() -> (Stores, tempfile::TempDir) {
         manifest_path: None,
         updated_at: 1,
         last_sync: None,
+        previews: false,
     };
     stores
         .state
