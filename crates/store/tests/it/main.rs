@@ -69,6 +69,7 @@ mod job_contract;
 mod layer_contract;
 mod locations;
 mod outbox_contract;
+mod preview_contract;
 mod registration_contract;
 mod seen_head_contract;
 mod skill_contract;

@@ -179,8 +179,65 @@ pub async fn last_sync_is_recorded_on_existing_registrations_only(subject: Subje
     assert_eq!(store.get_registration(repo).await.unwrap(), None);
 }
 
+/// `previews` is stored and read with the registration: on, off again when the
+/// registration is written again without it, and off on a record written before it
+/// existed. The record's JSON always names it.
+pub async fn registrations_record_whether_they_have_previews(subject: Subject) {
+    let store = subject.store;
+    let repo = astrolift_store::testing::unique_name("octo/previews");
+    let narrow = "agents/a/astrolift.toml";
+    let with_previews = RepoRegistration {
+        previews: true,
+        ..registration(&repo, Some(narrow), "proj-1")
+    };
+    store.put_registration(&with_previews).await.unwrap();
+    assert_eq!(
+        store.list_repository_registrations(&repo).await.unwrap(),
+        vec![with_previews.clone()]
+    );
+    let json = serde_json::to_value(&with_previews).unwrap();
+    assert_eq!(json["previews"], serde_json::json!(true));
+    // Registering again writes the whole record: without the flag, previews are off.
+    let without = registration(&repo, Some(narrow), "proj-1");
+    store.put_registration(&without).await.unwrap();
+    let read = store.list_repository_registrations(&repo).await.unwrap();
+    assert_eq!(read, vec![without.clone()]);
+    assert!(!read[0].previews);
+    assert_eq!(
+        serde_json::to_value(&read[0]).unwrap()["previews"],
+        serde_json::json!(false)
+    );
+
+    // Written before registrations had `previews`: read as off.
+    let legacy_repo = astrolift_store::testing::unique_name("octo/legacy-previews");
+    let legacy = serde_json::json!({
+        "repository": legacy_repo,
+        "installation_id": 42,
+        "project_id": "proj-1",
+        "registered_ref": "main",
+        "manifest_path": null,
+        "updated_at": NOW,
+    });
+    put_raw(
+        store.as_ref(),
+        RawKey {
+            sqlite_insert: "INSERT INTO repository_registrations (repository, manifest_path, body)
+                            VALUES (?1, ?2, ?3)",
+            sqlite_keys: &[&legacy_repo, ""],
+            dynamo_pk: "REGISTRATIONS",
+            dynamo_sk: &legacy_repo,
+        },
+        legacy,
+    )
+    .await;
+    let read = store.get_registration(&legacy_repo).await.unwrap().unwrap();
+    assert_eq!(read, registration(&legacy_repo, None, "proj-1"));
+    assert!(!read.previews);
+}
+
 state_contract_tests!(
     registrations_round_trip,
     registrations_are_keyed_by_manifest,
     last_sync_is_recorded_on_existing_registrations_only,
+    registrations_record_whether_they_have_previews,
 );

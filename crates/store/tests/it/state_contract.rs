@@ -208,3 +208,66 @@ pub(crate) async fn dynamo_subject(test: &str) -> Option<Subject> {
         _dir: None,
     })
 }
+
+/// Where a record sits in the store under test, for [`put_raw`]: on SQLite a table's row
+/// (its key columns and the record as the `body`), on DynamoDB an item (`pk`, `sk` and the
+/// record's fields as attributes).
+pub(crate) struct RawKey<'a> {
+    /// `INSERT INTO … (key columns…, body) VALUES (?1, …)`: the key values, then the body.
+    pub sqlite_insert: &'a str,
+    pub sqlite_keys: &'a [&'a str],
+    pub dynamo_pk: &'a str,
+    pub dynamo_sk: &'a str,
+}
+
+/// Writes `record` past the store, as an older version wrote it (e.g. without a field that
+/// came later), where the store under test keeps it.
+pub(crate) async fn put_raw(store: &dyn StateStore, at: RawKey<'_>, record: serde_json::Value) {
+    let location = store.location();
+    if let Some(path) = location.strip_prefix("sqlite:") {
+        let connection = rusqlite::Connection::open(path).unwrap();
+        connection
+            .busy_timeout(std::time::Duration::from_secs(5))
+            .unwrap();
+        let mut values: Vec<String> = at.sqlite_keys.iter().map(|k| (*k).to_owned()).collect();
+        values.push(record.to_string());
+        connection
+            .execute(at.sqlite_insert, rusqlite::params_from_iter(values))
+            .unwrap();
+        return;
+    }
+    let table = location
+        .strip_prefix("dynamodb:")
+        .expect("a sqlite: or dynamodb: store");
+    let dynamo = DynamoStateStore::from_env(table).await.unwrap();
+    let serde_json::Value::Object(fields) = record else {
+        panic!("a record is an object");
+    };
+    let mut put = dynamo
+        .client()
+        .put_item()
+        .table_name(table)
+        .item("pk", attribute(at.dynamo_pk.into()))
+        .item("sk", attribute(at.dynamo_sk.into()));
+    for (name, value) in fields {
+        put = put.item(name, attribute(value));
+    }
+    put.send().await.unwrap();
+}
+
+/// A JSON value as the DynamoDB store writes it.
+fn attribute(value: serde_json::Value) -> aws_sdk_dynamodb::types::AttributeValue {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    match value {
+        serde_json::Value::Null => AttributeValue::Null(true),
+        serde_json::Value::Bool(b) => AttributeValue::Bool(b),
+        serde_json::Value::Number(n) => AttributeValue::N(n.to_string()),
+        serde_json::Value::String(s) => AttributeValue::S(s),
+        serde_json::Value::Array(values) => {
+            AttributeValue::L(values.into_iter().map(attribute).collect())
+        }
+        serde_json::Value::Object(map) => {
+            AttributeValue::M(map.into_iter().map(|(k, v)| (k, attribute(v))).collect())
+        }
+    }
+}
