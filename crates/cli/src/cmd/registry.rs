@@ -1,5 +1,5 @@
-//! Registration state: `register-repo`, `unregister-repo`, `env-spec upsert|list|show`, `agents list`,
-//! `history AGENT`, `teardown AGENT`.
+//! Registration state: `register-repo`, `unregister-repo`, `env-spec upsert|list|show`, `agents
+//! list` (and `agents list --previews`), `history AGENT`, `teardown AGENT`.
 
 use std::process::ExitCode;
 
@@ -7,7 +7,7 @@ use anyhow::{Context, bail};
 use astrolift_dispatch::layers::{LayerState, agent_layer_state};
 use astrolift_store::StateStore;
 use astrolift_store::state::{
-    Agent, AgentStatus, EnvSpec, RepoRegistration, covering_registration,
+    Agent, AgentStatus, EnvSpec, Preview, PreviewStatus, RepoRegistration, covering_registration,
 };
 use astrolift_sync::commands::unregister_command;
 
@@ -33,6 +33,10 @@ pub struct RegisterRepoArgs {
     /// The GitHub App installation that can read the repository.
     #[arg(long)]
     installation_id: Option<u64>,
+    /// Preview the agents it covers on its ref's pull requests. Off without it: registering
+    /// again without `--previews` turns previews off.
+    #[arg(long)]
+    previews: bool,
     #[command(flatten)]
     stores: StoreArgs,
 }
@@ -71,6 +75,10 @@ pub struct EnvSpecUpsertArgs {
     /// The config manifest's path in that repository (with `--config-repo`).
     #[arg(long, requires = "config_repo")]
     manifest_path: Option<String>,
+    /// Let pull requests' previews use it. Off without it: upserting again without
+    /// `--previews` clears it.
+    #[arg(long)]
+    previews: bool,
     #[command(flatten)]
     stores: StoreArgs,
 }
@@ -103,6 +111,9 @@ pub struct AgentsListArgs {
     /// `human` or `json` (one array of agent records).
     #[arg(long, value_enum, default_value_t = ListFormat::Human)]
     format: ListFormat,
+    /// List the active previews of pull requests instead of the registered agents.
+    #[arg(long)]
+    previews: bool,
     #[command(flatten)]
     stores: StoreArgs,
 }
@@ -138,14 +149,19 @@ pub fn register_repo(args: RegisterRepoArgs) -> anyhow::Result<ExitCode> {
             manifest_path: manifest_path.clone(),
             updated_at: now(),
             last_sync: None,
-            previews: false,
+            previews: args.previews,
         };
         state
             .put_registration(&registration)
             .await
             .with_context(|| format!("cannot register {}", registration.scope()))?;
+        let previews = if registration.previews {
+            format!("; pull requests to {} preview its agents", args.git_ref)
+        } else {
+            String::new()
+        };
         outln!(
-            "registered {} for project {}: pushes to {} register its agents, other refs are checked only",
+            "registered {} for project {}: pushes to {} register its agents, other refs are checked only{previews}",
             registration.scope(),
             args.project_id,
             args.git_ref
@@ -247,7 +263,7 @@ pub fn env_spec_upsert(args: EnvSpecUpsertArgs) -> anyhow::Result<ExitCode> {
             config_repo: args.config_repo.clone().unwrap_or_default(),
             manifest_path: manifest_path.clone().unwrap_or_default(),
             updated_at: now(),
-            previews: false,
+            previews: args.previews,
         };
         state.put_env_spec(&spec).await?;
         outln!("env spec {}", describe_env_spec(&spec))?;
@@ -302,8 +318,9 @@ fn describe_env_spec(spec: &EnvSpec) -> String {
         || "none".to_owned(),
         |(repo, path)| format!("{repo}:{path}"),
     );
+    let previews = if spec.previews { ", for previews" } else { "" };
     format!(
-        "{}: project {}, agent type {}, runtime {}, config {config}",
+        "{}: project {}, agent type {}, runtime {}, config {config}{previews}",
         spec.name,
         spec.project_id.as_deref().unwrap_or(unset),
         spec.agent_type.as_deref().unwrap_or(unset),
@@ -321,6 +338,9 @@ fn is_env_spec_word(word: &str) -> bool {
 }
 
 pub fn agents_list(args: AgentsListArgs) -> anyhow::Result<ExitCode> {
+    if args.previews {
+        return previews_list(&args);
+    }
     with_state(&args.stores, async |state| {
         let agents = all_agents(state, args.repository.as_deref()).await?;
         let mut layers = Vec::with_capacity(agents.len());
@@ -370,6 +390,89 @@ fn agent_json(agent: &Agent, layers: &LayerState) -> anyhow::Result<serde_json::
         }
     }
     Ok(row)
+}
+
+/// `agents list --previews`: the active previews of every registered repository (or of
+/// `--repo`), by repository, then pull request and manifest (docs/reference.md §3).
+fn previews_list(args: &AgentsListArgs) -> anyhow::Result<ExitCode> {
+    with_state(&args.stores, async |state| {
+        let mut previews = Vec::new();
+        for repository in listed_repositories(state, args.repository.as_deref()).await? {
+            previews.extend(
+                state
+                    .previews()
+                    .list_previews(&repository)
+                    .await?
+                    .into_iter()
+                    .filter(|p| p.status == PreviewStatus::Active),
+            );
+        }
+        match args.format {
+            ListFormat::Json => {
+                let mut rows = Vec::with_capacity(previews.len());
+                for preview in &previews {
+                    let agent = preview_as_agent(preview);
+                    let layers = agent_layer_state(state, &agent).await?;
+                    let mut row = agent_json(&agent, &layers)?;
+                    if let Some(object) = row.as_object_mut() {
+                        object.insert(
+                            "preview".to_owned(),
+                            serde_json::json!({
+                                "pull_request": preview.pull_request,
+                                "head_sha": preview.head_sha,
+                            }),
+                        );
+                    }
+                    rows.push(row);
+                }
+                outln!("{}", serde_json::to_string(&rows)?)?;
+            }
+            ListFormat::Human => {
+                for p in &previews {
+                    outln!(
+                        "{:<24} #{:<5} head {:<12} snapshot {:<12} {}:{}",
+                        p.name,
+                        p.pull_request,
+                        short(&p.head_sha),
+                        short(&p.snapshot_hash),
+                        p.repository,
+                        p.manifest_path
+                    )?;
+                }
+                outln!(
+                    "{}",
+                    astrolift_cli::render::plural(previews.len(), "preview")
+                )?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The first 12 characters of a sha or hash, as listings show them.
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
+
+/// A preview in the shape of the agent record it runs as: its own name, package and
+/// snapshot, the head commit, under the registered agent's repository, manifest and
+/// project.
+fn preview_as_agent(preview: &Preview) -> Agent {
+    Agent {
+        repository: preview.repository.clone(),
+        manifest_path: preview.manifest_path.clone(),
+        project_id: preview.project_id.clone(),
+        name: preview.name.clone(),
+        alias: None,
+        status: AgentStatus::Active,
+        snapshot_hash: preview.snapshot_hash.clone(),
+        payload_digest: preview.payload_digest.clone(),
+        commit: preview.head_sha.clone(),
+        version: preview.version,
+        updated_at: preview.updated_at,
+        bindings_digest: None,
+        layer_key: preview.layer_key.clone(),
+    }
 }
 
 pub fn history(args: AgentArgs) -> anyhow::Result<ExitCode> {
@@ -447,12 +550,12 @@ pub(super) fn with_state(
     })
 }
 
-/// Every agent of every registered repository (or of `repository`).
-async fn all_agents(
+/// `repository`, or every registered repository, each once, in order.
+async fn listed_repositories(
     state: &dyn StateStore,
     repository: Option<&str>,
-) -> anyhow::Result<Vec<Agent>> {
-    let repositories = match repository {
+) -> anyhow::Result<Vec<String>> {
+    Ok(match repository {
         Some(repository) => vec![repository.to_owned()],
         None => {
             let mut repositories: Vec<String> = state
@@ -465,9 +568,16 @@ async fn all_agents(
             repositories.dedup();
             repositories
         }
-    };
+    })
+}
+
+/// Every agent of every registered repository (or of `repository`).
+async fn all_agents(
+    state: &dyn StateStore,
+    repository: Option<&str>,
+) -> anyhow::Result<Vec<Agent>> {
     let mut agents = Vec::new();
-    for repository in repositories {
+    for repository in listed_repositories(state, repository).await? {
         agents.extend(state.list_agents(&repository).await?);
     }
     Ok(agents)

@@ -25,6 +25,7 @@ mod inline;
 mod killed;
 mod layers;
 mod pipes;
+mod previews;
 mod push_bench;
 mod reconcile;
 mod reference;
