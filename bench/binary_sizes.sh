@@ -22,7 +22,7 @@ if [ -z "$BINS" ]; then
     cargo build --profile bench --locked -p "$package"
   done
   cargo build --profile bench --locked -p astrolift-cli --bin astrolift
-  BINS=$TARGET/release
+  BINS=$TARGET/bench
 fi
 
 {
