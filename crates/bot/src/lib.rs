@@ -99,6 +99,7 @@
 mod accept;
 pub mod annotations;
 pub mod check_run;
+pub mod comment_commands;
 pub mod commit_order;
 pub mod config;
 pub mod dead_letter;
