@@ -169,7 +169,7 @@ pub fn warn_not_posted(output: &mut CheckRunOutput, error: &GitHubError) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use astrolift_forge::github::ReviewUser;
+    use astrolift_forge::github::User;
 
     const HEAD: &str = "0123456789abcdef0123456789abcdef01234567";
 
@@ -178,7 +178,7 @@ mod tests {
             id: 1,
             commit_id: Some(commit.to_owned()),
             body: Some(body.to_owned()),
-            user: Some(ReviewUser {
+            user: Some(User {
                 login: "x".to_owned(),
                 kind: Some(kind.to_owned()),
             }),

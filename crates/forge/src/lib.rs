@@ -29,5 +29,6 @@
 //! `store` crate). This crate only translates between HTTP and our types.
 #![forbid(unsafe_code)]
 
+pub mod account;
 pub mod github;
 pub mod webhook;

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::client::{GitHubError, Installation, JsonMethod, RepoPath};
+use crate::account::{User, by_a_bot};
 
 /// The reaction the App leaves on a comment it acts on.
 pub const REACTION_EYES: &str = "eyes";
@@ -31,24 +32,13 @@ pub struct IssueComment {
     pub body: Option<String>,
     /// Null for a comment whose author's account is gone.
     #[serde(default)]
-    pub user: Option<CommentAuthor>,
-}
-
-/// The author of a comment or a reaction.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct CommentAuthor {
-    pub login: String,
-    /// `User` or `Bot` (an App, or GitHub Actions).
-    #[serde(default, rename = "type")]
-    pub kind: Option<String>,
+    pub user: Option<User>,
 }
 
 impl IssueComment {
     /// True when a bot (an App or GitHub Actions) wrote it.
     pub fn by_a_bot(&self) -> bool {
-        self.user
-            .as_ref()
-            .is_some_and(|user| user.kind.as_deref() == Some("Bot"))
+        by_a_bot(self.user.as_ref())
     }
 }
 
@@ -58,7 +48,7 @@ pub struct Reaction {
     pub id: u64,
     pub content: String,
     #[serde(default)]
-    pub user: Option<CommentAuthor>,
+    pub user: Option<User>,
 }
 
 impl Installation {

@@ -35,6 +35,7 @@ mod repository;
 pub mod retry;
 mod tarball;
 
+pub use crate::account::User;
 pub use app::{
     AppCredentials, AppJwtClaims, Clock, CredentialsError, InstallationToken, JWT_BACKDATE,
     JWT_LIFETIME, SystemClock, TOKEN_REFRESH_MARGIN,
@@ -48,14 +49,13 @@ pub use client::{
     API_VERSION, DEFAULT_API_URL, DEFAULT_MAX_TARBALL_BYTES, GitHubApp, GitHubConfig, GitHubError,
     Installation, RepoPath,
 };
-pub use comments::{CommentAuthor, IssueComment, REACTION_CONTENTS, REACTION_EYES, Reaction};
+pub use comments::{IssueComment, REACTION_CONTENTS, REACTION_EYES, Reaction};
 pub use commits::{HeadAnswer, MAX_ETAG_LEN, RefHead};
 pub use compare::CompareStatus;
 pub use permissions::RepositoryPermission;
 pub use pulls::{
-    COMMENTS_PER_REVIEW, MAX_PAGES, NewReview, PullRequestAuthor, PullRequestBase,
-    PullRequestDetails, PullRequestFile, PullRequestHead, PullRequestRepository, Review,
-    ReviewComment, ReviewUser, Side,
+    COMMENTS_PER_REVIEW, MAX_PAGES, NewReview, PullRequestBase, PullRequestDetails,
+    PullRequestFile, PullRequestHead, PullRequestRepository, Review, ReviewComment, Side,
 };
 pub use retry::RetryPolicy;
 pub use tarball::TarballDownload;

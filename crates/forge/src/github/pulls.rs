@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::client::{GitHubError, Installation, JsonMethod, RepoPath, protocol};
+use crate::account::{User, by_a_bot};
 
 /// Comments sent in one review-creation request.
 pub const COMMENTS_PER_REVIEW: usize = 50;
@@ -46,7 +47,7 @@ pub struct PullRequestDetails {
     pub merged: bool,
     pub head: PullRequestHead,
     pub base: PullRequestBase,
-    pub user: PullRequestAuthor,
+    pub user: User,
     #[serde(default)]
     pub html_url: Option<String>,
 }
@@ -78,12 +79,6 @@ pub struct PullRequestRepository {
     pub full_name: String,
 }
 
-/// Who opened a pull request.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct PullRequestAuthor {
-    pub login: String,
-}
-
 impl PullRequestDetails {
     /// True while the pull request is open.
     pub fn is_open(&self) -> bool {
@@ -113,15 +108,6 @@ pub struct PullRequestFile {
     pub patch: Option<String>,
 }
 
-/// A review's author.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct ReviewUser {
-    pub login: String,
-    /// `User` or `Bot` (an App, or GitHub Actions).
-    #[serde(default, rename = "type")]
-    pub kind: Option<String>,
-}
-
 /// A review as GitHub lists it (the fields we read).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Review {
@@ -132,7 +118,7 @@ pub struct Review {
     #[serde(default)]
     pub body: Option<String>,
     #[serde(default)]
-    pub user: Option<ReviewUser>,
+    pub user: Option<User>,
     #[serde(default)]
     pub state: Option<String>,
 }
@@ -141,9 +127,7 @@ impl Review {
     /// True when a bot (an App or GitHub Actions) wrote it: a person cannot
     /// post a review whose author is a bot.
     pub fn by_a_bot(&self) -> bool {
-        self.user
-            .as_ref()
-            .is_some_and(|user| user.kind.as_deref() == Some("Bot"))
+        by_a_bot(self.user.as_ref())
     }
 }
 

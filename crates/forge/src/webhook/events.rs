@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::envelope::Envelope;
+use crate::account::User;
 
 /// The repository an event is about.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,7 +138,7 @@ pub struct CheckRunEvent {
     pub requested_action: Option<RequestedAction>,
     /// Who clicked or re-requested.
     #[serde(default)]
-    pub sender: Option<Sender>,
+    pub sender: Option<User>,
 }
 
 impl CheckRunEvent {
@@ -165,26 +166,6 @@ impl CheckRunEvent {
 pub struct RequestedAction {
     pub identifier: String,
 }
-
-/// A GitHub account as a payload names it: an event's sender, a comment's author.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct User {
-    pub login: String,
-    /// `User`, `Bot` (an App, GitHub Actions), `Organization` or `Mannequin`; absent from
-    /// some older payloads.
-    #[serde(default, rename = "type")]
-    pub kind: Option<String>,
-}
-
-impl User {
-    /// True for an App or GitHub Actions: a person cannot act as an account of type `Bot`.
-    pub fn is_bot(&self) -> bool {
-        self.kind.as_deref() == Some("Bot")
-    }
-}
-
-/// The user who caused an event.
-pub type Sender = User;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckRun {
