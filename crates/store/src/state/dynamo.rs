@@ -73,6 +73,10 @@ const TRIGGERS: &str = "TRIGGERS";
 fn repo_pk(repository: &str) -> String {
     format!("REPO#{repository}")
 }
+/// The partition of project `project_id` in the project/name index `gsi1`.
+fn project_index_pk(project_id: &str) -> String {
+    format!("PROJECT#{project_id}")
+}
 fn agent_sk(manifest_path: &str) -> String {
     format!("AGENT#{manifest_path}")
 }
@@ -205,7 +209,7 @@ fn item_record<T: DeserializeOwned>(item: &Item) -> StoreResult<T> {
 
 fn agent_item(agent: &Agent) -> StoreResult<Item> {
     let mut keys = key(repo_pk(&agent.repository), agent_sk(&agent.manifest_path));
-    keys.insert(GSI_PK.into(), s(format!("PROJECT#{}", agent.project_id)));
+    keys.insert(GSI_PK.into(), s(project_index_pk(&agent.project_id)));
     keys.insert(GSI_SK.into(), s(format!("AGENT#{}", agent.name)));
     record_item(agent, keys)
 }
@@ -391,6 +395,26 @@ impl DynamoStateStore {
                 .expression_attribute_values(":prefix", s(prefix)),
             None => query.key_condition_expression("#pk = :pk"),
         };
+        self.query_all(query).await
+    }
+
+    /// The records at (`project_id`, `sort_key`) of the project/name index `gsi1`: the
+    /// agents, or the active previews, of one name.
+    async fn query_project_index<T: DeserializeOwned>(
+        &self,
+        project_id: &str,
+        sort_key: String,
+    ) -> StoreResult<Vec<T>> {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(GSI_NAME)
+            .key_condition_expression("#gpk = :gpk AND #gsk = :gsk")
+            .expression_attribute_names("#gpk", GSI_PK)
+            .expression_attribute_names("#gsk", GSI_SK)
+            .expression_attribute_values(":gpk", s(project_index_pk(project_id)))
+            .expression_attribute_values(":gsk", s(sort_key));
         self.query_all(query).await
     }
 

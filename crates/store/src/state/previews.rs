@@ -17,7 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{AuditAction, AuditEvent, UnixSeconds};
+use super::model::{Agent, AgentStatus, AuditAction, AuditEvent, UnixSeconds};
 use crate::{BoxFuture, StoreResult};
 
 /// The longest preview name, in characters (docs/reference.md §7, "preview").
@@ -100,6 +100,30 @@ pub struct Preview {
 }
 
 impl Preview {
+    /// The agent record it runs as (what a dispatch of it, and `agents list --previews`,
+    /// read): its own name, package, snapshot and layers, its head commit, under the
+    /// registered agent's repository, manifest and project; active while it is.
+    pub fn as_agent(&self) -> Agent {
+        Agent {
+            repository: self.repository.clone(),
+            manifest_path: self.manifest_path.clone(),
+            project_id: self.project_id.clone(),
+            name: self.name.clone(),
+            alias: None,
+            status: match self.status {
+                PreviewStatus::Active => AgentStatus::Active,
+                PreviewStatus::TornDown => AgentStatus::TornDown,
+            },
+            snapshot_hash: self.snapshot_hash.clone(),
+            payload_digest: self.payload_digest.clone(),
+            commit: self.head_sha.clone(),
+            version: self.version,
+            updated_at: self.updated_at,
+            bindings_digest: None,
+            layer_key: self.layer_key.clone(),
+        }
+    }
+
     /// The record `put_preview` stores over `stored` (the record at its key, if any): this
     /// one, `active`, one version past the stored one.
     pub(crate) fn put_over(&self, stored: Option<u64>) -> Preview {
@@ -178,11 +202,24 @@ pub trait PreviewStore: Send + Sync {
         name: &'a str,
     ) -> BoxFuture<'a, StoreResult<Vec<Preview>>>;
 
-    /// The pull requests of `repository` with an active preview, ascending, each once.
+    /// The pull requests of `repository` with an active preview, ascending, each once:
+    /// [`PreviewStore::list_previews`], which is in pull-request order.
     fn open_preview_pull_requests<'a>(
         &'a self,
         repository: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Vec<u64>>>;
+    ) -> BoxFuture<'a, StoreResult<Vec<u64>>> {
+        Box::pin(async move {
+            let mut open: Vec<u64> = self
+                .list_previews(repository)
+                .await?
+                .iter()
+                .filter(|p| p.status == PreviewStatus::Active)
+                .map(|p| p.pull_request)
+                .collect();
+            open.dedup();
+            Ok(open)
+        })
+    }
 
     /// Tears `preview` down if it is stored as given (same version, `active`): the record
     /// `torn_down` at its version + 1 and its `preview-closed` audit event (its detail

@@ -24,17 +24,9 @@ impl AgentStore for DynamoStateStore {
         name: &'a str,
     ) -> BoxFuture<'a, StoreResult<Vec<Agent>>> {
         Box::pin(async move {
-            let query = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(GSI_NAME)
-                .key_condition_expression("#gpk = :gpk AND #gsk = :gsk")
-                .expression_attribute_names("#gpk", GSI_PK)
-                .expression_attribute_names("#gsk", GSI_SK)
-                .expression_attribute_values(":gpk", s(format!("PROJECT#{project_id}")))
-                .expression_attribute_values(":gsk", s(format!("AGENT#{name}")));
-            let mut agents: Vec<Agent> = self.query_all(query).await?;
+            let mut agents: Vec<Agent> = self
+                .query_project_index(project_id, format!("AGENT#{name}"))
+                .await?;
             agents.sort_by_key(Agent::key);
             Ok(agents)
         })

@@ -15,10 +15,10 @@
 use serde_json::Value;
 
 use super::workflows::expect;
-use super::{DynamoStateStore, Item, key, n, record_item, repo_pk, s};
+use super::{DynamoStateStore, Item, key, n, project_index_pk, record_item, repo_pk, s};
 use crate::state::model::{AuditEvent, UnixSeconds};
 use crate::state::previews::{Preview, PreviewStatus, PreviewStore};
-use crate::state::table::{GSI_NAME, GSI_PK, GSI_SK};
+use crate::state::table::{GSI_PK, GSI_SK};
 use crate::{BoxFuture, StoreError, StoreResult};
 
 const PREVIEW_PREFIX: &str = "PREVIEW#";
@@ -27,10 +27,6 @@ const MAX_PUT_ATTEMPTS: usize = 3;
 
 fn preview_sk(pull_request: u64, manifest_path: &str) -> String {
     format!("{PREVIEW_PREFIX}{pull_request:020}#{manifest_path}")
-}
-
-fn project_index_pk(project_id: &str) -> String {
-    format!("PROJECT#{project_id}")
 }
 
 fn name_index_sk(name: &str) -> String {
@@ -129,17 +125,9 @@ impl PreviewStore for DynamoStateStore {
         name: &'a str,
     ) -> BoxFuture<'a, StoreResult<Vec<Preview>>> {
         Box::pin(async move {
-            let query = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(GSI_NAME)
-                .key_condition_expression("#gpk = :gpk AND #gsk = :gsk")
-                .expression_attribute_names("#gpk", GSI_PK)
-                .expression_attribute_names("#gsk", GSI_SK)
-                .expression_attribute_values(":gpk", s(project_index_pk(project_id)))
-                .expression_attribute_values(":gsk", s(name_index_sk(name)));
-            let mut previews: Vec<Preview> = self.query_all(query).await?;
+            let mut previews: Vec<Preview> = self
+                .query_project_index(project_id, name_index_sk(name))
+                .await?;
             // The index is eventually consistent: a preview torn down a moment ago may
             // still be in it.
             previews.retain(|p| p.status == PreviewStatus::Active);
@@ -151,25 +139,6 @@ impl PreviewStore for DynamoStateStore {
                 ))
             });
             Ok(previews)
-        })
-    }
-
-    fn open_preview_pull_requests<'a>(
-        &'a self,
-        repository: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Vec<u64>>> {
-        Box::pin(async move {
-            let previews: Vec<Preview> = self
-                .query_partition(&repo_pk(repository), Some(PREVIEW_PREFIX))
-                .await?;
-            // In sort-key order: by pull request, so repeats are adjacent.
-            let mut open: Vec<u64> = previews
-                .iter()
-                .filter(|p| p.status == PreviewStatus::Active)
-                .map(|p| p.pull_request)
-                .collect();
-            open.dedup();
-            Ok(open)
         })
     }
 

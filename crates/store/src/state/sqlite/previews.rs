@@ -7,7 +7,7 @@
 //! written before previews existed gets them, empty, on its first open (nothing to
 //! backfill, hence no `user_version` step).
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 
 use super::connection::atomic;
 use super::error::sql_error;
@@ -30,29 +30,19 @@ CREATE TABLE IF NOT EXISTS preview_events (
     PRIMARY KEY (repository, manifest_path, pull_request, version));
 ";
 
-/// The stored version of a preview, if there is one.
-fn stored_version(
+/// The stored preview of (repository, manifest path, pull request), if there is one.
+fn stored_preview(
     connection: &Connection,
     repository: &str,
     manifest_path: &str,
     pull_request: u64,
-) -> StoreResult<Option<u64>> {
-    let pull_request = integer(pull_request)?;
-    let version: Option<i64> = connection
-        .prepare_cached(
-            "SELECT version FROM previews
-             WHERE repository = ?1 AND pull_request = ?2 AND manifest_path = ?3",
-        )
-        .and_then(|mut statement| {
-            statement
-                .query_row(params![repository, pull_request, manifest_path], |row| {
-                    row.get(0)
-                })
-                .optional()
-        })
-        .map_err(sql_error)?;
-    // A negative stored version cannot be ours: it never matches an expected one.
-    Ok(version.map(|v| u64::try_from(v).unwrap_or(u64::MAX)))
+) -> StoreResult<Option<Preview>> {
+    query_body(
+        connection,
+        "SELECT body FROM previews
+         WHERE repository = ?1 AND pull_request = ?2 AND manifest_path = ?3",
+        params![repository, integer(pull_request)?, manifest_path],
+    )
 }
 
 /// Replaces the row of `preview`'s key.
@@ -84,13 +74,13 @@ fn write_preview(connection: &Connection, preview: &Preview) -> StoreResult<()> 
 /// `put_preview` in one atomic unit: the stored version read and the row replaced.
 fn put_preview_row(connection: &mut Connection, preview: &Preview) -> StoreResult<Preview> {
     let unit = atomic(connection)?;
-    let stored = stored_version(
+    let stored = stored_preview(
         &unit,
         &preview.repository,
         &preview.manifest_path,
         preview.pull_request,
     )?;
-    let written = preview.put_over(stored);
+    let written = preview.put_over(stored.map(|p| p.version));
     write_preview(&unit, &written)?;
     unit.commit().map_err(sql_error)?;
     Ok(written)
@@ -108,15 +98,11 @@ fn close_preview_row(
         return Ok(None);
     };
     let unit = atomic(connection)?;
-    let stored: Option<Preview> = query_body(
+    let stored = stored_preview(
         &unit,
-        "SELECT body FROM previews
-         WHERE repository = ?1 AND pull_request = ?2 AND manifest_path = ?3",
-        params![
-            preview.repository,
-            integer(preview.pull_request)?,
-            preview.manifest_path
-        ],
+        &preview.repository,
+        &preview.manifest_path,
+        preview.pull_request,
     )?;
     let as_given = stored
         .as_ref()
@@ -168,18 +154,7 @@ impl PreviewStore for SqliteStateStore {
         pull_request: u64,
     ) -> BoxFuture<'a, StoreResult<Option<Preview>>> {
         let (repository, manifest_path) = (repository.to_owned(), manifest_path.to_owned());
-        Box::pin(async move {
-            let pull_request = integer(pull_request)?;
-            self.read(move |c| {
-                query_body(
-                    c,
-                    "SELECT body FROM previews
-                     WHERE repository = ?1 AND pull_request = ?2 AND manifest_path = ?3",
-                    params![repository, pull_request, manifest_path],
-                )
-            })
-            .await
-        })
+        Box::pin(self.read(move |c| stored_preview(c, &repository, &manifest_path, pull_request)))
     }
 
     fn list_previews<'a>(
@@ -211,31 +186,6 @@ impl PreviewStore for SqliteStateStore {
                  ORDER BY repository, pull_request, manifest_path",
                 params![project_id, name],
             )
-        }))
-    }
-
-    fn open_preview_pull_requests<'a>(
-        &'a self,
-        repository: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Vec<u64>>> {
-        let repository = repository.to_owned();
-        Box::pin(self.read(move |c| {
-            let mut statement = c
-                .prepare_cached(
-                    "SELECT DISTINCT pull_request FROM previews
-                     WHERE repository = ?1 AND status = 'active' ORDER BY pull_request",
-                )
-                .map_err(sql_error)?;
-            let numbers = statement
-                .query_map(params![repository], |row| row.get::<_, i64>(0))
-                .map_err(sql_error)?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(sql_error)?;
-            // Written from a u64: a negative number is not a pull request of ours.
-            Ok(numbers
-                .into_iter()
-                .filter_map(|n| u64::try_from(n).ok())
-                .collect())
         }))
     }
 
