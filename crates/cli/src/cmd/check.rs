@@ -12,7 +12,7 @@ use crate::progress::Progress;
 use anyhow::Context;
 use astrolift_bot::config::Environment;
 use astrolift_cli::render;
-use astrolift_cli::render::plural;
+use astrolift_cli::render::{plural, short_hash};
 use astrolift_manifest::{DirTree, Limits, SourceTree, ValidateOptions};
 use astrolift_store::StateStore;
 use astrolift_store::state::RepoRegistration;
@@ -260,7 +260,7 @@ fn write_human(report: &Report, tree: &DirTree, out: &mut dyn Write) -> anyhow::
         render::human::render_diagnostics(&report.diagnostics, tree, render::Style::Styled, out)?;
     }
     for entry in &report.plan {
-        let digest = entry.digest.as_deref().map_or("-", short_digest);
+        let digest = entry.digest.as_deref().map_or("-", short_hash);
         let drift = if entry.drift.is_empty() {
             String::new()
         } else {
@@ -297,7 +297,7 @@ fn write_workflows_and_configs(report: &Report, out: &mut dyn Write) -> std::io:
             "{:<10} {:<24} {:<14} {}  {}",
             workflow.status.as_str(),
             format!("workflow {}", workflow.name),
-            workflow.content_hash.as_deref().map_or("-", short_digest),
+            workflow.content_hash.as_deref().map_or("-", short_hash),
             workflow.path,
             plural(workflow.stages, "stage")
         )?;
@@ -308,7 +308,7 @@ fn write_workflows_and_configs(report: &Report, out: &mut dyn Write) -> std::io:
             "{:<10} {:<24} {:<14} {}  {}",
             config.status.as_str(),
             "config",
-            config.bundle.as_deref().map_or("-", short_digest),
+            config.bundle.as_deref().map_or("-", short_hash),
             config.manifest_path,
             plural(config.files, "file")
         )?;
@@ -325,11 +325,6 @@ fn kind_counts<'a>(noun: &str, statuses: impl Iterator<Item = &'a str>) -> Optio
     let total: usize = by_status.values().sum();
     let counts: Vec<String> = by_status.iter().map(|(s, n)| format!("{n} {s}")).collect();
     (total > 0).then(|| format!("{} ({})", plural(total, noun), counts.join(", ")))
-}
-
-fn short_digest(digest: &str) -> &str {
-    let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
-    hex.get(..12).unwrap_or(hex)
 }
 
 fn summary_line(report: &Report) -> String {

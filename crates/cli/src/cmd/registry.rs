@@ -4,10 +4,11 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use astrolift_cli::render::short_hash;
 use astrolift_dispatch::layers::{LayerState, agent_layer_state};
 use astrolift_store::StateStore;
 use astrolift_store::state::{
-    Agent, AgentStatus, EnvSpec, Preview, PreviewStatus, RepoRegistration, covering_registration,
+    Agent, AgentStatus, EnvSpec, PreviewStatus, RepoRegistration, covering_registration,
 };
 use astrolift_sync::commands::unregister_command;
 
@@ -366,7 +367,7 @@ pub fn agents_list(args: AgentsListArgs) -> anyhow::Result<ExitCode> {
                         a.status.as_str(),
                         a.name,
                         a.version,
-                        a.snapshot_hash.get(..12).unwrap_or(&a.snapshot_hash),
+                        short_hash(&a.snapshot_hash),
                         a.repository,
                         a.manifest_path
                     )?;
@@ -411,7 +412,7 @@ fn previews_list(args: &AgentsListArgs) -> anyhow::Result<ExitCode> {
             ListFormat::Json => {
                 let mut rows = Vec::with_capacity(previews.len());
                 for preview in &previews {
-                    let agent = preview_as_agent(preview);
+                    let agent = preview.as_agent();
                     let layers = agent_layer_state(state, &agent).await?;
                     let mut row = agent_json(&agent, &layers)?;
                     if let Some(object) = row.as_object_mut() {
@@ -433,8 +434,8 @@ fn previews_list(args: &AgentsListArgs) -> anyhow::Result<ExitCode> {
                         "{:<24} #{:<5} head {:<12} snapshot {:<12} {}:{}",
                         p.name,
                         p.pull_request,
-                        short(&p.head_sha),
-                        short(&p.snapshot_hash),
+                        short_hash(&p.head_sha),
+                        short_hash(&p.snapshot_hash),
                         p.repository,
                         p.manifest_path
                     )?;
@@ -447,32 +448,6 @@ fn previews_list(args: &AgentsListArgs) -> anyhow::Result<ExitCode> {
         }
         Ok(())
     })
-}
-
-/// The first 12 characters of a sha or hash, as listings show them.
-fn short(hash: &str) -> &str {
-    hash.get(..12).unwrap_or(hash)
-}
-
-/// A preview in the shape of the agent record it runs as: its own name, package and
-/// snapshot, the head commit, under the registered agent's repository, manifest and
-/// project.
-fn preview_as_agent(preview: &Preview) -> Agent {
-    Agent {
-        repository: preview.repository.clone(),
-        manifest_path: preview.manifest_path.clone(),
-        project_id: preview.project_id.clone(),
-        name: preview.name.clone(),
-        alias: None,
-        status: AgentStatus::Active,
-        snapshot_hash: preview.snapshot_hash.clone(),
-        payload_digest: preview.payload_digest.clone(),
-        commit: preview.head_sha.clone(),
-        version: preview.version,
-        updated_at: preview.updated_at,
-        bindings_digest: None,
-        layer_key: preview.layer_key.clone(),
-    }
 }
 
 pub fn history(args: AgentArgs) -> anyhow::Result<ExitCode> {
@@ -488,8 +463,8 @@ pub fn history(args: AgentArgs) -> anyhow::Result<ExitCode> {
                         "v{:<4} {:<12} commit {:<12} snapshot {:<12} {}",
                         e.version,
                         action.as_str().unwrap_or_default(),
-                        e.commit.get(..12).unwrap_or(&e.commit),
-                        e.snapshot_hash.get(..12).unwrap_or(&e.snapshot_hash),
+                        short_hash(&e.commit),
+                        short_hash(&e.snapshot_hash),
                         e.detail
                     )?;
                 }

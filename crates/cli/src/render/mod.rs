@@ -9,7 +9,7 @@ mod report;
 pub mod rule_docs;
 pub mod sarif;
 
-pub use report::{Report, Style, plural};
+pub use report::{Report, Style, plural, short_hash};
 
 use std::io;
 

@@ -25,6 +25,12 @@ impl Report<'_> {
     }
 }
 
+/// The first 12 hex digits of a sha, a hash or a `sha256:` digest, as listings show them.
+pub fn short_hash(hash: &str) -> &str {
+    let hex = hash.strip_prefix("sha256:").unwrap_or(hash);
+    hex.get(..12).unwrap_or(hex)
+}
+
 /// `1 error`, `2 errors`, `2 dispatches`: every count a summary prints (a noun ending in
 /// `s`, `x`, `ch` or `sh` takes `es`).
 pub fn plural(n: usize, noun: &str) -> String {
