@@ -18,6 +18,8 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 const SECRET_REF: &str = r"^secret://\S+$";
 /// A slug: 1–64 of a–z, 0–9 and `-`, no leading, trailing or double hyphen.
 const SLUG: &str = r"^[a-z0-9]+(-[a-z0-9]+)*$";
+/// A duration: an integer and one unit, `s`, `m`, `h` or `d` (`90s`, `2h`).
+const DURATION: &str = r"^[0-9]+[smhd]$";
 
 /// A native agent manifest: `astrolift.toml` (docs/reference.md §5.1).
 #[derive(Debug, JsonSchema)]
@@ -250,6 +252,15 @@ struct WorkflowStageSchema {
     payload: Option<String>,
     /// An env spec of the agent's project.
     env_spec: Option<String>,
+    /// How long the stage may take: `<integer><unit>` (s, m, h, d), 30s to 7d. Default 24h.
+    #[schemars(regex(pattern = DURATION))]
+    timeout: Option<String>,
+    /// The longest the stage may go without a `running` callback: a duration shorter than `timeout`.
+    #[schemars(regex(pattern = DURATION))]
+    heartbeat: Option<String>,
+    /// How often a failed or timed-out stage is dispatched again (30 s, then doubling). Default 0.
+    #[schemars(range(min = 0, max = 5))]
+    retries: Option<i64>,
 }
 
 #[derive(Debug, JsonSchema)]

@@ -18,7 +18,9 @@
 //!   agent's own manifest, whose package carries it;
 //! - `needs` name stages of the same workflow, and the graph is acyclic (the
 //!   diagnostic names the cycle, `a → b → a`);
-//! - `payload` compiles as jq (the restricted definitions of [`crate::jq`]).
+//! - `payload` compiles as jq (the restricted definitions of [`crate::jq`]);
+//! - `timeout` (`30s`…`7d`, default `24h`), `heartbeat` (shorter than the
+//!   timeout) and `retries` (0–5, default 0) are valid ([`options`]).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::Range;
@@ -35,6 +37,13 @@ use crate::remote_ref::parse_remote_ref;
 use crate::toml_walk::{TomlFile, key_span};
 use crate::tree::SourceTree;
 use crate::triggers::compiled_jq_field;
+
+pub mod options;
+
+pub use options::{
+    DEFAULT_TIMEOUT_SECONDS, INVALID_HEARTBEAT, INVALID_RETRIES, INVALID_TIMEOUT, MAX_RETRIES,
+    MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS,
+};
 
 /// The directory whose `*.toml` files are workflows (without federation globs).
 pub const WORKFLOWS_DIR: &str = "workflows";
@@ -122,12 +131,25 @@ pub const CODES: &[&Code] = &[
     &CYCLE,
     &JQ_SYNTAX,
     &JQ_UNDEFINED,
+    &INVALID_TIMEOUT,
+    &INVALID_HEARTBEAT,
+    &INVALID_RETRIES,
 ];
 
 /// The keys of a workflow file's root table.
 pub const ROOT_KEYS: &[&str] = &["schema", "name", "description", "stages"];
 /// The keys of a `[[stages]]` entry.
-pub const STAGE_KEYS: &[&str] = &["name", "agent", "skills", "needs", "payload", "env_spec"];
+pub const STAGE_KEYS: &[&str] = &[
+    "name",
+    "agent",
+    "skills",
+    "needs",
+    "payload",
+    "env_spec",
+    "timeout",
+    "heartbeat",
+    "retries",
+];
 
 /// One workflow file, read as far as it checks out. Its canonical JSON is
 /// what the sync hashes and stores, so a comment or a reformatting is not a
@@ -163,6 +185,52 @@ pub struct Stage {
     pub payload: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env_spec: Option<String>,
+    /// `timeout` in seconds, from [`MIN_TIMEOUT_SECONDS`] to
+    /// [`MAX_TIMEOUT_SECONDS`]. Left out of the canonical JSON at its
+    /// default, so a file without stage options hashes as it did before them.
+    #[serde(
+        default = "default_timeout",
+        skip_serializing_if = "is_default_timeout"
+    )]
+    pub timeout_seconds: u32,
+    /// `heartbeat` in seconds: the longest the stage may go without a
+    /// `running` callback; shorter than the timeout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat_seconds: Option<u32>,
+    /// `retries`: how often a failed or timed-out stage is dispatched again
+    /// (0 to [`MAX_RETRIES`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u8,
+}
+
+impl Default for Stage {
+    /// A stage with no name and agent yet, and the default options.
+    fn default() -> Self {
+        Self {
+            name: String::new(),
+            agent: String::new(),
+            manifest: String::new(),
+            skills: Vec::new(),
+            needs: Vec::new(),
+            payload: None,
+            env_spec: None,
+            timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+            heartbeat_seconds: None,
+            retries: 0,
+        }
+    }
+}
+
+fn default_timeout() -> u32 {
+    DEFAULT_TIMEOUT_SECONDS
+}
+
+fn is_default_timeout(seconds: &u32) -> bool {
+    *seconds == DEFAULT_TIMEOUT_SECONDS
+}
+
+fn is_zero(retries: &u8) -> bool {
+    *retries == 0
 }
 
 impl Workflow {
@@ -343,6 +411,7 @@ fn read_stage<'i>(
     let needs = stage_needs(file, entry);
     let payload = compiled_jq_field(file, entry, "payload", [&JQ_SYNTAX, &JQ_UNDEFINED]);
     let env_spec = file.str(entry, "env_spec").map(|(e, _)| e.to_owned());
+    let options = options::stage_options(file, entry);
     ReadStage {
         stage: Stage {
             name,
@@ -352,6 +421,9 @@ fn read_stage<'i>(
             needs: needs.iter().map(|(n, _)| n.clone()).collect(),
             payload,
             env_spec,
+            timeout_seconds: options.timeout_seconds,
+            heartbeat_seconds: options.heartbeat_seconds,
+            retries: options.retries,
         },
         name_range,
         needs,

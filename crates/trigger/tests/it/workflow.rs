@@ -81,7 +81,7 @@ pub(crate) fn stage(name: &str, agent: &str, needs: &[&str], payload: Option<&st
         skills: vec!["pr-review@1.2.0".to_owned()],
         needs: needs.iter().map(|n| (*n).to_owned()).collect(),
         payload: payload.map(str::to_owned),
-        env_spec: None,
+        ..Stage::default()
     }
 }
 
