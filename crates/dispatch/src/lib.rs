@@ -27,6 +27,9 @@
 //!   the event at dispatch, and the first terminal result handed to a
 //!   [`report::ResultReporter`] (best effort; the App's reporter lives in
 //!   `astrolift-bot`).
+//! - [`state_machine`]: a workflow compiled to an Amazon States Language
+//!   definition (nested `Parallel` states, or one per topological level),
+//!   and its state machine's name; pure, no AWS call.
 //! - [`workflow`]: workflow runs: start a run, fold each stage's terminal
 //!   report into it with conditional writes (exactly once), and dispatch the
 //!   stages whose needs are done with their payloads evaluated in the sandbox.
@@ -64,6 +67,7 @@ pub mod prompts;
 pub mod render;
 pub mod report;
 mod source;
+pub mod state_machine;
 pub mod workflow;
 
 pub use answer::{Answer, RETRY_AFTER_SECONDS};
