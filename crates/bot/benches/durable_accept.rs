@@ -14,7 +14,7 @@
 //! around the in-memory lanes' handler). With `ATTEMPT=runner`, each job
 //! does what `serve`'s runner does to the store around a sync that writes nothing else: in
 //! memory, `SyncRunner::run` marks the delivery `running`, then `succeeded`; the durable
-//! queue writes those marks with its own job writes (`SyncRunner::run_unmarked` marks
+//! queue writes those marks with its own job writes (`SyncRunner::perform_unmarked` marks
 //! nothing). With `ATTEMPT=outcome`, the in-memory lanes record the delivery's outcome as
 //! cheaply as they could: `running` before the slot is taken, `succeeded` once it is let go
 //! (every runtime records it; the durable queue writes both with its job). By

@@ -848,6 +848,7 @@ mod tests {
             counts: ReportCounts::default(),
             skill_sources: Default::default(),
             layer_needs: Vec::new(),
+            previews: None,
         }
     }
 

@@ -213,6 +213,10 @@ async fn dependent_job(
             git_ref: branch.to_owned(),
             commit: push.head_sha.clone(),
         }),
+        base_ref: None,
+        preview_approved_by: None,
+        merged: false,
+        comment: None,
     }))
 }
 

@@ -25,7 +25,7 @@
 //!   before it runs, a start counts the attempts a stop cut short: a job found `running`
 //!   with no attempt left (one that stops the process) is dead-lettered instead of run
 //!   again. The attempt is
-//!   [`SyncRunner::run_unmarked`](crate::SyncRunner::run_unmarked), which leaves the
+//!   [`SyncRunner::perform_unmarked`](crate::SyncRunner::perform_unmarked), which leaves the
 //!   delivery to the queue.
 //! - **Retried:** a failed attempt waits as [`RetryPolicy`] says (no sync slot held), then
 //!   runs again; when the policy gives up the record stays, `failed`, with the last error:
@@ -95,7 +95,7 @@ impl LaneItem for DurableJob {
     }
 }
 
-/// Runs one attempt of a job (`serve`: [`crate::SyncRunner::run_unmarked`]: the queue
+/// Runs one attempt of a job (`serve`: [`crate::SyncRunner::perform_unmarked`]: the queue
 /// writes the delivery's state itself).
 pub type Attempt = Arc<dyn Fn(SyncJob) -> BoxFuture<'static, Result<(), JobError>> + Send + Sync>;
 

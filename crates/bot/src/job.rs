@@ -28,6 +28,20 @@ pub enum JobTrigger {
     /// reconcile"). Applies like a push of that head, in the same lane; never made by a
     /// webhook.
     Reconcile,
+    /// A pull request was closed (merged or not): its previews are torn down
+    /// (docs/reference.md §17). Checks nothing and makes no check run.
+    Closed,
+    /// A comment on a pull request with `/astrolift` command lines ([`SyncJob::comment`]),
+    /// run by the worker, which holds the App's key (docs/reference.md §17).
+    Comment,
+}
+
+impl JobTrigger {
+    /// Whether a job of this trigger syncs a commit to a check run; a pull request's
+    /// closing and a comment's commands do not (`crate::pull_requests`).
+    pub fn syncs(self) -> bool {
+        !matches!(self, JobTrigger::Closed | JobTrigger::Comment)
+    }
 }
 
 /// One sync job. The queue message is this struct as JSON:
@@ -77,6 +91,31 @@ pub struct SyncJob {
     /// from other jobs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skill_change: Option<SkillChange>,
+    /// The pull request's base branch (triggers `pull_request` and `closed`): previews are
+    /// recorded for registrations of that ref. Absent from other jobs, and from jobs queued
+    /// before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_ref: Option<String>,
+    /// A fork's head approved for previews by `/astrolift preview`: who approved it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview_approved_by: Option<String>,
+    /// Whether the closed pull request was merged (trigger `closed`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub merged: bool,
+    /// The comment's commands (trigger `comment`). Absent from other jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<CommentRequest>,
+}
+
+/// The comment a `comment` job runs the commands of (docs/reference.md §17).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommentRequest {
+    /// GitHub's id of the comment: with a command's line, its dispatch's idempotency key.
+    pub comment_id: u64,
+    /// The commenter's login, whose permission is asked before any command runs.
+    pub sender: String,
+    /// The comment's command lines, at most 5, in order.
+    pub lines: Vec<String>,
 }
 
 /// The push of a skill repository (or the catalogue) that a dependent re-sync follows.
@@ -112,7 +151,9 @@ impl SyncJob {
     ///   re-syncs of that branch that a skill source's push asks for (`skill`), so that
     ///   they are ordered with the branch's pushes, and reconcile's syncs of it (`reconcile`);
     /// - `fork`: pull requests from forks (outsiders);
-    /// - `pull-request`: pull requests from the repository's own branches;
+    /// - `pull-request`: pull requests from the repository's own branches, their closing
+    ///   (`closed`) and the commands of comments on pull requests (`comment`), so that a
+    ///   command runs after the syncs of the heads pushed before it;
     /// - `rerequest`: re-run checks.
     pub fn lane(&self) -> String {
         match self.trigger {
@@ -122,7 +163,9 @@ impl SyncJob {
                 format!("push-{}", hex::encode(&digest[..8]))
             }
             JobTrigger::PullRequest if self.fork => "fork".to_owned(),
-            JobTrigger::PullRequest => "pull-request".to_owned(),
+            JobTrigger::PullRequest | JobTrigger::Closed | JobTrigger::Comment => {
+                "pull-request".to_owned()
+            }
             JobTrigger::Rerequest => "rerequest".to_owned(),
         }
     }
@@ -166,6 +209,10 @@ pub fn job_for_event(delivery_id: &str, event: &Event) -> Result<SyncJob, NoJob>
             pull_request: None,
             accept_drift: None,
             skill_change: None,
+            base_ref: None,
+            preview_approved_by: None,
+            merged: false,
+            comment: None,
         })
     };
     match event {
@@ -198,6 +245,11 @@ pub fn job_for_event(delivery_id: &str, event: &Event) -> Result<SyncJob, NoJob>
             job.branch = Some(head.git_ref.clone());
             job.fork = pr.is_fork();
             job.pull_request = Some(pr.number);
+            job.base_ref = Some(pr.pull_request.base.git_ref.clone());
+            if pr.action == "closed" {
+                job.trigger = JobTrigger::Closed;
+                job.merged = pr.pull_request.merged;
+            }
             Ok(job)
         }
         Event::CheckSuite(suite) if suite.action == "requested" => Err(NoJob::CoveredByPush),

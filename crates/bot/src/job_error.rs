@@ -29,6 +29,10 @@ pub enum JobError {
     Interrupted,
     #[error("cannot queue the re-syncs of the dependents: {0}")]
     Queue(#[from] QueueError),
+    /// A job that syncs no commit (a pull request's closing, a comment) was given to
+    /// [`crate::SyncRunner::run`] instead of [`crate::SyncRunner::perform`].
+    #[error("the job syncs no commit")]
+    NotASync,
 }
 
 impl JobError {
@@ -44,6 +48,7 @@ impl JobError {
             }
             JobError::Sync(error) => error.is_retryable(),
             JobError::Store(_) | JobError::Interrupted | JobError::Queue(_) => true,
+            JobError::NotASync => false,
         }
     }
 

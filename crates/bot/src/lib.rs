@@ -109,6 +109,8 @@ pub mod ingress;
 pub mod job;
 mod job_error;
 pub mod layers;
+pub mod previews;
+mod pull_requests;
 pub mod queue;
 pub mod reconcile;
 pub mod report;

@@ -569,6 +569,10 @@ fn reconcile_job(target: &Target, installation_id: u64, repository_id: u64, head
         pull_request: None,
         accept_drift: None,
         skill_change: None,
+        base_ref: None,
+        preview_approved_by: None,
+        merged: false,
+        comment: None,
     }
 }
 

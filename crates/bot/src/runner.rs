@@ -33,6 +33,7 @@ use crate::dependents::{self, Followed};
 use crate::ingress::now;
 use crate::job::{JobTrigger, ReportJob, SyncJob};
 use crate::job_error::fetch_tree;
+use crate::previews;
 use crate::queue::JobQueue;
 use crate::report::GitHubReporter;
 use crate::skills::GitHubSkillFetcher;
@@ -128,26 +129,61 @@ impl SyncRunner {
         }
     }
 
-    /// Runs `job` to a completed check run, and records where the delivery that made it is
-    /// (`running`, then `succeeded` or `failed`): what the sync function runs.
+    /// Runs any job of the queue, and records where the delivery that made it is (`running`,
+    /// then `succeeded` or `failed`): what the sync function runs. A sync job runs to a
+    /// completed check run ([`SyncRunner::run`]); a pull request's closing and a comment's
+    /// commands run as [`crate::pull_requests`] says.
+    pub async fn perform(&self, job: &SyncJob) -> Result<(), JobError> {
+        self.marked(job, self.perform_unmarked(job)).await
+    }
+
+    /// [`SyncRunner::perform`], leaving the delivery's state to the caller: `serve`'s durable
+    /// queue writes it with the job's own (`crate::durable`).
+    pub async fn perform_unmarked(&self, job: &SyncJob) -> Result<(), JobError> {
+        if job.trigger.syncs() {
+            return self.run_logged(job, sync_span(job)).await.map(drop);
+        }
+        let span = sync_span(job);
+        let result = crate::pull_requests::run(self, job)
+            .instrument(span.clone())
+            .await;
+        let _entered = span.enter();
+        match &result {
+            Ok(()) => tracing::info!(trigger = ?job.trigger, "job finished"),
+            Err(error) => tracing::error!(
+                trigger = ?job.trigger,
+                retryable = error.is_retryable(),
+                error = %error,
+                "job failed"
+            ),
+        }
+        result
+    }
+
+    /// Runs the sync job `job` to a completed check run, and records where the delivery that
+    /// made it is, as [`SyncRunner::perform`] does.
     pub async fn run(&self, job: &SyncJob) -> Result<JobOutcome, JobError> {
+        self.marked(job, self.run_logged(job, sync_span(job))).await
+    }
+
+    /// `work` on `job`, with the delivery that made the job marked `running` before, then
+    /// `succeeded` or `failed`.
+    async fn marked<T>(
+        &self,
+        job: &SyncJob,
+        work: impl std::future::Future<Output = Result<T, JobError>>,
+    ) -> Result<T, JobError> {
         let span = sync_span(job);
         self.mark_delivery(job, DeliveryState::Running)
             .instrument(span.clone())
             .await;
-        let result = self.run_logged(job, span.clone()).await;
+        let result = work.await;
         let finished = match &result {
             Ok(_) => DeliveryState::Succeeded,
             Err(_) => DeliveryState::Failed,
         };
         self.mark_delivery(job, finished).instrument(span).await;
         result
-    }
-
-    /// Runs `job` to a completed check run, leaving its delivery's state to the caller:
-    /// `serve`'s durable queue writes it with the job's own (`crate::durable`).
-    pub async fn run_unmarked(&self, job: &SyncJob) -> Result<JobOutcome, JobError> {
-        self.run_logged(job, sync_span(job)).await
     }
 
     /// Runs `job` in `span`, counted and logged with its outcome.
@@ -197,6 +233,9 @@ impl SyncRunner {
     }
 
     async fn run_in_span(&self, job: &SyncJob) -> Result<JobOutcome, JobError> {
+        if !job.trigger.syncs() {
+            return Err(JobError::NotASync);
+        }
         let resynced;
         let job = match job.trigger {
             JobTrigger::SkillChanged => {
@@ -249,6 +288,9 @@ impl SyncRunner {
                 None => "\n_This worker has no job queue: nothing was queued._\n",
             };
             output.summary = format!("{}\n\n{section}{queue}", output.summary);
+        }
+        if let Some(previews) = &report.previews {
+            output.summary = format!("{}\n\n{}", output.summary, previews::section(previews));
         }
         if let (JobTrigger::PullRequest, Some(number)) = (job.trigger, job.pull_request) {
             let pull = PullRequest {
@@ -348,6 +390,7 @@ impl SyncRunner {
                 github: self.github.clone(),
                 limits: self.limits,
             })),
+            previews: previews::preview_request(job, &registrations),
         };
         let (mut report, tree) = self.sync_off_the_async_workers(tree, request).await?;
         self.request_layers(&mut report).await?;
@@ -593,7 +636,9 @@ pub fn decide_mode(
             }
         }
         JobTrigger::PullRequest if job.fork => CheckOnlyReason::ForkPullRequest,
-        JobTrigger::PullRequest => CheckOnlyReason::PullRequest,
+        JobTrigger::PullRequest | JobTrigger::Closed | JobTrigger::Comment => {
+            CheckOnlyReason::PullRequest
+        }
         JobTrigger::Rerequest => CheckOnlyReason::Rerequested,
     };
     (Mode::Check, Some(reason))

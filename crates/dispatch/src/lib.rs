@@ -30,6 +30,9 @@
 //! - [`state_machine`]: a workflow compiled to an Amazon States Language
 //!   definition (nested `Parallel` states, or one per topological level),
 //!   and its state machine's name; pure, no AWS call.
+//! - [`on_demand`]: a dispatch a person asks for (`astrolift dispatch`, the pull-request
+//!   comment `/astrolift dispatch`), and the preview rules: a preview runs as its record's
+//!   agent, with an env spec marked for previews only.
 //! - [`workflow`]: workflow runs: start a run, fold each stage's terminal
 //!   report into it with conditional writes (exactly once), and dispatch the
 //!   stages whose needs are done with their payloads evaluated in the sandbox.
@@ -62,6 +65,7 @@ pub mod file_outbox;
 mod kept;
 pub mod layers;
 pub mod message;
+pub mod on_demand;
 pub mod outbox;
 pub mod prompts;
 pub mod render;

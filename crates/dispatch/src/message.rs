@@ -26,6 +26,8 @@ pub const MANUAL_TRIGGER: &str = "manual";
 /// The record id (`trigger_id`) prefix of a packager dispatch: `packager:<layer key>`
 /// (docs/reference.md §16).
 pub const PACKAGER_TRIGGER_PREFIX: &str = "packager:";
+/// The `trigger_id` of a comment command's dispatch: this prefix and the comment's id.
+pub const COMMENT_TRIGGER_PREFIX: &str = "comment:";
 /// The variable naming the packager agent (an agent name, looked up in the project of
 /// the agent that needs layers).
 pub const PACKAGER_AGENT_ENV: &str = "ASTROLIFT_PACKAGER_AGENT";
@@ -94,11 +96,14 @@ pub enum Source {
     /// The packager agent, building the dependency layers of `agent`
     /// (`owner/name:manifest`) for `layer_key` (docs/reference.md "Dependency layers").
     Packager { agent: String, layer_key: String },
+    /// A `/astrolift dispatch` command in a pull request's comment `comment_id` (docs/reference.md
+    /// "Previews"): line `line` (from 1) of the comment's command lines.
+    Comment { comment_id: u64, line: u32 },
 }
 
 impl Source {
-    /// The `trigger_id` kept on the record: the binding's id, `manual`, or
-    /// `workflow:<run>:<stage>`.
+    /// The `trigger_id` kept on the record: the binding's id, `manual`,
+    /// `workflow:<run>:<stage>`, `packager:<layer key>` or `comment:<comment id>`.
     pub fn record_id(&self) -> String {
         match self {
             Source::Trigger { trigger_id } => trigger_id.clone(),
@@ -110,6 +115,7 @@ impl Source {
             Source::Packager { layer_key, .. } => {
                 format!("{PACKAGER_TRIGGER_PREFIX}{layer_key}")
             }
+            Source::Comment { comment_id, .. } => format!("{COMMENT_TRIGGER_PREFIX}{comment_id}"),
         }
     }
 }

@@ -41,6 +41,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         now: 1,
         validate: ValidateOptions::default(),
         skills: None,
+        previews: None,
     };
     let first = timed_run(&tree, &request, &stores).await?;
     let noop = timed_run(&tree, &request, &stores).await?;

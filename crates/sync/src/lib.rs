@@ -44,6 +44,9 @@
 //!   reports their drift from the registered ones through the drift engine
 //!   of `astrolift drift`, so a pull request's critical drift is shown and
 //!   concludes its check `action_required` (rendered by `astrolift_bot::check_run`).
+//! - **Previews touch no registered agent** ([`previews`]): a pull-request head that a
+//!   registration with previews covers uploads its agents' packages and records one preview
+//!   per agent, and never an agent record, a binding or a workflow.
 //! - **Nothing is deleted.** A removed manifest makes its agent `orphaned`;
 //!   only an explicit teardown (in `store`) retires it, and audit events stay.
 //!
@@ -64,6 +67,7 @@ pub mod order;
 mod package_step;
 mod pipeline;
 pub mod plan;
+pub mod previews;
 pub mod report;
 mod request;
 mod scope;
@@ -77,6 +81,7 @@ pub use error::SyncError;
 pub use order::{CommitOrder, Order, OrderError, OrderFuture};
 pub use pipeline::sync;
 pub use plan::{PlanEntry, PlanStatus};
+pub use previews::{MAX_PREVIEWED_PULL_REQUESTS, PreviewRequest, PreviewsReport};
 pub use report::{Coverage, LayerRequest, Mode, Report, ReportCounts};
 pub use request::{Stores, SyncRequest};
 pub use skills::{SkillFetch, SkillFetchError, SkillFetchFuture, SkillFetcher, SkillTree};

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use astrolift_manifest::model::AgentManifest;
 use astrolift_manifest::{Validation, diagnostic, validate_repository};
-use astrolift_package::{PayloadTree, PreparedAgent};
+use astrolift_package::{LayerNeed, PayloadTree, PreparedAgent};
 use astrolift_store::StoreError;
 use astrolift_store::blob::{
     BlobBody, BlobKey, BlobStore, CONTENT_TYPE_JSON, CONTENT_TYPE_TAR_GZ, PutOutcome,
@@ -22,6 +22,7 @@ use crate::package_step::{
     ArchiveOrigin, Artifacts, Packaging, Prepared, build_archive, package, prepare, stored_outputs,
 };
 use crate::plan::{Plan, PlanContext, PlanStatus, plan};
+use crate::previews::record_previews;
 use crate::report::{LayerRequest, Report, ReportCounts};
 use crate::request::{Stores, SyncRequest, read_snapshot};
 use crate::scope::Scope;
@@ -73,7 +74,8 @@ pub async fn sync(
     )
     .await?;
     let stored = stored_outputs(stores.blobs.as_ref(), &prepared).await;
-    let packaging = package(prepared, stored, tree, applying, progress)?;
+    let spools = applying || request.previews.is_some();
+    let packaging = package(prepared, stored, tree, spools, progress)?;
     let bindings = stores
         .state
         .list_repository_trigger_bindings(&request.repository)
@@ -150,10 +152,26 @@ pub async fn sync(
     report
         .diagnostics
         .extend(config_plan.diagnostics.iter().cloned());
+    if let Some(previews) = &request.previews {
+        let recorded = record_previews(
+            request,
+            previews,
+            stores.state.as_ref(),
+            stores.blobs.as_ref(),
+            tree,
+            &packaging,
+        )
+        .await?;
+        report.previews = Some(recorded.report);
+        report.layer_needs.extend(recorded.layer_needs);
+        report.counts.blob_puts += recorded.blob_puts;
+        report.counts.state_writes += recorded.state_writes;
+    }
     if applying {
         apply(request, stores, tree, &packaging, planned, &mut report).await?;
         if report.applied && report.skipped.is_none() {
-            report.layer_needs = layer_needs(request, &packaging, &|path| scope.project_of(path));
+            let needs = layer_needs(request, &packaging, &|path| scope.project_of(path));
+            report.layer_needs.extend(needs);
         }
         // Agents first: a workflow names agents (see `crate::workflows`).
         if report.applied && report.skipped.is_none() {
@@ -236,6 +254,7 @@ fn new_report(
         counts: ReportCounts::default(),
         skill_sources: BTreeMap::new(),
         layer_needs: Vec::new(),
+        previews: None,
     }
 }
 
@@ -308,8 +327,8 @@ async fn apply(
         stores.state.apply(changes).await?.items_written
     };
     report.applied = true;
-    report.counts.blob_puts = uploads;
-    report.counts.state_writes = written;
+    report.counts.blob_puts += uploads;
+    report.counts.state_writes += written;
     Ok(())
 }
 
@@ -342,18 +361,41 @@ async fn upload_artifacts(
 ) -> Result<u64, SyncError> {
     let mut puts = 0;
     for change in &planned.changes {
-        let Some((manifest, artifacts)) = artifacts_for(packaging, &change.agent.manifest_path)
-        else {
-            continue;
+        let agent = &change.agent;
+        let stored = StoredVersion {
+            snapshot_hash: &agent.snapshot_hash,
+            payload_digest: &agent.payload_digest,
         };
-        let digest = &change.agent.payload_digest;
-        puts += upload_archive(blobs, tree, manifest, artifacts, digest).await?;
-        let key = BlobKey::snapshot(&change.agent.snapshot_hash)?;
-        let body = BlobBody::Bytes(artifacts.snapshot_json.clone());
-        puts += u64::from(
-            blobs.put_if_absent(&key, body, CONTENT_TYPE_JSON).await? == PutOutcome::Created,
-        );
+        puts += upload_version(blobs, tree, packaging, &agent.manifest_path, stored).await?;
     }
+    Ok(puts)
+}
+
+/// The version a state record will name: its snapshot and archive.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StoredVersion<'a> {
+    pub snapshot_hash: &'a str,
+    pub payload_digest: &'a str,
+}
+
+/// Uploads the archive, then the snapshot, of the agent at `manifest_path` (put-if-absent),
+/// before any record names them. Returns the PUTs made.
+pub(crate) async fn upload_version(
+    blobs: &dyn BlobStore,
+    tree: &dyn PayloadTree,
+    packaging: &Packaging,
+    manifest_path: &str,
+    version: StoredVersion<'_>,
+) -> Result<u64, SyncError> {
+    let Some((manifest, artifacts)) = artifacts_for(packaging, manifest_path) else {
+        return Ok(0);
+    };
+    let digest = version.payload_digest;
+    let mut puts = upload_archive(blobs, tree, manifest, artifacts, digest).await?;
+    let key = BlobKey::snapshot(version.snapshot_hash)?;
+    let body = BlobBody::Bytes(artifacts.snapshot_json.clone());
+    puts +=
+        u64::from(blobs.put_if_absent(&key, body, CONTENT_TYPE_JSON).await? == PutOutcome::Created);
     Ok(puts)
 }
 
@@ -485,7 +527,7 @@ fn layer_needs(
         .filter(|candidate| candidate.manifest.enabled)
         .filter_map(|candidate| {
             let packaged = candidate.packaged.as_ref()?;
-            let need = packaged.layers.clone()?;
+            let need = packaged.layers.as_ref()?;
             let manifest = &candidate.manifest;
             Some(LayerRequest {
                 repository: request.repository.clone(),
@@ -493,16 +535,20 @@ fn layer_needs(
                 name: manifest.name.clone(),
                 project_id: project_of(&manifest.manifest)?,
                 artifact_ref: packaged.payload_digest.clone(),
-                layer_key: need.layer_key,
-                dependency_files: need
-                    .files
-                    .into_iter()
-                    .map(|file| DependencyFileRef {
-                        path: file.path,
-                        sha256: file.sha256,
-                    })
-                    .collect(),
+                layer_key: need.layer_key.clone(),
+                dependency_files: dependency_file_refs(&need),
             })
+        })
+        .collect()
+}
+
+/// The dependency files of a layer request, by path and hash.
+pub(crate) fn dependency_file_refs(need: &LayerNeed) -> Vec<DependencyFileRef> {
+    need.files
+        .iter()
+        .map(|file| DependencyFileRef {
+            path: file.path.clone(),
+            sha256: file.sha256.clone(),
         })
         .collect()
 }

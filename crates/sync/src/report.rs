@@ -112,6 +112,10 @@ pub struct Report {
     /// layers"). Empty for a check. Not part of the JSON report.
     #[serde(skip)]
     pub layer_needs: Vec<LayerRequest>,
+    /// The previews this sync of a pull-request head recorded (docs/reference.md §17);
+    /// absent from other syncs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previews: Option<crate::previews::PreviewsReport>,
 }
 
 pub use astrolift_store::state::LayerRequest;

@@ -8,6 +8,7 @@ use astrolift_store::state::UnixSeconds;
 use astrolift_store::{BlobKey, BlobStore, StateStore};
 
 use crate::order::CommitOrder;
+use crate::previews::PreviewRequest;
 use crate::report::Mode;
 use crate::skills::SkillFetcher;
 
@@ -43,6 +44,9 @@ pub struct SyncRequest {
     /// [`crate::skills`]); `None` (no App credentials here) leaves each such reference
     /// unresolved, a warning that says why.
     pub skills: Option<Arc<dyn SkillFetcher>>,
+    /// A pull-request head whose registrations have previews: the sync records them
+    /// ([`crate::previews`]). `None` for every other sync.
+    pub previews: Option<PreviewRequest>,
 }
 
 /// The snapshot blob `hash`, parsed; `None` when it is missing or unreadable.

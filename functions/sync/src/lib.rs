@@ -212,7 +212,7 @@ impl SyncFunction {
                 return RecordOutcome::Dropped;
             }
         };
-        match self.runner.run(&job).await {
+        match self.runner.perform(&job).await {
             Ok(_) => RecordOutcome::Done,
             // The runner has logged the error and completed the check run.
             Err(error) if error.is_retryable() => RecordOutcome::Retry,

@@ -25,6 +25,10 @@ fn job(delivery: &str, trigger: JobTrigger, branch: &str, fork: bool) -> SyncJob
         pull_request: fork.then_some(7),
         accept_drift: None,
         skill_change: None,
+        base_ref: None,
+        preview_approved_by: None,
+        merged: false,
+        comment: None,
     }
 }
 

@@ -38,6 +38,10 @@ fn pull_request_job(delivery: &str, fork: bool) -> SyncJob {
         pull_request: Some(PR),
         accept_drift: None,
         skill_change: None,
+        base_ref: None,
+        preview_approved_by: None,
+        merged: false,
+        comment: None,
     }
 }
 

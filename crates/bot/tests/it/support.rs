@@ -168,6 +168,10 @@ pub fn push_job(delivery: &str) -> SyncJob {
         pull_request: None,
         accept_drift: None,
         skill_change: None,
+        base_ref: None,
+        preview_approved_by: None,
+        merged: false,
+        comment: None,
     }
 }
 

@@ -143,6 +143,7 @@ async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Re
             config_paths,
         },
         skills,
+        previews: None,
     };
     let progress = Progress::bar("packaging", "agents", args.format == CheckFormat::Human);
     let mut report = sync(tree, &request, &stores, &|done, total| {

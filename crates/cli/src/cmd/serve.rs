@@ -436,7 +436,7 @@ fn attempt(runner: Arc<SyncRunner>) -> Attempt {
     Arc::new(move |job| {
         let runner = Arc::clone(&runner);
         // The queue writes the delivery's state with the job's (`astrolift_bot::durable`).
-        Box::pin(async move { runner.run_unmarked(&job).await.map(drop) })
+        Box::pin(async move { runner.perform_unmarked(&job).await })
     })
 }
 

@@ -16,26 +16,18 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use astrolift_bot::triggers::{callback_base_from_env, dispatch_queue_from_env};
-use astrolift_dispatch::content::env_spec_parts;
-use astrolift_dispatch::content::{
-    BlobContent, ContentSource, UrlOptions, prompt_texts_of_manifest,
-};
-use astrolift_dispatch::dispatch::{
-    DispatchRequest, Origin, QueueDestination, manual_key, record_and_queue,
-};
+use astrolift_dispatch::content::{BlobContent, UrlOptions, prompt_texts_of_manifest};
+use astrolift_dispatch::dispatch::{Origin, QueueDestination, manual_key};
 use astrolift_dispatch::env::{
     DispatchContext, RenderedEnv, RuntimeOptions, SnapshotView, render_runtime_env,
 };
-use astrolift_dispatch::layers::attach_layers;
 use astrolift_dispatch::message::Source;
-use astrolift_dispatch::prompts::non_empty_payload;
+use astrolift_dispatch::on_demand::{OnDemand, dispatch_on_demand};
 use astrolift_manifest::model::AgentManifest;
 use astrolift_manifest::triggers::Verify;
 use astrolift_manifest::{DirTree, Limits, ValidateOptions, validate_repository};
 use astrolift_store::StateStore;
-use astrolift_store::state::{
-    AgentStatus, DispatchTask, EnvSpecRefusal, TaskStatus, env_spec_for_project,
-};
+use astrolift_store::state::{DispatchTask, EnvSpecRefusal, TaskStatus, env_spec_for_project};
 use astrolift_sync::commands::{
     EXAMPLE_AGENT_TYPE, EXAMPLE_RUNTIME, env_spec_upsert_command, env_spec_upsert_with_config,
 };
@@ -180,13 +172,6 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
     runtime()?.block_on(async {
         let state = args.stores.state().await?;
         let agent = find_agent(state.as_ref(), &agent_name, args.repository.as_deref()).await?;
-        if agent.status != AgentStatus::Active {
-            bail!(
-                "{} is {}: only an active agent can be dispatched",
-                agent.key(),
-                agent.status.as_str()
-            );
-        }
         let env_spec = match &args.env_spec {
             None => None,
             Some(name) => match env_spec_for_project(state.as_ref(), name, &agent.project_id)
@@ -204,45 +189,25 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
             },
         };
         let queue = dispatch_queue_from_env(&state, None).await?;
-        queue.has_room().await?;
-        let now = now();
         let source = BlobContent::new(
             args.stores.blobs().await?,
             UrlOptions::from_env().map_err(anyhow::Error::msg)?,
             Limits::DEFAULT,
         );
-        let cannot = || format!("cannot dispatch {}", agent.key());
-        let mut content = source.content(&agent, now).await.with_context(cannot)?;
-        attach_layers(
-            state.as_ref(),
-            &source,
-            &agent,
-            &mut content,
-            args.allow_pending_layers,
-            now,
-        )
-        .await
-        .with_context(cannot)?;
-        let (env_spec, config) = env_spec_parts(&source, state.as_ref(), env_spec.as_ref(), now)
-            .await
-            .with_context(cannot)?;
-        let origin = Origin::TRUSTED;
         let callback_base = callback_base_from_env();
-        let request = DispatchRequest {
-            source: Source::Manual,
-            repository: &agent.repository,
-            manifest_path: &agent.manifest_path,
-            snapshot_hash: &agent.snapshot_hash,
+        let request = OnDemand {
+            agent: &agent,
+            env_spec: env_spec.as_ref(),
+            input: Some(&input),
             idempotency_key: manual_key(&agent, args.idempotency_key.as_deref()),
-            payload: non_empty_payload(Some(&input)),
-            origin: &origin,
-            env_spec,
-            config: config.as_ref(),
-            content: &content,
+            source: Source::Manual,
+            origin: &Origin::TRUSTED,
+            allow_pending_layers: args.allow_pending_layers,
             callback_base: callback_base.as_deref(),
-            now,
+            now: now(),
         };
-        let recorded = record_and_queue(state.as_ref(), queue.as_ref(), &request).await?;
+        let recorded =
+            dispatch_on_demand(state.as_ref(), &source, queue.as_ref(), &request).await?;
         let mut out = json!({
             "dispatch_id": recorded.id,
             "agent": agent.name,

@@ -85,6 +85,9 @@ pub struct PullRequest {
     pub base: PullRequestBranch,
     #[serde(default)]
     pub draft: bool,
+    /// Whether a `closed` pull request was merged.
+    #[serde(default)]
+    pub merged: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -161,6 +161,7 @@ pub async fn run_pushed(
         now: time,
         validate: ValidateOptions::default(),
         skills: None,
+        previews: None,
     };
     sync(tree, &request, stores, &|_, _| {}).await
 }

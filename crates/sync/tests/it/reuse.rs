@@ -82,6 +82,7 @@ async fn run(stores: &Stores, tree: &CountingTree, mode: Mode) -> Report {
         now: 100,
         validate: ValidateOptions::default(),
         skills: None,
+        previews: None,
     };
     let report = sync(tree, &request, stores, &|_, _| {})
         .await

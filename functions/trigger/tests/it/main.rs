@@ -115,6 +115,7 @@ async fn apply_monorepo(blobs: Arc<dyn BlobStore>, state: Arc<dyn StateStore>) {
         now: 1_795_978_800,
         validate: ValidateOptions::default(),
         skills: None,
+        previews: None,
     };
     let report = sync(&tree, &request, &Stores { blobs, state }, &|_, _| {})
         .await
