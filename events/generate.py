@@ -124,6 +124,24 @@ def pull_request_payload(number, head_sha, head_repo):
     }
 
 
+def comment_payload(comment_id, body, user):
+    """issue_comment.created on pull request 42 by `user`."""
+    return {
+        "action": "created",
+        "issue": {
+            "url": f"https://api.github.com/repos/{REPOSITORY}/issues/42",
+            "number": 42,
+            "state": "open",
+            "pull_request": {"url": f"https://api.github.com/repos/{REPOSITORY}/pulls/42"},
+        },
+        "comment": {"id": comment_id, "body": body, "user": user},
+        "repository": repository(),
+        "organization": {"login": OWNER, "id": 98765432},
+        "sender": user,
+        "installation": installation(),
+    }
+
+
 def ping_payload():
     return {
         "zen": "Keep it logically awesome.",
@@ -233,7 +251,7 @@ def function_url_event(event, delivery, body, *, secret=SECRET, base64_body=Fals
 
 
 def sync_job(delivery, trigger, head_sha, branch_name, *, pull_request=None, fork=False, commit_time=None,
-             before=None):
+             before=None, base_ref=None):
     """crates/bot/src/job.rs SyncJob, as the webhook queues it."""
     return {
         "version": 1,
@@ -249,6 +267,7 @@ def sync_job(delivery, trigger, head_sha, branch_name, *, pull_request=None, for
         **({"before": before} if before else {}),
         "default_branch": "main",
         "pull_request": pull_request,
+        **({"base_ref": base_ref} if base_ref else {}),
     }
 
 
@@ -331,6 +350,21 @@ def webhook_events():
                                request_id="5b1c6e3a-0000-4000-8000-000000000006"),
             200,
         ),
+        # A person's command on a pull request: one comment job for the sync worker.
+        "webhook-issue-comment-command": (
+            function_url_event("issue_comment", "d08b9cad-4b5a-11f0-9f60-7b8c9daebfc0",
+                               compact(comment_payload(3001, "/astrolift dispatch triage --input '{}'", SENDER)),
+                               request_id="5b1c6e3a-0000-4000-8000-000000000008"),
+            202,
+        ),
+        # A bot's comment is never a command: acknowledged, nothing queued.
+        "webhook-issue-comment-bot": (
+            function_url_event("issue_comment", "e19cadbe-4b5a-11f0-8a71-8c9daebfc0d1",
+                               compact(comment_payload(3002, "/astrolift help",
+                                                       {"login": "other-app[bot]", "id": 4242, "type": "Bot"})),
+                               request_id="5b1c6e3a-0000-4000-8000-000000000009"),
+            200,
+        ),
         # The push, signed with another secret: 401, nothing recorded or queued.
         "webhook-bad-signature": (
             function_url_event("push", "cf7a8b9c-4b5a-11f0-8e5f-6a7b8c9daebf", push,
@@ -344,7 +378,7 @@ def webhook_events():
 def sync_events():
     push_job = sync_job(PUSH_DELIVERY, "push", MAIN_SHA, "main", commit_time=1795978770,
                         before=push_payload()["before"])
-    pr_job = sync_job(PR_DELIVERY, "pull_request", PR_SHA, "triage-billing", pull_request=42)
+    pr_job = sync_job(PR_DELIVERY, "pull_request", PR_SHA, "triage-billing", pull_request=42, base_ref="main")
     batch = [
         sqs_record(1, compact(push_job).decode(), message_group(push_job), PUSH_DELIVERY),
         sqs_record(2, compact(pr_job).decode(), message_group(pr_job), PR_DELIVERY),

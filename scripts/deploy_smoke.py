@@ -457,7 +457,9 @@ def check_user_yaml():
     expected_permissions = {
         "checks": "write", "contents": "read", "metadata": "read",
         # Write: suggested fixes are posted as pull-request reviews.
-        "pull_requests": "write", "issues": "read",
+        "pull_requests": "write",
+        # Write: replies to comment commands, and their reactions.
+        "issues": "write",
     }
     if app.get("default_permissions") != expected_permissions:
         fail(f"infra/github-app.yml permissions: {app.get('default_permissions')}")

@@ -306,6 +306,7 @@ fn no_job_reason(reason: &NoJob) -> &'static str {
         NoJob::NotABranchPush => "a branch deletion or a tag push",
         NoJob::CoveredByPush => "check_suite.requested is covered by the push event",
         NoJob::NoInstallation => "the event names no installation",
+        NoJob::NoCommand => "no /astrolift command of a person on a pull request",
     }
 }
 

@@ -1,8 +1,9 @@
 //! The sync job: what the webhook hands to the sync worker, through SQS or
 //! the in-process queue. A small, versioned JSON message (format below).
 
-use astrolift_forge::webhook::{Event, RepositoryRef};
+use astrolift_forge::webhook::{Event, IssueCommentEvent, RepositoryRef};
 use serde::{Deserialize, Serialize};
+use crate::comment_commands::parse_comment;
 use sha2::Digest as _;
 
 /// The event a job came from; it decides check versus apply.
@@ -114,8 +115,12 @@ pub struct CommentRequest {
     pub comment_id: u64,
     /// The commenter's login, whose permission is asked before any command runs.
     pub sender: String,
-    /// The comment's command lines, at most 5, in order.
+    /// The comment's command lines, at most 5, in order, as the webhook found them; the
+    /// worker parses each ([`crate::comment_commands::parse_comment`] of their lines).
     pub lines: Vec<String>,
+    /// The comment had more command lines than these: the reply says the rest were not run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub more_than_five: bool,
 }
 
 /// The push of a skill repository (or the catalogue) that a dependent re-sync follows.
@@ -187,6 +192,8 @@ pub enum NoJob {
     CoveredByPush,
     /// The event names no installation, so there is no token to fetch with.
     NoInstallation,
+    /// A comment on an issue, by a bot, or with no `/astrolift` command line.
+    NoCommand,
 }
 
 /// The job a verified event asks for, if any.
@@ -287,8 +294,35 @@ pub fn job_for_event(delivery_id: &str, event: &Event) -> Result<SyncJob, NoJob>
             job.accept_drift = accept_drift;
             Ok(job)
         }
+        Event::IssueComment(comment) => comment_job(comment, job),
         _ => Err(NoJob::NotASync),
     }
+}
+
+/// The `comment` job of a new comment on a pull request with `/astrolift` command lines by a
+/// person (docs/reference.md §17); `job` builds the envelope. A comment job syncs no commit,
+/// so its `head_sha` is empty: the worker reads the pull request's head when it runs.
+fn comment_job(
+    comment: &IssueCommentEvent,
+    job: impl Fn(JobTrigger, &RepositoryRef, Option<u64>, &str) -> Result<SyncJob, NoJob>,
+) -> Result<SyncJob, NoJob> {
+    if !comment.is_on_pull_request() || comment.by_a_bot() {
+        return Err(NoJob::NoCommand);
+    }
+    let parsed = parse_comment(&comment.comment.body);
+    if parsed.commands.is_empty() {
+        return Err(NoJob::NoCommand);
+    }
+    let installation = comment.installation.as_ref().map(|i| i.id);
+    let mut job = job(JobTrigger::Comment, &comment.repository, installation, "")?;
+    job.pull_request = Some(comment.issue.number);
+    job.comment = Some(CommentRequest {
+        comment_id: comment.comment.id,
+        sender: comment.sender.login.clone(),
+        lines: parsed.commands.into_iter().map(|line| line.text).collect(),
+        more_than_five: parsed.more_than_five,
+    });
+    Ok(job)
 }
 
 /// A report job: the trigger function recorded a terminal callback of a dispatch that asks

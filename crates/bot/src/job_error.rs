@@ -33,6 +33,10 @@ pub enum JobError {
     /// [`crate::SyncRunner::run`] instead of [`crate::SyncRunner::perform`].
     #[error("the job syncs no commit")]
     NotASync,
+    /// A comment's dispatch could not be recorded or queued now (a store or the dispatch
+    /// queue unavailable).
+    #[error(transparent)]
+    Dispatch(Box<astrolift_dispatch::on_demand::OnDemandError>),
 }
 
 impl JobError {
@@ -47,7 +51,9 @@ impl JobError {
                 matches!(error, TarballError::Corrupt(_) | TarballError::Spool(_))
             }
             JobError::Sync(error) => error.is_retryable(),
-            JobError::Store(_) | JobError::Interrupted | JobError::Queue(_) => true,
+            JobError::Store(_) | JobError::Interrupted | JobError::Queue(_) | JobError::Dispatch(_) => {
+                true
+            }
             JobError::NotASync => false,
         }
     }

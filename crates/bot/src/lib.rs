@@ -100,6 +100,7 @@ mod accept;
 pub mod annotations;
 pub mod check_run;
 pub mod comment_commands;
+mod comments;
 pub mod commit_order;
 pub mod config;
 pub mod dead_letter;

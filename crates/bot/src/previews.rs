@@ -7,14 +7,18 @@
 //! person with write permission approved that head with `/astrolift preview`) whose base
 //! branch is the ref of a registration with previews on.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use astrolift_forge::github::{GitHubApp, RepoPath};
+
 use astrolift_store::StateStore;
-use astrolift_store::state::{RepoRegistration, UnixSeconds};
+use astrolift_store::state::{PreviewStatus, RepoRegistration, UnixSeconds};
 use astrolift_sync::commands::shell_command;
 use astrolift_sync::{Coverage, PreviewRequest, PreviewsReport};
 
 use crate::job::{JobTrigger, SyncJob};
+use crate::job_error::JobError;
 
 /// A preview whose pull request has had no push for this long is torn down by reconcile.
 pub const QUIET_PREVIEW_SECONDS: UnixSeconds = 7 * 24 * 60 * 60;
@@ -112,6 +116,85 @@ pub async fn close_pull_request(
         );
     }
     Ok(torn_down.len())
+}
+
+/// Reconcile's teardown (docs/reference.md §17, "Closing"): in each registered repository,
+/// the previews of a pull request with no push for [`QUIET_PREVIEW_SECONDS`], and of one
+/// GitHub says is closed or gone (one `GET` per pull request with previews). A repository or
+/// pull request GitHub cannot be asked about now is logged and left for the next pass.
+/// Returns how many previews were torn down.
+pub async fn tear_down_stale(
+    state: &dyn StateStore,
+    github: &GitHubApp,
+    registrations: &[RepoRegistration],
+    now: UnixSeconds,
+) -> Result<usize, JobError> {
+    let mut repositories: Vec<(&str, Option<u64>)> = registrations
+        .iter()
+        .map(|r| (r.repository.as_str(), r.installation_id))
+        .collect();
+    repositories.sort_unstable();
+    repositories.dedup_by(|a, b| a.0 == b.0);
+    let mut torn_down = 0;
+    for (repository, installation_id) in repositories {
+        torn_down += tear_down_stale_of(state, github, repository, installation_id, now).await?;
+    }
+    Ok(torn_down)
+}
+
+async fn tear_down_stale_of(
+    state: &dyn StateStore,
+    github: &GitHubApp,
+    repository: &str,
+    installation_id: Option<u64>,
+    now: UnixSeconds,
+) -> Result<usize, JobError> {
+    let previews = state.previews().list_previews(repository).await?;
+    let mut last_push: BTreeMap<u64, UnixSeconds> = BTreeMap::new();
+    for preview in previews.iter().filter(|p| p.status == PreviewStatus::Active) {
+        let pushed = last_push.entry(preview.pull_request).or_insert(preview.pushed_at);
+        *pushed = (*pushed).max(preview.pushed_at);
+    }
+    let mut torn_down = 0;
+    for (number, pushed_at) in last_push {
+        let detail = if now - pushed_at >= QUIET_PREVIEW_SECONDS {
+            Some("no push for 7 days")
+        } else {
+            match is_closed(github, repository, installation_id, number).await {
+                Ok(closed) => closed.then_some("the pull request is closed"),
+                Err(error) => {
+                    tracing::warn!(repository, pull_request = number, %error, "reconcile cannot read the pull request of previews");
+                    None
+                }
+            }
+        };
+        if let Some(detail) = detail {
+            let closed = state.previews().tear_down_previews(repository, number, detail, now);
+            let count = closed.await?.len();
+            tracing::info!(repository, pull_request = number, previews = count, detail, "previews torn down");
+            torn_down += count;
+        }
+    }
+    Ok(torn_down)
+}
+
+/// Whether GitHub says pull request `number` is closed, or is gone.
+async fn is_closed(
+    github: &GitHubApp,
+    repository: &str,
+    installation_id: Option<u64>,
+    number: u64,
+) -> Result<bool, JobError> {
+    let repo = RepoPath::parse(repository)?;
+    let installation_id = match installation_id {
+        Some(id) => id,
+        None => match github.repository_installation(&repo).await? {
+            Some(id) => id,
+            None => return Ok(false),
+        },
+    };
+    let pull = github.installation(installation_id).pull_request(&repo, number).await?;
+    Ok(pull.is_none_or(|pull| !pull.is_open()))
 }
 
 fn short(hash: &str) -> &str {

@@ -1,6 +1,7 @@
 //! The jobs of a pull request that sync no commit (docs/reference.md §17): its closing,
 //! which tears down its previews, and a comment's commands.
 
+use crate::comments::run_commands;
 use crate::ingress::now;
 use crate::job::{JobTrigger, SyncJob};
 use crate::previews::close_pull_request;
@@ -17,13 +18,10 @@ pub(crate) async fn run(runner: &SyncRunner, job: &SyncJob) -> Result<(), JobErr
             close_pull_request(state, &job.repository, number, job.merged, now()).await?;
             Ok(())
         }
-        // The comment commands' handler is not written yet: the job is logged and done.
-        _ => {
-            tracing::warn!(
-                pull_request = number,
-                "comment commands are not handled yet"
-            );
-            Ok(())
-        }
+        JobTrigger::Comment => match &job.comment {
+            Some(comment) => run_commands(runner, job, comment, number).await,
+            None => Ok(()),
+        },
+        _ => Err(JobError::NotASync),
     }
 }

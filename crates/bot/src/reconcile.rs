@@ -139,6 +139,9 @@ pub struct Totals {
     pub not_modified: usize,
     /// Jobs queued in all.
     pub jobs: usize,
+    /// Previews torn down: of closed pull requests, and of those with no push for 7 days
+    /// ([`crate::previews::tear_down_stale`]).
+    pub previews_torn_down: usize,
 }
 
 /// A reconcile pass: `{"refs": [...], "totals": {...}}` (docs/reference.md §4).
@@ -234,8 +237,12 @@ pub async fn reconcile(
         .buffer_unordered(options.concurrency.max(1))
         .collect()
         .await;
-    let report = ReconcileReport::of(outcomes);
+    let mut report = ReconcileReport::of(outcomes);
+    let registrations = state.list_registrations().await?;
+    report.totals.previews_torn_down =
+        crate::previews::tear_down_stale(state, github, &registrations, now()).await?;
     tracing::info!(
+        previews_torn_down = report.totals.previews_torn_down,
         refs = report.totals.refs,
         unchanged = report.totals.unchanged,
         queued = report.totals.queued,

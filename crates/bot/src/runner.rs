@@ -33,6 +33,7 @@ use crate::dependents::{self, Followed};
 use crate::ingress::now;
 use crate::job::{JobTrigger, ReportJob, SyncJob};
 use crate::job_error::fetch_tree;
+use crate::layers::LayerPackager;
 use crate::previews;
 use crate::queue::JobQueue;
 use crate::report::GitHubReporter;
@@ -70,6 +71,10 @@ pub struct SyncRunner {
     /// in-process queue). `None`: none are queued, and the check run of a push to a skill
     /// source says so.
     pub jobs: Option<Arc<dyn JobQueue>>,
+    /// Where a comment's dispatches go (docs/reference.md §17): the dispatch queue, the
+    /// content source and the callback base. `None`: built from the environment when a
+    /// comment dispatches ([`LayerPackager::from_env`], what `astrolift dispatch` uses).
+    pub dispatches: Option<Arc<LayerPackager>>,
 }
 
 /// The span of one job's sync.

@@ -141,6 +141,7 @@ impl SyncFunction {
             function: FUNCTION,
             fail_run_patience: FAIL_RUN_PATIENCE,
             jobs: jobs.map(|queue| Arc::new(queue) as Arc<dyn JobQueue>),
+            dispatches: None,
         }))
     }
 

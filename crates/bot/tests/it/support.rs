@@ -121,6 +121,7 @@ pub fn runner(github: &FakeGitHub, stores: &Stores) -> SyncRunner {
         function: "test",
         fail_run_patience: Duration::from_secs(2),
         jobs: None,
+        dispatches: None,
     }
 }
 

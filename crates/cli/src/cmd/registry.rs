@@ -8,7 +8,7 @@ use astrolift_cli::render::short_hash;
 use astrolift_dispatch::layers::{LayerState, agent_layer_state};
 use astrolift_store::StateStore;
 use astrolift_store::state::{
-    Agent, AgentStatus, EnvSpec, PreviewStatus, RepoRegistration, covering_registration,
+    Agent, AgentStatus, EnvSpec, Preview, PreviewStatus, RepoRegistration, covering_registration,
 };
 use astrolift_sync::commands::unregister_command;
 
@@ -397,17 +397,7 @@ fn agent_json(agent: &Agent, layers: &LayerState) -> anyhow::Result<serde_json::
 /// `--repo`), by repository, then pull request and manifest (docs/reference.md §3).
 fn previews_list(args: &AgentsListArgs) -> anyhow::Result<ExitCode> {
     with_state(&args.stores, async |state| {
-        let mut previews = Vec::new();
-        for repository in listed_repositories(state, args.repository.as_deref()).await? {
-            previews.extend(
-                state
-                    .previews()
-                    .list_previews(&repository)
-                    .await?
-                    .into_iter()
-                    .filter(|p| p.status == PreviewStatus::Active),
-            );
-        }
+        let previews = active_previews(state, args.repository.as_deref()).await?;
         match args.format {
             ListFormat::Json => {
                 let mut rows = Vec::with_capacity(previews.len());
@@ -558,6 +548,25 @@ async fn all_agents(
     Ok(agents)
 }
 
+/// The active previews of every registered repository, or of `repository`.
+async fn active_previews(
+    state: &dyn StateStore,
+    repository: Option<&str>,
+) -> anyhow::Result<Vec<Preview>> {
+    let mut previews = Vec::new();
+    for repository in listed_repositories(state, repository).await? {
+        previews.extend(
+            state
+                .previews()
+                .list_previews(&repository)
+                .await?
+                .into_iter()
+                .filter(|p| p.status == PreviewStatus::Active),
+        );
+    }
+    Ok(previews)
+}
+
 /// Resolves an agent by `OWNER/REPO:manifest`, name or alias; refuses an ambiguous name.
 pub async fn find_agent(
     state: &dyn StateStore,
@@ -571,23 +580,66 @@ pub async fn find_agent(
             .await?
             .with_context(|| format!("no agent {wanted}"));
     }
-    let matches: Vec<Agent> = all_agents(state, repository)
+    let matches = named_agents(state, wanted, repository).await?;
+    if matches.is_empty() {
+        bail!("no registered agent is named {wanted}");
+    }
+    only_one(wanted, matches, |a| a.key().to_string())
+}
+
+/// What `astrolift dispatch NAME` runs (docs/reference.md §17): the registered agent so
+/// named ([`find_agent`]); else the active preview so named (`<agent>-pr<N>`), as the agent
+/// it runs as, with `preview` set so that its env spec is held to the previews rule.
+pub async fn find_dispatch_target(
+    state: &dyn StateStore,
+    wanted: &str,
+    repository: Option<&str>,
+) -> anyhow::Result<(Agent, bool)> {
+    if wanted.contains(':') {
+        return Ok((find_agent(state, wanted, repository).await?, false));
+    }
+    let agents = named_agents(state, wanted, repository).await?;
+    if !agents.is_empty() {
+        return Ok((only_one(wanted, agents, |a| a.key().to_string())?, false));
+    }
+    let previews: Vec<Preview> = active_previews(state, repository)
+        .await?
+        .into_iter()
+        .filter(|p| p.name == wanted)
+        .collect();
+    if previews.is_empty() {
+        bail!("no registered agent or active preview is named {wanted}");
+    }
+    let preview = only_one(wanted, previews, |p| {
+        format!("{}:{} (pull request #{})", p.repository, p.manifest_path, p.pull_request)
+    })?;
+    Ok((preview.as_agent(), true))
+}
+
+/// The registered agents named (or aliased) `wanted`, with torn-down ones only by name.
+async fn named_agents(
+    state: &dyn StateStore,
+    wanted: &str,
+    repository: Option<&str>,
+) -> anyhow::Result<Vec<Agent>> {
+    Ok(all_agents(state, repository)
         .await?
         .into_iter()
         .filter(|a| a.status != AgentStatus::TornDown || a.name == wanted)
         .filter(|a| a.name == wanted || a.alias.as_deref() == Some(wanted))
-        .collect();
-    match matches.as_slice() {
-        [agent] => Ok(agent.clone()),
-        [] => bail!("no registered agent is named {wanted}"),
-        many => {
-            let keys: Vec<_> = many.iter().map(|a| a.key().to_string()).collect();
-            bail!(
-                "{wanted} is ambiguous: {}; pass --repo or OWNER/REPO:manifest",
-                keys.join(", ")
-            )
-        }
+        .collect())
+}
+
+/// The one of `matches` (not empty), or an error listing them by `key`.
+fn only_one<T>(wanted: &str, mut matches: Vec<T>, key: impl Fn(&T) -> String) -> anyhow::Result<T> {
+    if matches.len() == 1 {
+        return Ok(matches.remove(0));
     }
+    let keys: Vec<_> = matches.iter().map(key).collect();
+    bail!(
+        "{wanted} is ambiguous: {}; pass --repo or OWNER/REPO:manifest",
+        keys.join(", ")
+    )
 }
 
 pub fn is_repository_name(name: &str) -> bool {

@@ -352,6 +352,7 @@ async fn build(args: &Args) -> anyhow::Result<App> {
         function: "serve",
         fail_run_patience: Duration::from_secs(60),
         jobs: Some(dependents.clone()),
+        dispatches: None,
     });
     let (jobs, resumed) = DurableJobQueue::start(
         stores.state.clone(),

@@ -22,7 +22,7 @@ use astrolift_dispatch::env::{
     DispatchContext, RenderedEnv, RuntimeOptions, SnapshotView, render_runtime_env,
 };
 use astrolift_dispatch::message::Source;
-use astrolift_dispatch::on_demand::{OnDemand, dispatch_on_demand};
+use astrolift_dispatch::on_demand::{OnDemand, dispatch_on_demand, preview_may_use};
 use astrolift_manifest::model::AgentManifest;
 use astrolift_manifest::triggers::Verify;
 use astrolift_manifest::{DirTree, Limits, ValidateOptions, validate_repository};
@@ -39,7 +39,7 @@ use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use super::EXIT_FINDINGS;
-use super::registry::{ListFormat, find_agent};
+use super::registry::{ListFormat, find_dispatch_target};
 use super::stores::{StoreArgs, now, runtime};
 use crate::output::outln;
 
@@ -171,12 +171,17 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
     }
     runtime()?.block_on(async {
         let state = args.stores.state().await?;
-        let agent = find_agent(state.as_ref(), &agent_name, args.repository.as_deref()).await?;
+        let (agent, preview) =
+            find_dispatch_target(state.as_ref(), &agent_name, args.repository.as_deref()).await?;
         let env_spec = match &args.env_spec {
             None => None,
             Some(name) => match env_spec_for_project(state.as_ref(), name, &agent.project_id)
                 .await?
             {
+                Ok(spec) if preview => {
+                    preview_may_use(&spec)?;
+                    Some(spec)
+                }
                 Ok(spec) => Some(spec),
                 Err(refusal) => {
                     let next = env_spec_next_step(state.as_ref(), name, &agent.project_id, refusal)
@@ -217,6 +222,9 @@ pub fn dispatch(args: DispatchArgs) -> anyhow::Result<ExitCode> {
         });
         if let (Some(name), Some(object)) = (&args.env_spec, out.as_object_mut()) {
             object.insert("env_spec".to_owned(), json!(name));
+        }
+        if let (true, Some(object)) = (preview, out.as_object_mut()) {
+            object.insert("preview".to_owned(), json!(true));
         }
         outln!("{out}")?;
         if !args.tail {

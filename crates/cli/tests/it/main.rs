@@ -5,6 +5,7 @@ mod abuse;
 mod callbacks;
 mod capacity;
 mod cli;
+mod comment_commands;
 mod configs;
 mod containment;
 #[path = "../../../../tests/containment/cases.rs"]

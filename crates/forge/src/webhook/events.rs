@@ -322,7 +322,13 @@ pub enum Event {
     },
 }
 
-const PULL_REQUEST_ACTIONS: &[&str] = &["opened", "synchronize", "reopened", "ready_for_review"];
+const PULL_REQUEST_ACTIONS: &[&str] = &[
+    "opened",
+    "synchronize",
+    "reopened",
+    "ready_for_review",
+    "closed",
+];
 const CHECK_SUITE_ACTIONS: &[&str] = &["requested", "rerequested"];
 const CHECK_RUN_ACTIONS: &[&str] = &["rerequested", "requested_action"];
 const ISSUE_COMMENT_ACTIONS: &[&str] = &["created"];

@@ -74,9 +74,9 @@ fn unknown_events_and_actions_are_ignored_not_errors() {
             action: Some("created".into())
         }
     );
-    let closed = deliver("pull_request", br#"{"action":"closed","number":1}"#).expect("accepted");
-    assert!(matches!(closed, Event::Ignored { .. }));
-    assert!(!closed.wants_sync());
+    let labeled = deliver("pull_request", br#"{"action":"labeled","number":1}"#).expect("accepted");
+    assert!(matches!(labeled, Event::Ignored { .. }));
+    assert!(!labeled.wants_sync());
 }
 
 #[test]

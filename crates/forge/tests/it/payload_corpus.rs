@@ -195,7 +195,8 @@ fn expected_status(event_name: &str, body: &[u8]) -> u16 {
     let sync = match event_name {
         "push" => json["deleted"] != serde_json::Value::Bool(true),
         "pull_request" => {
-            ["opened", "synchronize", "reopened", "ready_for_review"].contains(&action)
+            // `closed` tears down the pull request's previews (docs/reference.md §17).
+            ["opened", "synchronize", "reopened", "ready_for_review", "closed"].contains(&action)
         }
         "check_suite" => ["requested", "rerequested"].contains(&action),
         "check_run" => {
@@ -262,9 +263,18 @@ fn deleting_a_ref_is_acknowledged_without_a_sync() {
 }
 
 #[test]
-fn closed_pull_requests_and_created_check_runs_are_ignored() {
+fn a_closed_pull_request_is_a_pull_request_event_with_whether_it_merged() {
+    let event = delivered("pull_request/closed.with-installation.json");
+    assert!(
+        matches!(&event, Event::PullRequest(pr) if pr.action == "closed"),
+        "{event:?}"
+    );
+    assert_eq!(status(&event), 202);
+}
+
+#[test]
+fn created_check_runs_and_completed_suites_are_ignored() {
     for name in [
-        "pull_request/closed.with-installation.json",
         "check_run/created.json",
         "check_suite/completed.json",
     ] {

@@ -7,6 +7,7 @@ mod dead_letter;
 #[path = "../../../../tests/sqs/dead_letter_queues.rs"]
 mod dead_letter_queues;
 mod dependents;
+mod previews;
 mod reconcile;
 mod reports;
 mod support;

@@ -133,6 +133,11 @@ pub fn function_queuing(
     stores: &Stores,
     jobs: Option<Arc<dyn JobQueue>>,
 ) -> SyncFunction {
+    SyncFunction::new(runner(github, stores, jobs))
+}
+
+/// The runner [`function_queuing`] runs.
+pub fn runner(github: &FakeGitHub, stores: &Stores, jobs: Option<Arc<dyn JobQueue>>) -> SyncRunner {
     let mut config = GitHubConfig::new(github.base_url()).expect("config");
     config.retry.base_delay = Duration::from_millis(10);
     let credentials = AppCredentials::new(
@@ -140,14 +145,15 @@ pub fn function_queuing(
         SecretString::from(github.private_key_pem().to_owned()),
     )
     .expect("credentials");
-    SyncFunction::new(SyncRunner {
+    SyncRunner {
         stores: stores.clone(),
         github: Arc::new(GitHubApp::new(config, credentials).expect("app")),
         limits: Limits::DEFAULT,
         function: "test",
         fail_run_patience: Duration::from_secs(2),
         jobs,
-    })
+        dispatches: None,
+    }
 }
 
 /// A FIFO queue on moto named after `prefix`: its client and URL.

@@ -108,3 +108,31 @@ fn a_cold_start_without_the_sync_queue_fails_clearly() {
     );
     assert!(!stderr.contains("cold-start-secret"), "{stderr}");
 }
+
+#[tokio::test]
+async fn a_command_comment_queues_one_comment_job_and_a_bots_queues_none() {
+    let h = harness().await;
+    let (status, _) = answer(
+        &h.function
+            .handle(request("webhook-issue-comment-command"))
+            .await,
+    );
+    assert_eq!(status, 202);
+    let jobs = h.jobs.jobs();
+    assert_eq!(jobs.len(), 1);
+    let job = &jobs[0];
+    assert_eq!(job.trigger, astrolift_bot::JobTrigger::Comment);
+    assert_eq!(job.pull_request, Some(42));
+    assert_eq!(job.lane(), "pull-request", "after the syncs of the pull request");
+    let comment = job.comment.as_ref().expect("the comment's commands");
+    assert_eq!(
+        (comment.comment_id, comment.sender.as_str()),
+        (3001, "octocat")
+    );
+    assert_eq!(comment.lines, ["/astrolift dispatch triage --input '{}'"]);
+
+    let h = harness().await;
+    let (status, body) = answer(&h.function.handle(request("webhook-issue-comment-bot")).await);
+    assert_eq!((status, &body["status"]), (200, &json!("ignored")), "{body}");
+    assert!(h.jobs.jobs().is_empty());
+}
