@@ -34,8 +34,7 @@ use astrolift_store::state::{EnvSpec, Preview, PreviewStatus, ReportTarget, env_
 use http::StatusCode;
 
 use crate::comment_commands::{
-    Command, CommandLine, DispatchCommand, MAX_COMMANDS, code_span, echo, help_text,
-    parse_comment,
+    Command, CommandLine, DispatchCommand, MAX_COMMANDS, code_span, echo, help_text, parse_comment,
 };
 use crate::ingress::now;
 use crate::job::{CommentRequest, JobTrigger, SyncJob};
@@ -64,7 +63,10 @@ pub(crate) async fn run_commands(
         .await
     {
         Err(error) if is_gone(&error) => {
-            tracing::info!(comment_id = comment.comment_id, "the comment is gone: nothing to run");
+            tracing::info!(
+                comment_id = comment.comment_id,
+                "the comment is gone: nothing to run"
+            );
             return Ok(());
         }
         other => drop(other?),
@@ -145,7 +147,11 @@ impl Context<'_> {
         if !commands.iter().any(needs_write) {
             return Ok(None);
         }
-        let state = match self.installation.pull_request(self.repo, self.number).await? {
+        let state = match self
+            .installation
+            .pull_request(self.repo, self.number)
+            .await?
+        {
             None => PullState::Gone,
             Some(pull) if !pull.is_open() => PullState::Closed,
             Some(pull) => PullState::Open(pull),
@@ -272,7 +278,9 @@ impl Context<'_> {
     ) -> Result<Option<String>, JobError> {
         let route = match &self.runner.dispatches {
             Some(route) => Ok(Arc::clone(route)),
-            None => LayerPackager::from_env(&self.runner.stores, None).await.map(Arc::new),
+            None => LayerPackager::from_env(&self.runner.stores, None)
+                .await
+                .map(Arc::new),
         };
         let route = match route {
             Ok(route) => route,
@@ -301,7 +309,10 @@ impl Context<'_> {
             agent: &agent,
             env_spec,
             input: input.as_ref(),
-            idempotency_key: Some(format!("comment:{}:{}", self.comment.comment_id, line.index)),
+            idempotency_key: Some(format!(
+                "comment:{}:{}",
+                self.comment.comment_id, line.index
+            )),
             source: Source::Comment {
                 comment_id: self.comment.comment_id,
                 line: line.index,
@@ -398,14 +409,21 @@ impl Context<'_> {
             return Ok(());
         };
         let marker = reply_marker(self.comment.comment_id);
-        let existing = self.installation.issue_comments(self.repo, self.number).await;
+        let existing = self
+            .installation
+            .issue_comments(self.repo, self.number)
+            .await;
         let replied = existing.as_ref().is_ok_and(|comments| {
-            comments
-                .iter()
-                .any(|c| c.user.as_ref().is_some_and(|u| u.is_bot()) && c.body.as_deref().is_some_and(|b| b.contains(&marker)))
+            comments.iter().any(|c| {
+                c.user.as_ref().is_some_and(|u| u.is_bot())
+                    && c.body.as_deref().is_some_and(|b| b.contains(&marker))
+            })
         });
         if replied {
-            tracing::info!(comment_id = self.comment.comment_id, "already replied to this comment");
+            tracing::info!(
+                comment_id = self.comment.comment_id,
+                "already replied to this comment"
+            );
             return Ok(());
         }
         match self
@@ -414,7 +432,10 @@ impl Context<'_> {
             .await
         {
             Err(error) if is_gone(&error) => {
-                tracing::info!(pull_request = self.number, "cannot reply: the pull request is gone");
+                tracing::info!(
+                    pull_request = self.number,
+                    "cannot reply: the pull request is gone"
+                );
                 Ok(())
             }
             other => other.map(drop).map_err(JobError::from),
@@ -472,7 +493,10 @@ fn refused_dispatch(preview: &str, refused: OnDemandError) -> Result<Option<Stri
 }
 
 fn is_gone(error: &GitHubError) -> bool {
-    matches!(error.status(), Some(StatusCode::NOT_FOUND | StatusCode::GONE))
+    matches!(
+        error.status(),
+        Some(StatusCode::NOT_FOUND | StatusCode::GONE)
+    )
 }
 
 fn short(sha: &str) -> &str {
@@ -491,7 +515,8 @@ impl Reply {
     }
 
     fn section(&mut self, line: &CommandLine, answer: String) {
-        self.parts.push(format!("**{}**\n\n{answer}", echo(&line.text)));
+        self.parts
+            .push(format!("**{}**\n\n{answer}", echo(&line.text)));
     }
 
     /// The reply's Markdown with its marker; `None` when there is nothing to say.

@@ -1,9 +1,9 @@
 //! The sync job: what the webhook hands to the sync worker, through SQS or
 //! the in-process queue. A small, versioned JSON message (format below).
 
+use crate::comment_commands::parse_comment;
 use astrolift_forge::webhook::{Event, IssueCommentEvent, RepositoryRef};
 use serde::{Deserialize, Serialize};
-use crate::comment_commands::parse_comment;
 use sha2::Digest as _;
 
 /// The event a job came from; it decides check versus apply.

@@ -51,9 +51,10 @@ impl JobError {
                 matches!(error, TarballError::Corrupt(_) | TarballError::Spool(_))
             }
             JobError::Sync(error) => error.is_retryable(),
-            JobError::Store(_) | JobError::Interrupted | JobError::Queue(_) | JobError::Dispatch(_) => {
-                true
-            }
+            JobError::Store(_)
+            | JobError::Interrupted
+            | JobError::Queue(_)
+            | JobError::Dispatch(_) => true,
             JobError::NotASync => false,
         }
     }

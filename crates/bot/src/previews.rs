@@ -151,8 +151,13 @@ async fn tear_down_stale_of(
 ) -> Result<usize, JobError> {
     let previews = state.previews().list_previews(repository).await?;
     let mut last_push: BTreeMap<u64, UnixSeconds> = BTreeMap::new();
-    for preview in previews.iter().filter(|p| p.status == PreviewStatus::Active) {
-        let pushed = last_push.entry(preview.pull_request).or_insert(preview.pushed_at);
+    for preview in previews
+        .iter()
+        .filter(|p| p.status == PreviewStatus::Active)
+    {
+        let pushed = last_push
+            .entry(preview.pull_request)
+            .or_insert(preview.pushed_at);
         *pushed = (*pushed).max(preview.pushed_at);
     }
     let mut torn_down = 0;
@@ -169,9 +174,17 @@ async fn tear_down_stale_of(
             }
         };
         if let Some(detail) = detail {
-            let closed = state.previews().tear_down_previews(repository, number, detail, now);
+            let closed = state
+                .previews()
+                .tear_down_previews(repository, number, detail, now);
             let count = closed.await?.len();
-            tracing::info!(repository, pull_request = number, previews = count, detail, "previews torn down");
+            tracing::info!(
+                repository,
+                pull_request = number,
+                previews = count,
+                detail,
+                "previews torn down"
+            );
             torn_down += count;
         }
     }
@@ -193,7 +206,10 @@ async fn is_closed(
             None => return Ok(false),
         },
     };
-    let pull = github.installation(installation_id).pull_request(&repo, number).await?;
+    let pull = github
+        .installation(installation_id)
+        .pull_request(&repo, number)
+        .await?;
     Ok(pull.is_none_or(|pull| !pull.is_open()))
 }
 

@@ -83,6 +83,9 @@ pub async fn dispatch_on_demand(
         .content(agent, now)
         .await
         .map_err(content_error)?;
+    // The message names the agent as its record does: a preview runs as `<agent>-pr<N>`
+    // (for a registered agent the record's name is the snapshot's).
+    content.snapshot.name.clone_from(&agent.name);
     let allow_pending = request.allow_pending_layers;
     attach_layers(
         state,

@@ -611,7 +611,10 @@ pub async fn find_dispatch_target(
         bail!("no registered agent or active preview is named {wanted}");
     }
     let preview = only_one(wanted, previews, |p| {
-        format!("{}:{} (pull request #{})", p.repository, p.manifest_path, p.pull_request)
+        format!(
+            "{}:{} (pull request #{})",
+            p.repository, p.manifest_path, p.pull_request
+        )
     })?;
     Ok((preview.as_agent(), true))
 }

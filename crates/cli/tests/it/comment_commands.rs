@@ -42,7 +42,13 @@ async fn github() -> FakeGitHub {
         ("feature", NEXT_SHA),
     ])
     .await;
-    github.add_repo("octo", "agents", "fork-branch", FORK_SHA, example("monorepo"));
+    github.add_repo(
+        "octo",
+        "agents",
+        "fork-branch",
+        FORK_SHA,
+        example("monorepo"),
+    );
     github.set_repo_id("octo", "agents", REPO_ID);
     github.add_collaborator("octo", "agents", "writer", "write");
     github.add_collaborator("octo", "agents", "reader", "read");
@@ -158,7 +164,9 @@ async fn comment(
     body: &str,
 ) -> (u16, Value) {
     let event = comment_event(number, comment_id, login, "User", body);
-    server.deliver("issue_comment", delivery, event, SECRET).await
+    server
+        .deliver("issue_comment", delivery, event, SECRET)
+        .await
 }
 
 /// The newest Previews section of the completed runs on `sha`.
@@ -241,16 +249,19 @@ async fn a_pull_request_previews_its_agents_and_runs_them_from_comments() {
     // Opened: each valid agent previewed at the head; the registered agents untouched.
     open_pull_request(&github, &server, "opened", 7, ("feature", HEAD_SHA)).await;
     let section = previews_section(&github, HEAD_SHA).await;
-    assert!(section.contains("`triage-pr7`"), "{section}");
-    assert!(section.contains("`/astrolift dispatch triage`"), "{section}");
+    assert!(section.contains("`emr-triage-pr7`"), "{section}");
     assert!(
-        section.contains("`astrolift dispatch triage-pr7 --input '{}'`"),
+        section.contains("`/astrolift dispatch emr-triage`"),
+        "{section}"
+    );
+    assert!(
+        section.contains("`astrolift dispatch emr-triage-pr7 --input '{}'`"),
         "{section}"
     );
     let listed = previews(&server);
     let triage = listed
         .iter()
-        .find(|p| p["name"] == "triage-pr7")
+        .find(|p| p["name"] == "emr-triage-pr7")
         .expect("the triage preview");
     assert_eq!(triage["preview"]["head_sha"], HEAD_SHA);
     assert_eq!(triage["preview"]["pull_request"], 7);
@@ -274,7 +285,10 @@ async fn a_pull_request_previews_its_agents_and_runs_them_from_comments() {
     open_pull_request(&github, &server, "synchronize", 7, ("feature", NEXT_SHA)).await;
     previews_section(&github, NEXT_SHA).await;
     let moved = previews(&server);
-    let triage = moved.iter().find(|p| p["name"] == "triage-pr7").expect("moved");
+    let triage = moved
+        .iter()
+        .find(|p| p["name"] == "emr-triage-pr7")
+        .expect("moved");
     assert_eq!(triage["preview"]["head_sha"], NEXT_SHA);
 
     dispatch_from_a_comment(&github, &server).await;
@@ -283,7 +297,14 @@ async fn a_pull_request_previews_its_agents_and_runs_them_from_comments() {
 
     // `recheck`: a new check run on the head.
     let before = github.check_runs().len();
-    let (status, _) = comment(&server, "cc-recheck", (7, 620), "writer", "/astrolift recheck").await;
+    let (status, _) = comment(
+        &server,
+        "cc-recheck",
+        (7, 620),
+        "writer",
+        "/astrolift recheck",
+    )
+    .await;
     assert_eq!(status, 202);
     until("the recheck's run", || {
         let runs = github.check_runs();
@@ -298,8 +319,18 @@ async fn a_pull_request_previews_its_agents_and_runs_them_from_comments() {
         .deliver("pull_request", "cc-closed", closed, SECRET)
         .await;
     assert_eq!(status, 202, "{body}");
-    until("the teardown", || previews(&server).is_empty().then_some(())).await;
-    let (status, _) = comment(&server, "cc-late", (7, 630), "writer", "/astrolift dispatch triage").await;
+    until("the teardown", || {
+        previews(&server).is_empty().then_some(())
+    })
+    .await;
+    let (status, _) = comment(
+        &server,
+        "cc-late",
+        (7, 630),
+        "writer",
+        "/astrolift dispatch emr-triage",
+    )
+    .await;
     assert_eq!(status, 202);
     let reply = reply_to(&github, 630).await;
     assert!(reply.contains("Pull request #7 is closed"), "{reply}");
@@ -308,9 +339,13 @@ async fn a_pull_request_previews_its_agents_and_runs_them_from_comments() {
 /// A writer's `/astrolift dispatch`: `eyes` at once, one dispatch of the preview however
 /// often the comment is delivered, and one reply with the result when its task ends.
 async fn dispatch_from_a_comment(github: &FakeGitHub, server: &ServeProcess) {
-    let body = "Trying it:\n/astrolift dispatch triage --input '{\"ticket\": \"$(rm -rf /)\"}'";
+    let body = "Trying it:\n/astrolift dispatch emr-triage --input '{\"ticket\": \"$(rm -rf /)\"}'";
     let (status, answer) = comment(server, "cc-dispatch", (7, 601), "writer", body).await;
-    assert_eq!((status, &answer["status"]), (202, &json!("queued")), "{answer}");
+    assert_eq!(
+        (status, &answer["status"]),
+        (202, &json!("queued")),
+        "{answer}"
+    );
     reacted(github, 601).await;
     let dispatched = until("the comment's dispatch", || {
         dispatches(server)
@@ -318,7 +353,7 @@ async fn dispatch_from_a_comment(github: &FakeGitHub, server: &ServeProcess) {
             .find(|d| d["source"] == "comment:601")
     })
     .await;
-    assert_eq!(dispatched["agent"], "triage-pr7");
+    assert_eq!(dispatched["agent"], "emr-triage-pr7");
     assert_eq!(dispatched["sender"], "writer");
     // A second delivery of the same comment (another delivery id) dispatches nothing new.
     let (status, _) = comment(server, "cc-dispatch-again", (7, 601), "writer", body).await;
@@ -335,9 +370,16 @@ async fn dispatch_from_a_comment(github: &FakeGitHub, server: &ServeProcess) {
         .filter(|d| d["source"] == "comment:601")
         .collect();
     assert_eq!(same.len(), 1, "{same:#?}");
-    assert_eq!(github.comments().len(), replies_before, "a dispatch says nothing yet");
+    assert_eq!(
+        github.comments().len(),
+        replies_before,
+        "a dispatch says nothing yet"
+    );
 
-    let dispatch_id = dispatched["dispatch_id"].as_str().expect("an id").to_owned();
+    let dispatch_id = dispatched["dispatch_id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
     let show = server.cli(&["dispatch", "show", &dispatch_id, "--format", "json"]);
     let shown = json_of(&show);
     assert!(
@@ -391,18 +433,43 @@ async fn end_the_task(server: &ServeProcess, dispatch_id: &str) {
 async fn refusals_and_answers(github: &FakeGitHub, server: &ServeProcess) {
     let before = dispatches(server).len();
     let cases: &[(u64, &str, &str, &str)] = &[
-        (602, "reader", "/astrolift dispatch triage", "`write`, `maintain` or `admin`"),
+        (
+            602,
+            "reader",
+            "/astrolift dispatch emr-triage",
+            "`write`, `maintain` or `admin`",
+        ),
         (
             603,
             "writer",
-            "/astrolift dispatch triage --env-spec triage-prod",
+            "/astrolift dispatch emr-triage --env-spec triage-prod",
             "preview/env-spec-not-for-previews",
         ),
-        (604, "writer", "/astrolift dispatch triage --input '[1]'", "must be a JSON object"),
+        (
+            604,
+            "writer",
+            "/astrolift dispatch emr-triage --input '[1]'",
+            "must be a JSON object",
+        ),
         (605, "writer", "/astrolift help", "/astrolift recheck"),
-        (606, "reader", "/astrolift frobnicate `<b>@team</b>`", "There is no command"),
-        (607, "writer", "/astrolift dispatch nosuch", "has no preview on this pull request"),
-        (608, "writer", "/astrolift dispatch triage --input '{\"a\": 1", "not text that is not JSON"),
+        (
+            606,
+            "reader",
+            "/astrolift frobnicate `<b>@team</b>`",
+            "There is no command",
+        ),
+        (
+            607,
+            "writer",
+            "/astrolift dispatch nosuch",
+            "has no preview on this pull request",
+        ),
+        (
+            608,
+            "writer",
+            "/astrolift dispatch emr-triage --input '{\"a\": 1'",
+            "not text that is not JSON",
+        ),
     ];
     for (id, login, body, expected) in cases {
         let (status, answer) = comment(server, &format!("cc-{id}"), (7, *id), login, body).await;
@@ -424,15 +491,27 @@ async fn refusals_and_answers(github: &FakeGitHub, server: &ServeProcess) {
     assert_eq!(dispatches(server).len(), before, "no refusal dispatched");
 
     // A bot's comment, and an edited one, are ignored: no job, no reaction.
-    let bot = comment_event(7, 609, "other-app[bot]", "Bot", "/astrolift dispatch triage");
+    let bot = comment_event(
+        7,
+        609,
+        "other-app[bot]",
+        "Bot",
+        "/astrolift dispatch emr-triage",
+    );
     let (status, answer) = server.deliver("issue_comment", "cc-bot", bot, SECRET).await;
-    assert_eq!((status, &answer["status"]), (200, &json!("ignored")), "{answer}");
+    assert_eq!(
+        (status, &answer["status"]),
+        (200, &json!("ignored")),
+        "{answer}"
+    );
     let mut edited: Value =
         serde_json::from_slice(&comment_event(7, 610, "writer", "User", "/astrolift help"))
             .expect("json");
     edited["action"] = json!("edited");
     let edited = serde_json::to_vec(&edited).expect("json");
-    let (status, _) = server.deliver("issue_comment", "cc-edit", edited, SECRET).await;
+    let (status, _) = server
+        .deliver("issue_comment", "cc-edit", edited, SECRET)
+        .await;
     assert_eq!(status, 200);
     // Ten thousand command lines cost five commands and one reply.
     let many = "/astrolift help\n".repeat(4_000);
@@ -440,7 +519,11 @@ async fn refusals_and_answers(github: &FakeGitHub, server: &ServeProcess) {
     assert_eq!(status, 202);
     let reply = reply_to(github, 611).await;
     assert!(reply.contains("Only the first 5 command lines"), "{reply}");
-    assert_eq!(reply.matches("**Astrolift commands**").count(), 5, "{reply}");
+    assert_eq!(
+        reply.matches("**Astrolift commands**").count(),
+        5,
+        "{reply}"
+    );
     tokio::time::sleep(Duration::from_millis(300)).await;
     let ignored = [609, 610];
     assert!(
@@ -456,7 +539,13 @@ async fn refusals_and_answers(github: &FakeGitHub, server: &ServeProcess) {
 fn the_cli_holds_previews_to_the_env_spec_rule(server: &ServeProcess) {
     let refused = cli_dispatch(
         server,
-        &["triage-pr7", "--env-spec", "triage-prod", "--input", "{}"],
+        &[
+            "emr-triage-pr7",
+            "--env-spec",
+            "triage-prod",
+            "--input",
+            "{}",
+        ],
     );
     assert_ne!(refused.code, 0, "{}", refused.stdout);
     assert!(
@@ -467,12 +556,24 @@ fn the_cli_holds_previews_to_the_env_spec_rule(server: &ServeProcess) {
     );
     let allowed = cli_dispatch(
         server,
-        &["triage-pr7", "--env-spec", "triage-preview", "--input", "{}"],
+        &[
+            "emr-triage-pr7",
+            "--env-spec",
+            "triage-preview",
+            "--input",
+            "{}",
+        ],
     );
     let out = json_of(&allowed);
-    assert_eq!((&out["agent"], &out["preview"]), (&json!("triage-pr7"), &json!(true)));
-    let bare = cli_dispatch(server, &["triage-pr7", "--input", "{}"]);
-    assert!(json_of(&bare)["env_spec"].is_null(), "no env spec without --env-spec");
+    assert_eq!(
+        (&out["agent"], &out["preview"]),
+        (&json!("emr-triage-pr7"), &json!(true))
+    );
+    let bare = cli_dispatch(server, &["emr-triage-pr7", "--input", "{}"]);
+    assert!(
+        json_of(&bare)["env_spec"].is_null(),
+        "no env spec without --env-spec"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -488,22 +589,41 @@ async fn a_fork_is_previewed_only_when_a_writer_approves_and_the_21st_pull_reque
         FakePullRequest::open("fork-branch", FORK_SHA, "main").from_fork(9999, "mallory/agents"),
     );
     let opened = pull_request_event("opened", 9, ("fork-branch", FORK_SHA), true);
-    let (status, _) = server.deliver("pull_request", "cc-fork", opened, SECRET).await;
+    let (status, _) = server
+        .deliver("pull_request", "cc-fork", opened, SECRET)
+        .await;
     assert_eq!(status, 202);
     completed_runs(&github, FORK_SHA, 1).await;
-    assert!(previews(&server).is_empty(), "no preview of a fork unapproved");
+    assert!(
+        previews(&server).is_empty(),
+        "no preview of a fork unapproved"
+    );
 
     // A reader's approval is refused; a writer's previews that head.
-    let (status, _) = comment(&server, "cc-fork-reader", (9, 701), "reader", "/astrolift preview").await;
+    let (status, _) = comment(
+        &server,
+        "cc-fork-reader",
+        (9, 701),
+        "reader",
+        "/astrolift preview",
+    )
+    .await;
     assert_eq!(status, 202);
     let reply = reply_to(&github, 701).await;
     assert!(reply.contains("`write`, `maintain` or `admin`"), "{reply}");
-    let (status, _) = comment(&server, "cc-fork-writer", (9, 702), "writer", "/astrolift preview").await;
+    let (status, _) = comment(
+        &server,
+        "cc-fork-writer",
+        (9, 702),
+        "writer",
+        "/astrolift preview",
+    )
+    .await;
     assert_eq!(status, 202);
     let approved = until("the approved preview", || {
         previews(&server)
             .into_iter()
-            .find(|p| p["name"] == "triage-pr9")
+            .find(|p| p["name"] == "emr-triage-pr9")
     })
     .await;
     assert_eq!(approved["preview"]["head_sha"], FORK_SHA);
@@ -538,7 +658,9 @@ async fn a_fork_is_previewed_only_when_a_writer_approves_and_the_21st_pull_reque
         "{section}"
     );
     assert!(
-        !previews(&server).iter().any(|p| p["preview"]["pull_request"] == 21),
+        !previews(&server)
+            .iter()
+            .any(|p| p["preview"]["pull_request"] == 21),
         "the 21st has none"
     );
 }

@@ -196,7 +196,14 @@ fn expected_status(event_name: &str, body: &[u8]) -> u16 {
         "push" => json["deleted"] != serde_json::Value::Bool(true),
         "pull_request" => {
             // `closed` tears down the pull request's previews (docs/reference.md §17).
-            ["opened", "synchronize", "reopened", "ready_for_review", "closed"].contains(&action)
+            [
+                "opened",
+                "synchronize",
+                "reopened",
+                "ready_for_review",
+                "closed",
+            ]
+            .contains(&action)
         }
         "check_suite" => ["requested", "rerequested"].contains(&action),
         "check_run" => {
@@ -274,10 +281,7 @@ fn a_closed_pull_request_is_a_pull_request_event_with_whether_it_merged() {
 
 #[test]
 fn created_check_runs_and_completed_suites_are_ignored() {
-    for name in [
-        "check_run/created.json",
-        "check_suite/completed.json",
-    ] {
+    for name in ["check_run/created.json", "check_suite/completed.json"] {
         let event = delivered(name);
         assert!(matches!(event, Event::Ignored { .. }), "{name}: {event:?}");
     }

@@ -16,8 +16,8 @@ use astrolift_fn_sync::SyncFunction;
 use astrolift_forge::webhook::parse_event;
 use astrolift_manifest::Limits;
 use astrolift_store::state::{
-    AuditAction, DynamoStateStore, EnvSpecStore, PreviewStatus, RegistrationStore, RepoRegistration,
-    StateStore,
+    AuditAction, DynamoStateStore, EnvSpecStore, PreviewStatus, RegistrationStore,
+    RepoRegistration, StateStore,
 };
 use astrolift_store::testing::{aws_endpoint, register_example_skill_sources, unique_name};
 use astrolift_store::{BlobStore, S3BlobStore};
@@ -52,7 +52,10 @@ async fn aws_stores(name: &str) -> Stores {
         previews: true,
     };
     let state = stores.state.as_ref();
-    state.put_registration(&registration).await.expect("registered");
+    state
+        .put_registration(&registration)
+        .await
+        .expect("registered");
     let production = astrolift_store::testing::triage_env_spec(PROJECT);
     let mut preview = production.clone();
     preview.name = "triage-preview".into();
@@ -66,7 +69,11 @@ async fn aws_stores(name: &str) -> Stores {
 }
 
 /// The sync function over `stores`, its comment dispatches sent to `queue`.
-fn function_with_queue(github: &FakeGitHub, stores: &Stores, queue: SqsDispatchQueue) -> SyncFunction {
+fn function_with_queue(
+    github: &FakeGitHub,
+    stores: &Stores,
+    queue: SqsDispatchQueue,
+) -> SyncFunction {
     let mut runner = runner(github, stores, None);
     runner.dispatches = Some(Arc::new(LayerPackager {
         queue: Arc::new(queue),
@@ -158,16 +165,33 @@ async fn previews_and_comment_dispatches_on_the_stack() {
     let function = function_with_queue(&github, &stores, queue.clone());
 
     // Opened: the head's agent previewed; no agent registered from a pull request.
-    run(&function, vec![record("p-opened", "pull_request", &pull_request("opened"))]).await;
+    run(
+        &function,
+        vec![record("p-opened", "pull_request", &pull_request("opened"))],
+    )
+    .await;
     let state = stores.state.as_ref();
-    let previews = state.previews().list_previews(REPOSITORY).await.expect("list");
+    let previews = state
+        .previews()
+        .list_previews(REPOSITORY)
+        .await
+        .expect("list");
     let preview = previews
         .iter()
         .find(|p| p.name == "pr-reviewer-pr42")
         .cloned()
         .unwrap_or_else(|| panic!("the preview: {previews:#?}"));
-    assert_eq!((preview.head_sha.as_str(), preview.status), (PR_SHA, PreviewStatus::Active));
-    assert!(state.list_agents(REPOSITORY).await.expect("agents").is_empty());
+    assert_eq!(
+        (preview.head_sha.as_str(), preview.status),
+        (PR_SHA, PreviewStatus::Active)
+    );
+    assert!(
+        state
+            .list_agents(REPOSITORY)
+            .await
+            .expect("agents")
+            .is_empty()
+    );
     let summary = github
         .check_runs()
         .last()
@@ -182,15 +206,25 @@ async fn previews_and_comment_dispatches_on_the_stack() {
     run(&function, vec![record("c-2", "issue_comment", &writer)]).await;
     let messages = queue.receive(1).await.expect("receive");
     assert_eq!(messages.len(), 1, "{messages:#?}");
-    assert!(queue.receive(1).await.expect("receive").is_empty(), "one dispatch");
+    assert!(
+        queue.receive(1).await.expect("receive").is_empty(),
+        "one dispatch"
+    );
     assert_eq!(messages[0].agent.name, "pr-reviewer-pr42");
     assert!(
-        github.reactions().iter().any(|r| r.comment_id == 801 && r.content == "eyes"),
+        github
+            .reactions()
+            .iter()
+            .any(|r| r.comment_id == 801 && r.content == "eyes"),
         "eyes on the comment"
     );
 
     // The production env spec, and a reader: one reply each, nothing dispatched.
-    let production = comment(802, "octocat", "/astrolift dispatch pr-reviewer --env-spec triage-prod");
+    let production = comment(
+        802,
+        "octocat",
+        "/astrolift dispatch pr-reviewer --env-spec triage-prod",
+    );
     let reader = comment(803, "visitor", "/astrolift dispatch pr-reviewer");
     run(&function, vec![record("c-3", "issue_comment", &production)]).await;
     run(&function, vec![record("c-4", "issue_comment", &reader)]).await;
@@ -201,16 +235,29 @@ async fn previews_and_comment_dispatches_on_the_stack() {
         "{replies:#?}"
     );
     assert!(
-        replies.iter().any(|r| r.contains("reply-to-comment 803")
-            && r.contains("`write`, `maintain` or `admin`")),
+        replies
+            .iter()
+            .any(|r| r.contains("reply-to-comment 803")
+                && r.contains("`write`, `maintain` or `admin`")),
         "{replies:#?}"
     );
-    assert!(queue.receive(1).await.expect("receive").is_empty(), "no refused dispatch");
+    assert!(
+        queue.receive(1).await.expect("receive").is_empty(),
+        "no refused dispatch"
+    );
 
     // Closed: torn down, with its audit event.
     github.close_pull_request("astrolift-demo", "agents", 42, true);
-    run(&function, vec![record("p-closed", "pull_request", &pull_request("closed"))]).await;
-    let previews = state.previews().list_previews(REPOSITORY).await.expect("list");
+    run(
+        &function,
+        vec![record("p-closed", "pull_request", &pull_request("closed"))],
+    )
+    .await;
+    let previews = state
+        .previews()
+        .list_previews(REPOSITORY)
+        .await
+        .expect("list");
     assert!(
         previews.iter().all(|p| p.status == PreviewStatus::TornDown),
         "{previews:#?}"
@@ -221,7 +268,9 @@ async fn previews_and_comment_dispatches_on_the_stack() {
         .await
         .expect("events");
     assert!(
-        events.iter().any(|e| e.action == AuditAction::PreviewClosed),
+        events
+            .iter()
+            .any(|e| e.action == AuditAction::PreviewClosed),
         "{events:#?}"
     );
 }

@@ -123,7 +123,11 @@ async fn a_command_comment_queues_one_comment_job_and_a_bots_queues_none() {
     let job = &jobs[0];
     assert_eq!(job.trigger, astrolift_bot::JobTrigger::Comment);
     assert_eq!(job.pull_request, Some(42));
-    assert_eq!(job.lane(), "pull-request", "after the syncs of the pull request");
+    assert_eq!(
+        job.lane(),
+        "pull-request",
+        "after the syncs of the pull request"
+    );
     let comment = job.comment.as_ref().expect("the comment's commands");
     assert_eq!(
         (comment.comment_id, comment.sender.as_str()),
@@ -132,7 +136,15 @@ async fn a_command_comment_queues_one_comment_job_and_a_bots_queues_none() {
     assert_eq!(comment.lines, ["/astrolift dispatch triage --input '{}'"]);
 
     let h = harness().await;
-    let (status, body) = answer(&h.function.handle(request("webhook-issue-comment-bot")).await);
-    assert_eq!((status, &body["status"]), (200, &json!("ignored")), "{body}");
+    let (status, body) = answer(
+        &h.function
+            .handle(request("webhook-issue-comment-bot"))
+            .await,
+    );
+    assert_eq!(
+        (status, &body["status"]),
+        (200, &json!("ignored")),
+        "{body}"
+    );
     assert!(h.jobs.jobs().is_empty());
 }
