@@ -112,7 +112,7 @@ struct Context<'a> {
 
 /// The pull request a command acts on, or why there is none to act on.
 enum PullState {
-    Open(PullRequestDetails),
+    Open(Box<PullRequestDetails>),
     Closed,
     Gone,
 }
@@ -154,7 +154,7 @@ impl Context<'_> {
         {
             None => PullState::Gone,
             Some(pull) if !pull.is_open() => PullState::Closed,
-            Some(pull) => PullState::Open(pull),
+            Some(pull) => PullState::Open(Box::new(pull)),
         };
         Ok(Some(state))
     }
@@ -529,5 +529,68 @@ impl Reply {
             reply_marker(comment_id),
             self.parts.join("\n\n---\n\n")
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use astrolift_store::state::preview_name;
+
+    fn preview(agent: &str, number: u64) -> Preview {
+        Preview {
+            repository: "o/r".into(),
+            manifest_path: format!("agents/{agent}/astrolift.toml"),
+            pull_request: number,
+            project_id: "p".into(),
+            agent: agent.into(),
+            name: preview_name(agent, number),
+            head_sha: "a".repeat(40),
+            snapshot_hash: "b".repeat(64),
+            payload_digest: "c".repeat(64),
+            layer_key: None,
+            status: PreviewStatus::Active,
+            fork_approved_by: None,
+            pushed_at: 1,
+            updated_at: 1,
+            version: 1,
+        }
+    }
+
+    #[test]
+    fn a_preview_is_found_by_its_agent_or_its_own_name_and_its_own_name_wins() {
+        // An agent named like another agent's preview: the preview's own name wins.
+        let previews = [preview("x-pr7", 7), preview("x", 7)];
+        assert_eq!(
+            find_preview(&previews, "x-pr7").map(|p| p.agent.as_str()),
+            Some("x")
+        );
+        assert_eq!(
+            find_preview(&previews, "x-pr7-pr7").map(|p| p.agent.as_str()),
+            Some("x-pr7")
+        );
+        assert!(find_preview(&previews, "y").is_none());
+    }
+
+    #[test]
+    fn an_unknown_agent_is_echoed_in_a_code_span_with_the_previews_there_are() {
+        let text = not_previewed("`<b>`", &[preview("triage", 7)]);
+        assert!(text.starts_with("`` `<b>` ``"), "{text}");
+        assert!(text.contains("`triage-pr7`"), "{text}");
+        assert!(not_previewed("x", &[]).contains("**Previews** section"));
+    }
+
+    #[test]
+    fn a_reply_carries_its_marker_and_nothing_is_posted_when_it_is_empty() {
+        assert_eq!(Reply::default().markdown(5), None);
+        let mut reply = Reply::default();
+        reply.note("one".into());
+        reply.note("two".into());
+        let text = reply.markdown(5).expect("a reply");
+        assert!(
+            text.starts_with("<!-- astrolift:reply-to-comment 5 -->\n"),
+            "{text}"
+        );
+        assert!(text.contains("one\n\n---\n\ntwo"), "{text}");
     }
 }

@@ -536,7 +536,7 @@ fn layer_needs(
                 project_id: project_of(&manifest.manifest)?,
                 artifact_ref: packaged.payload_digest.clone(),
                 layer_key: need.layer_key.clone(),
-                dependency_files: dependency_file_refs(&need),
+                dependency_files: dependency_file_refs(need),
             })
         })
         .collect()

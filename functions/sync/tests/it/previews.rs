@@ -16,8 +16,7 @@ use astrolift_fn_sync::SyncFunction;
 use astrolift_forge::webhook::parse_event;
 use astrolift_manifest::Limits;
 use astrolift_store::state::{
-    AuditAction, DynamoStateStore, EnvSpecStore, PreviewStatus, RegistrationStore,
-    RepoRegistration, StateStore,
+    AuditAction, DynamoStateStore, PreviewStatus, RepoRegistration, StateStore,
 };
 use astrolift_store::testing::{aws_endpoint, register_example_skill_sources, unique_name};
 use astrolift_store::{BlobStore, S3BlobStore};
