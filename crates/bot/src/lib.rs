@@ -110,6 +110,7 @@ pub mod ingress;
 pub mod job;
 mod job_error;
 pub mod layers;
+mod perform;
 pub mod previews;
 mod pull_requests;
 pub mod queue;

@@ -220,7 +220,7 @@ fn short(hash: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use astrolift_sync::previews::PreviewEntry;
+    use astrolift_sync::PreviewEntry;
 
     #[test]
     fn the_section_names_each_preview_and_both_ways_to_run_it() {

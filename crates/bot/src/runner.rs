@@ -78,7 +78,7 @@ pub struct SyncRunner {
 }
 
 /// The span of one job's sync.
-fn sync_span(job: &SyncJob) -> tracing::Span {
+pub(crate) fn sync_span(job: &SyncJob) -> tracing::Span {
     tracing::info_span!(
         "sync",
         delivery_id = %job.delivery_id,
@@ -134,46 +134,15 @@ impl SyncRunner {
         }
     }
 
-    /// Runs any job of the queue, and records where the delivery that made it is (`running`,
-    /// then `succeeded` or `failed`): what the sync function runs. A sync job runs to a
-    /// completed check run ([`SyncRunner::run`]); a pull request's closing and a comment's
-    /// commands run as [`crate::pull_requests`] says.
-    pub async fn perform(&self, job: &SyncJob) -> Result<(), JobError> {
-        self.marked(job, self.perform_unmarked(job)).await
-    }
-
-    /// [`SyncRunner::perform`], leaving the delivery's state to the caller: `serve`'s durable
-    /// queue writes it with the job's own (`crate::durable`).
-    pub async fn perform_unmarked(&self, job: &SyncJob) -> Result<(), JobError> {
-        if job.trigger.syncs() {
-            return self.run_logged(job, sync_span(job)).await.map(drop);
-        }
-        let span = sync_span(job);
-        let result = crate::pull_requests::run(self, job)
-            .instrument(span.clone())
-            .await;
-        let _entered = span.enter();
-        match &result {
-            Ok(()) => tracing::info!(trigger = ?job.trigger, "job finished"),
-            Err(error) => tracing::error!(
-                trigger = ?job.trigger,
-                retryable = error.is_retryable(),
-                error = %error,
-                "job failed"
-            ),
-        }
-        result
-    }
-
     /// Runs the sync job `job` to a completed check run, and records where the delivery that
-    /// made it is, as [`SyncRunner::perform`] does.
+    /// made it is, as `SyncRunner::perform` (`crate::perform`) does.
     pub async fn run(&self, job: &SyncJob) -> Result<JobOutcome, JobError> {
         self.marked(job, self.run_logged(job, sync_span(job))).await
     }
 
     /// `work` on `job`, with the delivery that made the job marked `running` before, then
     /// `succeeded` or `failed`.
-    async fn marked<T>(
+    pub(crate) async fn marked<T>(
         &self,
         job: &SyncJob,
         work: impl std::future::Future<Output = Result<T, JobError>>,
@@ -192,7 +161,11 @@ impl SyncRunner {
     }
 
     /// Runs `job` in `span`, counted and logged with its outcome.
-    async fn run_logged(&self, job: &SyncJob, span: tracing::Span) -> Result<JobOutcome, JobError> {
+    pub(crate) async fn run_logged(
+        &self,
+        job: &SyncJob,
+        span: tracing::Span,
+    ) -> Result<JobOutcome, JobError> {
         let started = Instant::now();
         let result = self.run_in_span(job).instrument(span.clone()).await;
         let _entered = span.enter();

@@ -72,6 +72,7 @@ pub mod report;
 mod request;
 mod scope;
 pub mod skills;
+mod upload;
 pub mod workflows;
 pub mod workspaces;
 
@@ -81,7 +82,9 @@ pub use error::SyncError;
 pub use order::{CommitOrder, Order, OrderError, OrderFuture};
 pub use pipeline::sync;
 pub use plan::{PlanEntry, PlanStatus};
-pub use previews::{MAX_PREVIEWED_PULL_REQUESTS, PreviewRequest, PreviewsReport};
+pub use previews::MAX_PREVIEWED_PULL_REQUESTS;
 pub use report::{Coverage, LayerRequest, Mode, Report, ReportCounts};
+pub use report::{PreviewEntry, PreviewsReport};
+pub use request::PreviewRequest;
 pub use request::{Stores, SyncRequest};
 pub use skills::{SkillFetch, SkillFetchError, SkillFetchFuture, SkillFetcher, SkillTree};

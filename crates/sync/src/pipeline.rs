@@ -4,29 +4,23 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use astrolift_manifest::model::AgentManifest;
 use astrolift_manifest::{Validation, diagnostic, validate_repository};
-use astrolift_package::{LayerNeed, PayloadTree, PreparedAgent};
-use astrolift_store::StoreError;
-use astrolift_store::blob::{
-    BlobBody, BlobKey, BlobStore, CONTENT_TYPE_JSON, CONTENT_TYPE_TAR_GZ, PutOutcome,
-};
-use astrolift_store::state::{
-    ChangeSet, DependencyFileRef, SkillSource, SyncedCommit, SyncedCommitUpdate,
-};
+use astrolift_package::PayloadTree;
+use astrolift_store::blob::{BlobBody, BlobKey, BlobStore, CONTENT_TYPE_JSON, PutOutcome};
+use astrolift_store::state::{ChangeSet, SkillSource, SyncedCommit, SyncedCommitUpdate};
 
 use crate::SyncError;
 use crate::configs::{ConfigContext, apply_configs, plan_configs};
 use crate::drift::snapshot_drift;
 use crate::env_specs::{check_env_specs, check_workflow_env_specs};
 use crate::order::Order;
-use crate::package_step::{
-    ArchiveOrigin, Artifacts, Packaging, Prepared, build_archive, package, prepare, stored_outputs,
-};
+use crate::package_step::{ArchiveOrigin, Packaging, Prepared, package, prepare, stored_outputs};
 use crate::plan::{Plan, PlanContext, PlanStatus, plan};
 use crate::previews::record_previews;
 use crate::report::{LayerRequest, Report, ReportCounts};
 use crate::request::{Stores, SyncRequest, read_snapshot};
 use crate::scope::Scope;
 use crate::skills::{SkillContext, resolve_skills};
+use crate::upload::{StoredVersion, artifacts_for, dependency_file_refs, upload_version};
 use crate::workflows::{WorkflowContext, apply_workflows, plan_workflows};
 use crate::workspaces::{WorkspaceContext, apply_workspaces, plan_workspaces};
 
@@ -371,102 +365,6 @@ async fn upload_artifacts(
     Ok(puts)
 }
 
-/// The version a state record will name: its snapshot and archive.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct StoredVersion<'a> {
-    pub snapshot_hash: &'a str,
-    pub payload_digest: &'a str,
-}
-
-/// Uploads the archive, then the snapshot, of the agent at `manifest_path` (put-if-absent),
-/// before any record names them. Returns the PUTs made.
-pub(crate) async fn upload_version(
-    blobs: &dyn BlobStore,
-    tree: &dyn PayloadTree,
-    packaging: &Packaging,
-    manifest_path: &str,
-    version: StoredVersion<'_>,
-) -> Result<u64, SyncError> {
-    let Some((manifest, artifacts)) = artifacts_for(packaging, manifest_path) else {
-        return Ok(0);
-    };
-    let digest = version.payload_digest;
-    let mut puts = upload_archive(blobs, tree, manifest, artifacts, digest).await?;
-    let key = BlobKey::snapshot(version.snapshot_hash)?;
-    let body = BlobBody::Bytes(artifacts.snapshot_json.clone());
-    puts +=
-        u64::from(blobs.put_if_absent(&key, body, CONTENT_TYPE_JSON).await? == PutOutcome::Created);
-    Ok(puts)
-}
-
-/// Makes sure the archive `digest` is stored: uploads the one built here;
-/// for one known from a fingerprint record, checks that it is stored, and
-/// builds and uploads it when it is not (a store that lost it, or a record
-/// copied from elsewhere). Returns the PUTs made.
-async fn upload_archive(
-    blobs: &dyn BlobStore,
-    tree: &dyn PayloadTree,
-    manifest: &AgentManifest,
-    artifacts: &Artifacts,
-    digest: &str,
-) -> Result<u64, SyncError> {
-    // An inline package has no archive, and "" is no key.
-    if matches!(artifacts.origin, ArchiveOrigin::Inline) {
-        return Ok(0);
-    }
-    let key = BlobKey::package(digest)?;
-    let rebuilt;
-    let path = match (&artifacts.archive, &artifacts.origin) {
-        (Some(path), _) => path.to_path_buf(),
-        (None, ArchiveOrigin::Reused(agent)) => {
-            if blobs.exists(&key).await? {
-                return Ok(0);
-            }
-            rebuilt = rebuild_archive(&artifacts.skills.mount(tree), manifest, agent, digest)?;
-            rebuilt.to_path_buf()
-        }
-        // Built without a spool file: only in check mode, which uploads nothing.
-        (None, ArchiveOrigin::Built(_) | ArchiveOrigin::Inline) => return Ok(0),
-    };
-    let outcome = blobs
-        .put_if_absent(&key, BlobBody::File(path), CONTENT_TYPE_TAR_GZ)
-        .await?;
-    Ok(u64::from(outcome == PutOutcome::Created))
-}
-
-/// Builds the archive a fingerprint record promised, and checks that it is
-/// the promised one.
-fn rebuild_archive(
-    tree: &dyn PayloadTree,
-    manifest: &AgentManifest,
-    agent: &PreparedAgent,
-    digest: &str,
-) -> Result<tempfile::TempPath, SyncError> {
-    let refused = |message: String| {
-        SyncError::Store(StoreError::Backend {
-            operation: "rebuild a package archive".into(),
-            message,
-        })
-    };
-    let (result, archive) = build_archive(manifest, agent.clone(), tree, true)?;
-    let packaged = result.map_err(|diagnostics| {
-        let first = diagnostics.first().map(|d| d.message.clone());
-        refused(format!(
-            "{}: {}",
-            manifest.manifest,
-            first.unwrap_or_default()
-        ))
-    })?;
-    match archive {
-        Some(path) if packaged.output.digest == digest => Ok(path),
-        _ => Err(refused(format!(
-            "the fingerprint record packages/fingerprints/{}.json says {digest}, but the \
-             archive of {} is {}; delete that record",
-            agent.fingerprint, manifest.manifest, packaged.output.digest
-        ))),
-    }
-}
-
 /// Stores the fingerprint record of every archive built by this sync that is uploaded
 /// above for a change, or whose agent is registered at the same version. The latter's
 /// archive may be another compression of the same content, not stored: the record is
@@ -503,18 +401,6 @@ async fn store_fingerprint_records(
     Ok(puts)
 }
 
-fn artifacts_for<'p>(
-    packaging: &'p Packaging,
-    manifest_path: &str,
-) -> Option<(&'p AgentManifest, &'p Artifacts)> {
-    let index = packaging
-        .candidates
-        .iter()
-        .position(|c| c.manifest.manifest == manifest_path)?;
-    let artifacts = packaging.artifacts.get(index)?.as_ref()?;
-    Some((&packaging.candidates[index].manifest, artifacts))
-}
-
 /// The registered (enabled, covered) agents whose packages need dependency layers.
 fn layer_needs(
     request: &SyncRequest,
@@ -538,17 +424,6 @@ fn layer_needs(
                 layer_key: need.layer_key.clone(),
                 dependency_files: dependency_file_refs(need),
             })
-        })
-        .collect()
-}
-
-/// The dependency files of a layer request, by path and hash.
-pub(crate) fn dependency_file_refs(need: &LayerNeed) -> Vec<DependencyFileRef> {
-    need.files
-        .iter()
-        .map(|file| DependencyFileRef {
-            path: file.path.clone(),
-            sha256: file.sha256.clone(),
         })
         .collect()
 }

@@ -11,53 +11,16 @@
 use astrolift_store::StateStore;
 use astrolift_store::blob::BlobStore;
 use astrolift_store::state::{Preview, PreviewStatus, preview_name};
-use serde::Serialize;
 
 use crate::SyncError;
 use crate::package_step::Packaging;
-use crate::pipeline::{StoredVersion, dependency_file_refs, upload_version};
-use crate::report::{Coverage, LayerRequest};
-use crate::request::SyncRequest;
+use crate::report::{LayerRequest, PreviewEntry, PreviewsReport};
+use crate::request::{PreviewRequest, SyncRequest};
+use crate::upload::{StoredVersion, dependency_file_refs, upload_version};
 use astrolift_package::PayloadTree;
 
 /// At most this many pull requests of one repository have previews at a time.
 pub const MAX_PREVIEWED_PULL_REQUESTS: usize = 20;
-
-/// What a sync of a pull request's head previews.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PreviewRequest {
-    /// The pull request's number.
-    pub pull_request: u64,
-    /// The registrations with previews that cover its base branch, each under its project.
-    pub registrations: Vec<Coverage>,
-    /// For a pull request from a fork: who approved this head with `/astrolift preview`.
-    pub approved_by: Option<String>,
-}
-
-/// What the previews of one sync are.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct PreviewsReport {
-    /// The previews of this head, in manifest order.
-    pub previews: Vec<PreviewEntry>,
-    /// Why this pull request has none, when the repository's limit stopped them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub refused: Option<String>,
-}
-
-/// One preview, as the check run shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PreviewEntry {
-    /// `<agent>-pr<N>`.
-    pub name: String,
-    /// The registered agent's name.
-    pub agent: String,
-    pub manifest: String,
-    pub snapshot: String,
-    pub head_sha: String,
-    pub pull_request: u64,
-    /// Whether its package needs dependency layers (they are requested with it).
-    pub needs_layers: bool,
-}
 
 /// What [`record_previews`] did.
 #[derive(Debug, Default)]

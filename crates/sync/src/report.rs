@@ -115,7 +115,7 @@ pub struct Report {
     /// The previews this sync of a pull-request head recorded (docs/reference.md §17);
     /// absent from other syncs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub previews: Option<crate::previews::PreviewsReport>,
+    pub previews: Option<PreviewsReport>,
 }
 
 pub use astrolift_store::state::LayerRequest;
@@ -245,4 +245,29 @@ impl ConfigStatus {
             ConfigStatus::Failed => "failed",
         }
     }
+}
+
+/// What the previews of one sync are.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PreviewsReport {
+    /// The previews of this head, in manifest order.
+    pub previews: Vec<PreviewEntry>,
+    /// Why this pull request has none, when the repository's limit stopped them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+}
+
+/// One preview, as the check run shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PreviewEntry {
+    /// `<agent>-pr<N>`.
+    pub name: String,
+    /// The registered agent's name.
+    pub agent: String,
+    pub manifest: String,
+    pub snapshot: String,
+    pub head_sha: String,
+    pub pull_request: u64,
+    /// Whether its package needs dependency layers (they are requested with it).
+    pub needs_layers: bool,
 }

@@ -8,8 +8,7 @@ use astrolift_store::state::UnixSeconds;
 use astrolift_store::{BlobKey, BlobStore, StateStore};
 
 use crate::order::CommitOrder;
-use crate::previews::PreviewRequest;
-use crate::report::Mode;
+use crate::report::{Coverage, Mode};
 use crate::skills::SkillFetcher;
 
 /// The stores a sync reads and writes.
@@ -57,4 +56,15 @@ pub(crate) async fn read_snapshot<T: serde::de::DeserializeOwned>(
     let key = BlobKey::snapshot(hash).ok()?;
     let bytes = blobs.get(&key).await.ok()?;
     serde_json::from_slice(&bytes).ok()
+}
+
+/// What a sync of a pull request's head previews.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreviewRequest {
+    /// The pull request's number.
+    pub pull_request: u64,
+    /// The registrations with previews that cover its base branch, each under its project.
+    pub registrations: Vec<Coverage>,
+    /// For a pull request from a fork: who approved this head with `/astrolift preview`.
+    pub approved_by: Option<String>,
 }

@@ -426,3 +426,77 @@ async fn a_registered_repository_without_agents_is_reconciled_once() {
     assert_eq!(registered(&again)[0].status, RefStatus::Unchanged);
     assert_eq!(queue.jobs().len(), 1, "nothing more queued");
 }
+
+/// An active preview of pull request `number` of `octo/agents`, last pushed at `pushed_at`.
+fn preview_of(number: u64, pushed_at: i64) -> astrolift_store::state::Preview {
+    use astrolift_store::state::{Preview, PreviewStatus, preview_name};
+    Preview {
+        repository: "octo/agents".into(),
+        manifest_path: "agents/triage/astrolift.toml".into(),
+        pull_request: number,
+        project_id: "proj-1".into(),
+        agent: "emr-triage".into(),
+        name: preview_name("emr-triage", number),
+        head_sha: "e".repeat(40),
+        snapshot_hash: "f".repeat(64),
+        payload_digest: "0".repeat(64),
+        layer_key: None,
+        status: PreviewStatus::Active,
+        fork_approved_by: None,
+        pushed_at,
+        updated_at: pushed_at,
+        version: 1,
+    }
+}
+
+#[tokio::test]
+async fn reconcile_tears_down_the_previews_of_closed_and_quiet_pull_requests() {
+    use astrolift_fake_github::FakePullRequest;
+    use astrolift_store::state::PreviewStatus;
+
+    let (stores, _dir, github, runner) = synced_world().await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let week = 7 * 24 * 60 * 60;
+    // #1 open and pushed an hour ago; #2 closed on GitHub (its delivery missed); #3 gone
+    // from GitHub; #4 open, but no push for 7 days.
+    let open = FakePullRequest::open("feature", &"e".repeat(40), "main");
+    github.set_pull_request("octo", "agents", 1, open.clone());
+    github.set_pull_request("octo", "agents", 2, open.clone());
+    github.close_pull_request("octo", "agents", 2, false);
+    github.set_pull_request("octo", "agents", 4, open);
+    let previews = stores.state.previews();
+    for (number, pushed_at) in [(1, now - 3600), (2, now), (3, now), (4, now - week)] {
+        previews
+            .put_preview(&preview_of(number, pushed_at))
+            .await
+            .expect("stored");
+    }
+    let queue = RecordingJobQueue::new();
+    let report = pass(&stores, &runner.github, &queue, ReconcileOptions::default()).await;
+    assert_eq!(report.totals.previews_torn_down, 3, "{report:#?}");
+    let status = |number| {
+        let previews = &previews;
+        async move {
+            previews
+                .get_preview("octo/agents", "agents/triage/astrolift.toml", number)
+                .await
+                .expect("read")
+                .expect("kept")
+                .status
+        }
+    };
+    assert_eq!(status(1).await, PreviewStatus::Active);
+    for number in [2, 3, 4] {
+        assert_eq!(status(number).await, PreviewStatus::TornDown, "#{number}");
+    }
+    // #4 was torn down for its quiet, without asking GitHub.
+    assert!(
+        github
+            .requests_to("GET", "/repos/octo/agents/pulls/4")
+            .is_empty()
+    );
+    let again = pass(&stores, &runner.github, &queue, ReconcileOptions::default()).await;
+    assert_eq!(again.totals.previews_torn_down, 0);
+}
