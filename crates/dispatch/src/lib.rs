@@ -33,9 +33,12 @@
 //! - [`on_demand`]: a dispatch a person asks for (`astrolift dispatch`, the pull-request
 //!   comment `/astrolift dispatch`), and the preview rules: a preview runs as its record's
 //!   agent, with an env spec marked for previews only.
-//! - [`workflow`]: workflow runs: start a run, fold each stage's terminal
-//!   report into it with conditional writes (exactly once), and dispatch the
-//!   stages whose needs are done with their payloads evaluated in the sandbox.
+//! - [`workflow`]: workflow runs on the state-store engine: start a run, fold
+//!   each stage attempt's terminal report into it with conditional writes
+//!   (exactly once), dispatch the stages whose needs are done with their
+//!   payloads evaluated in the sandbox, a retry once it is due, and cancel a
+//!   run; [`stage_deadlines`]: reconcile's pass that times out the attempts
+//!   past their `timeout` or `heartbeat` and dispatches the due retries.
 //! - [`Answer`]: the one HTTP-shaped answer (status and JSON body) of the
 //!   runtime side: callbacks, the trigger service and the App's webhook
 //!   ingress answer with it.
@@ -71,6 +74,7 @@ pub mod prompts;
 pub mod render;
 pub mod report;
 mod source;
+pub mod stage_deadlines;
 pub mod state_machine;
 pub mod workflow;
 

@@ -405,16 +405,32 @@ impl DynamoStateStore {
         project_id: &str,
         sort_key: String,
     ) -> StoreResult<Vec<T>> {
-        let query = self
+        self.query_index(&project_index_pk(project_id), Some(sort_key))
+            .await
+    }
+
+    /// The records of the partition `index_pk` of the index `gsi1` (only those at
+    /// `sort_key`, when given), in sort-key order: a project's agents or previews of one
+    /// name, or the running workflow runs. Index reads are eventually consistent.
+    async fn query_index<T: DeserializeOwned>(
+        &self,
+        index_pk: &str,
+        sort_key: Option<String>,
+    ) -> StoreResult<Vec<T>> {
+        let mut query = self
             .client
             .query()
             .table_name(&self.table)
             .index_name(GSI_NAME)
-            .key_condition_expression("#gpk = :gpk AND #gsk = :gsk")
             .expression_attribute_names("#gpk", GSI_PK)
-            .expression_attribute_names("#gsk", GSI_SK)
-            .expression_attribute_values(":gpk", s(project_index_pk(project_id)))
-            .expression_attribute_values(":gsk", s(sort_key));
+            .expression_attribute_values(":gpk", s(index_pk));
+        query = match sort_key {
+            Some(sort_key) => query
+                .key_condition_expression("#gpk = :gpk AND #gsk = :gsk")
+                .expression_attribute_names("#gsk", GSI_SK)
+                .expression_attribute_values(":gsk", s(sort_key)),
+            None => query.key_condition_expression("#gpk = :gpk"),
+        };
         self.query_all(query).await
     }
 

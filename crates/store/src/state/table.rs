@@ -11,9 +11,10 @@ pub const PK: &str = "pk";
 pub const SK: &str = "sk";
 /// The project/agent-name index.
 pub const GSI_NAME: &str = "gsi1";
-/// Partition key of the index: `PROJECT#<project_id>`.
+/// Partition key of the index: `PROJECT#<project_id>`, or `RUNNING_WORKFLOW_RUNS`.
 pub const GSI_PK: &str = "gsi1pk";
-/// Sort key of the index: `AGENT#<name>` (an agent) or `PREVIEW#<name>` (an active preview).
+/// Sort key of the index: `AGENT#<name>` (an agent) or `PREVIEW#<name>` (an active
+/// preview) in a project's partition; a run's id among the running workflow runs.
 pub const GSI_SK: &str = "gsi1sk";
 /// The TTL attribute (epoch seconds), set on webhook deliveries.
 pub const TTL_ATTRIBUTE: &str = "expires_at";
@@ -96,6 +97,9 @@ fn key(attribute: &str, key_type: &str) -> KeyShape {
 ///   `PREVIEW#<pull request, 20 digits>#<manifest path>`, indexed `PROJECT#<project>` |
 ///   `PREVIEW#<name>` while it is active; its `preview-closed` events:
 ///   `PREVIEW_AUDIT#<owner/name>#<manifest path>` | `PR#<pull request, 20 digits>#V#<version, 20 digits>`
+/// - a workflow: `REPO#<owner/name>` | `WORKFLOW#<name>`; a run: `WFRUN#<id>` | `RUN`, indexed
+///   `RUNNING_WORKFLOW_RUNS` | `<id>` while it is `running`; a stage attempt's report:
+///   `WFRUN#<id>` | `RESULT#<stage>` (attempt 1) or `RESULT#<stage>#<attempt>`
 ///
 /// The small catalogues (registrations, installations, env specs, trigger bindings, skill
 /// repositories) share one partition each so they can be listed with a Query; they are

@@ -6,9 +6,10 @@
 //!   recorded dispatch can be rendered and called back.
 //! - [`record_render`] keeps the sha256 of the cluster key the latest render minted (never
 //!   the key): a key from an earlier render no longer matches.
-//! - [`report_task`] moves it: `running` any number of times before a terminal status, then
-//!   `succeeded`, `failed` or `cancelled` once, with its result and time. A second terminal
-//!   report is [`ReportOutcome::AlreadyFinished`] and changes nothing.
+//! - [`report_task`] moves it: `running` any number of times before a terminal status (each
+//!   time kept as `running_at`), then `succeeded`, `failed` or `cancelled` once, with its
+//!   result and time. A second terminal report is [`ReportOutcome::AlreadyFinished`] and
+//!   changes nothing.
 //!
 //! # Exactly once
 //! Every change is a read followed by [`TaskStore::update_task`], conditional on the
@@ -92,6 +93,10 @@ pub struct DispatchTask {
     /// When the terminal status was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<UnixSeconds>,
+    /// When the latest `running` report was recorded: where a workflow stage's
+    /// `heartbeat` counts from (docs/reference.md §5.6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_at: Option<UnixSeconds>,
     pub updated_at: UnixSeconds,
     /// Optimistic lock: 1 when created, +1 for each update.
     pub version: u64,
@@ -109,6 +114,7 @@ impl DispatchTask {
             renders: 0,
             result: None,
             finished_at: None,
+            running_at: None,
             updated_at: dispatch.created_at,
             version: 1,
         }
@@ -236,6 +242,8 @@ pub async fn report_task(
         if report.status.is_terminal() {
             next.result = report.result.clone();
             next.finished_at = Some(at);
+        } else {
+            next.running_at = Some(at);
         }
         Ok(Ok(next))
     };

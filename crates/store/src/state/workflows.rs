@@ -12,6 +12,20 @@
 //! Two concurrent reports of one stage therefore agree on one result, and only
 //! one of them moves the run; the other re-reads it, finds the stage done and
 //! changes nothing.
+//!
+//! # Attempts
+//! A stage that is dispatched again (its `retries`, docs/reference.md §5.6) keeps one
+//! report per attempt: the key of a report is its stage and attempt
+//! ([`result_key`]), so an attempt's report never answers for the attempt after it,
+//! and a timeout that reconcile records for an attempt races its runtime's report
+//! under the same put-if-absent: whichever is stored first is the attempt's end.
+//!
+//! # Running runs
+//! [`WorkflowStore::list_running_workflow_runs`] is what reconcile reads to time
+//! stages out and dispatch due retries: on SQLite a partial index over the runs whose
+//! status is `running`, on DynamoDB a sparse index that a run is in only while it is
+//! `running` (the run's own item carries the index key, so it leaves with the write
+//! that ends it).
 
 use std::collections::BTreeMap;
 
@@ -90,6 +104,8 @@ pub enum RunStatus {
     Succeeded,
     /// A stage failed or was cancelled; nothing after it is dispatched.
     Failed,
+    /// `workflow-run cancel`: its waiting stages were skipped, nothing more is dispatched.
+    Cancelled,
 }
 
 impl RunStatus {
@@ -98,6 +114,7 @@ impl RunStatus {
             RunStatus::Running => "running",
             RunStatus::Succeeded => "succeeded",
             RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
         }
     }
 
@@ -110,13 +127,44 @@ impl RunStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StageState {
     pub status: StageStatus,
-    /// The dispatch that runs it, once dispatched.
+    /// Its attempt: 1, then +1 each time it is dispatched again (docs/reference.md §5.6,
+    /// `retries`); a waiting stage's is the attempt it dispatches next. A record written
+    /// before attempts were counted reads as 1.
+    #[serde(default = "first_attempt")]
+    pub attempt: u32,
+    /// The dispatch that runs the attempt, once dispatched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dispatch_id: Option<String>,
-    /// Why it failed without running (its payload did not evaluate, or its
-    /// agent could not be dispatched).
+    /// When the attempt was dispatched: where its `timeout` and `heartbeat` count from
+    /// (`None` on a record written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatched_at: Option<UnixSeconds>,
+    /// When a waiting stage's next attempt is due (set while it waits for a retry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<UnixSeconds>,
+    /// Why its last attempt ended, when its runtime did not report it: its payload did not
+    /// evaluate, its agent could not be dispatched, or it timed out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+impl StageState {
+    /// A stage that has not been dispatched yet: `waiting`, at its first attempt.
+    pub fn waiting() -> Self {
+        StageState {
+            status: StageStatus::Waiting,
+            attempt: 1,
+            dispatch_id: None,
+            dispatched_at: None,
+            retry_at: None,
+            error: None,
+        }
+    }
+}
+
+/// The attempt of a record written before attempts were counted.
+fn first_attempt() -> u32 {
+    1
 }
 
 /// A stage's status in a run.
@@ -130,7 +178,7 @@ pub enum StageStatus {
     Succeeded,
     Failed,
     Cancelled,
-    /// Never dispatched because the run failed first.
+    /// Never dispatched because the run failed or was cancelled first.
     Skipped,
 }
 
@@ -152,18 +200,39 @@ impl StageStatus {
     }
 }
 
-/// A stage's terminal report, stored once per (run, stage).
+/// The terminal report of one attempt of a stage, stored once per (run, stage, attempt).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StageResult {
     pub run_id: String,
     pub stage: String,
+    /// The attempt it ends (1 on a report written before attempts were counted).
+    #[serde(default = "first_attempt")]
+    pub attempt: u32,
     /// `Succeeded`, `Failed` or `Cancelled`.
     pub status: StageStatus,
     /// The callback's `result` as JSON text (at most 256 KiB, checked by the
     /// callback route); `None` when it sent none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
+    /// Why the attempt ended without its runtime's report (reconcile timed it out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     pub reported_at: UnixSeconds,
+}
+
+/// Where a report is kept within its run: the stage's name for attempt 1 (as reports were
+/// kept before attempts were counted), `<stage>#<attempt>` for a later one. A stage name
+/// is a slug, so it never holds `#`.
+pub(crate) fn result_key(stage: &str, attempt: u32) -> String {
+    match attempt {
+        0 | 1 => stage.to_owned(),
+        later => format!("{stage}#{later}"),
+    }
+}
+
+/// `reports` in the order of [`WorkflowStore::list_stage_results`]: by stage, then attempt.
+pub(crate) fn by_stage_and_attempt(reports: &mut [StageResult]) {
+    reports.sort_by(|a, b| (&a.stage, a.attempt).cmp(&(&b.stage, b.attempt)));
 }
 
 /// Workflow state. Every [`super::StateStore`] offers it through
@@ -173,9 +242,12 @@ pub struct StageResult {
 /// - `put_workflow` and `update_workflow_run` are conditional on the stored
 ///   `version` (`None`: must not exist) and fail with `Conflict` otherwise;
 /// - `create_workflow_run` fails with `Conflict` when the id exists;
-/// - `put_stage_result` stores the first report of a stage and returns the
-///   stored one, whatever later reports say;
-/// - reads see the last write.
+/// - `put_stage_result` stores the first report of a stage's attempt and returns
+///   the stored one, whatever later reports of that attempt say;
+/// - `list_running_workflow_runs` lists the runs whose stored status is `running`
+///   (on DynamoDB from an index: a run may still be listed for a moment after it
+///   ended, so a caller re-reads a run before it acts on it);
+/// - the other reads see the last write.
 pub trait WorkflowStore: Send + Sync {
     /// The workflows of a repository (every status), ordered by name.
     fn list_workflows<'a>(
@@ -210,13 +282,16 @@ pub trait WorkflowStore: Send + Sync {
         run: &'a WorkflowRun,
         expected_version: u64,
     ) -> BoxFuture<'a, StoreResult<()>>;
+    /// The runs whose status is `running`, by id: what reconcile times out and retries.
+    fn list_running_workflow_runs(&self) -> BoxFuture<'_, StoreResult<Vec<WorkflowRun>>>;
 
-    /// Stores a stage's terminal report unless one is stored; returns the stored one.
+    /// Stores the terminal report of a stage's attempt unless one is stored; returns the
+    /// stored one.
     fn put_stage_result<'a>(
         &'a self,
         result: &'a StageResult,
     ) -> BoxFuture<'a, StoreResult<StageResult>>;
-    /// Every stored stage report of a run, ordered by stage name.
+    /// Every stored stage report of a run (each attempt's), by stage name, then attempt.
     fn list_stage_results<'a>(
         &'a self,
         run_id: &'a str,

@@ -124,7 +124,10 @@ pub async fn a_task_runs_then_finishes_once(subject: Subject) {
         let ReportOutcome::Recorded(task) = outcome else {
             panic!("running is recorded before a terminal status: {outcome:?}");
         };
-        assert_eq!((task.status, task.updated_at), (TaskStatus::Running, at));
+        assert_eq!(
+            (task.status, task.updated_at, task.running_at),
+            (TaskStatus::Running, at, Some(at))
+        );
     }
     let done = report_task(
         tasks,
@@ -141,6 +144,8 @@ pub async fn a_task_runs_then_finishes_once(subject: Subject) {
         (done.status, done.result.as_deref(), done.finished_at),
         (TaskStatus::Succeeded, Some("{\"ok\":true}"), Some(NOW + 3))
     );
+    // A terminal report keeps the time of the last `running` one (a stage's heartbeat).
+    assert_eq!(done.running_at, Some(NOW + 2));
     for late in [
         report(TaskStatus::Failed, Some("{}")),
         report(TaskStatus::Running, None),

@@ -1,6 +1,7 @@
 //! The WorkflowStore contract, run against SQLite and DynamoDB (moto):
-//! conditional registration, runs that move only from the version read, and
-//! a stage report that is stored once whatever races it.
+//! conditional registration, runs that move only from the version read, the
+//! running runs listed until they end, and a stage attempt's report that is
+//! stored once whatever races it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::sync::Arc;
 use astrolift_store::state::*;
 use astrolift_store::{StateStore, StoreError};
 
-use crate::state_contract::Subject;
+use crate::state_contract::{RawKey, Subject, put_raw};
 
 const NOW: UnixSeconds = 1_767_225_600;
 
@@ -32,18 +33,14 @@ fn run(id: &str) -> WorkflowRun {
             "collect".to_owned(),
             StageState {
                 status: StageStatus::Dispatched,
+                attempt: 2,
                 dispatch_id: Some("d-1".into()),
-                error: None,
+                dispatched_at: Some(NOW),
+                retry_at: None,
+                error: Some("attempt 1 timed out".into()),
             },
         ),
-        (
-            "report".to_owned(),
-            StageState {
-                status: StageStatus::Waiting,
-                dispatch_id: None,
-                error: None,
-            },
-        ),
+        ("report".to_owned(), StageState::waiting()),
     ]);
     WorkflowRun {
         id: id.into(),
@@ -64,8 +61,10 @@ fn report(run_id: &str, status: StageStatus, result: &str) -> StageResult {
     StageResult {
         run_id: run_id.into(),
         stage: "collect".into(),
+        attempt: 1,
         status,
         result: Some(result.into()),
+        error: None,
         reported_at: NOW,
     }
 }
@@ -187,9 +186,122 @@ pub async fn the_first_stage_report_wins(subject: Subject) {
     assert_eq!(stages, ["another", "collect"]);
 }
 
+/// Each attempt of a stage keeps its own first report; a report written before attempts
+/// were counted is attempt 1's.
+pub async fn each_attempt_keeps_its_first_report(subject: Subject) {
+    let store = subject.store.workflows();
+    let id = astrolift_store::testing::unique_name("run");
+    let legacy = serde_json::json!({
+        "run_id": id, "stage": "collect", "status": "failed", "reported_at": NOW,
+    });
+    put_raw(
+        subject.store.as_ref(),
+        RawKey {
+            sqlite_insert: "INSERT INTO workflow_stage_results (run_id, stage, body) VALUES (?1, ?2, ?3)",
+            sqlite_keys: &[&id, "collect"],
+            dynamo_pk: &format!("WFRUN#{id}"),
+            dynamo_sk: "RESULT#collect",
+        },
+        legacy,
+    )
+    .await;
+    let first = StageResult {
+        status: StageStatus::Failed,
+        result: None,
+        ..report(&id, StageStatus::Failed, "")
+    };
+    let late = report(&id, StageStatus::Succeeded, "{\"late\":true}");
+    assert_eq!(store.put_stage_result(&late).await.unwrap(), first);
+
+    let mut timed_out = report(&id, StageStatus::Failed, "null");
+    (timed_out.attempt, timed_out.result) = (2, None);
+    timed_out.error = Some("attempt 2 timed out".into());
+    assert_eq!(store.put_stage_result(&timed_out).await.unwrap(), timed_out);
+    let mut callback = report(&id, StageStatus::Succeeded, "{}");
+    callback.attempt = 2;
+    assert_eq!(store.put_stage_result(&callback).await.unwrap(), timed_out);
+    let mut third = report(&id, StageStatus::Succeeded, "{\"n\":3}");
+    third.attempt = 3;
+    store.put_stage_result(&third).await.unwrap();
+    let mut other = report(&id, StageStatus::Succeeded, "null");
+    other.stage = "collect-more".into();
+    store.put_stage_result(&other).await.unwrap();
+    let listed: Vec<(String, u32)> = store
+        .list_stage_results(&id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.stage, r.attempt))
+        .collect();
+    let expected = [
+        ("collect", 1),
+        ("collect", 2),
+        ("collect", 3),
+        ("collect-more", 1),
+    ];
+    assert_eq!(listed, expected.map(|(s, a)| (s.to_owned(), a)));
+}
+
+/// A run is listed as running from its creation until the write that ends it; a run
+/// record written before attempts were counted reads as each stage's attempt 1.
+pub async fn running_runs_are_listed_until_they_end(subject: Subject) {
+    let store = subject.store.workflows();
+    let ids: Vec<String> = (0..3)
+        .map(|_| astrolift_store::testing::unique_name("run"))
+        .collect();
+    for id in &ids {
+        store.create_workflow_run(&run(id)).await.unwrap();
+    }
+    let mut ended = run(&ids[1]);
+    (ended.version, ended.status) = (2, RunStatus::Cancelled);
+    store.update_workflow_run(&ended, 1).await.unwrap();
+    let mut moved = run(&ids[2]);
+    moved.version = 2;
+    moved.stages.insert("report".into(), StageState::waiting());
+    store.update_workflow_run(&moved, 1).await.unwrap();
+    let running = |runs: Vec<WorkflowRun>| -> Vec<WorkflowRun> {
+        runs.into_iter().filter(|r| ids.contains(&r.id)).collect()
+    };
+    let mut expected = vec![run(&ids[0]), moved.clone()];
+    expected.sort_by(|a, b| a.id.cmp(&b.id));
+    let listed = store.list_running_workflow_runs().await.unwrap();
+    assert_eq!(running(listed), expected);
+    let mut done = moved;
+    (done.version, done.status) = (3, RunStatus::Succeeded);
+    store.update_workflow_run(&done, 2).await.unwrap();
+    let listed = store.list_running_workflow_runs().await.unwrap();
+    assert_eq!(running(listed), [run(&ids[0])]);
+
+    let legacy_id = astrolift_store::testing::unique_name("run");
+    let mut legacy = serde_json::to_value(run(&legacy_id)).unwrap();
+    for stage in ["collect", "report"] {
+        let fields = legacy["stages"][stage].as_object_mut().unwrap();
+        for field in ["attempt", "dispatched_at", "error"] {
+            fields.remove(field);
+        }
+    }
+    put_raw(
+        subject.store.as_ref(),
+        RawKey {
+            sqlite_insert: "INSERT INTO workflow_runs (id, version, body) VALUES (?1, 1, ?2)",
+            sqlite_keys: &[&legacy_id],
+            dynamo_pk: &format!("WFRUN#{legacy_id}"),
+            dynamo_sk: "RUN",
+        },
+        legacy,
+    )
+    .await;
+    let read = store.get_workflow_run(&legacy_id).await.unwrap().unwrap();
+    let collect = &read.stages["collect"];
+    assert_eq!((collect.attempt, collect.dispatched_at), (1, None));
+    assert_eq!(read.stages["report"], StageState::waiting());
+}
+
 concurrent_contract_tests!(
     workflows_are_registered_with_versions,
     runs_move_only_from_the_version_read,
     concurrent_run_updates_store_one,
     the_first_stage_report_wins,
+    each_attempt_keeps_its_first_report,
+    running_runs_are_listed_until_they_end,
 );

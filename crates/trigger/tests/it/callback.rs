@@ -1,7 +1,8 @@
 //! `POST /callbacks/{task_id}` through `handle_callback`: every answer (202 running, 200
 //! terminal, 400, 401 for a missing, wrong or earlier render's key, 404, 409, 413 at the
 //! result limit and one byte past it), no answer naming the key, and a two-stage workflow
-//! advanced by its stages' callbacks, a duplicate changing nothing.
+//! advanced by its stages' callbacks, a duplicate or a timed-out stage's late one changing
+//! nothing.
 
 use std::sync::{Arc, Mutex};
 
@@ -14,6 +15,7 @@ use astrolift_dispatch::dispatch::{MemoryDispatchQueue, Origin, record};
 use astrolift_dispatch::message::Source;
 use astrolift_dispatch::render::key_hash;
 use astrolift_dispatch::report::{ResultReporter, TerminalResult};
+use astrolift_dispatch::stage_deadlines::enforce_deadlines;
 use astrolift_dispatch::workflow::{RecordingDispatcher, RunProgress, stage_key, start_run};
 use astrolift_manifest::Limits;
 use astrolift_store::BoxFuture;
@@ -295,7 +297,7 @@ async fn start_two_stage_run(subject: &Subject) -> RunProgress {
 async fn stage_task(subject: &Subject, run_id: &str, stage: &str) -> String {
     let dispatch = subject
         .state
-        .get_dispatch(&stage_key(run_id, stage))
+        .get_dispatch(&stage_key(run_id, stage, 1))
         .await
         .expect("read")
         .expect("the stage's dispatch");
@@ -348,6 +350,48 @@ async fn callbacks_advance_a_two_stage_workflow_once() {
         .await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert_eq!(run(&subject).await.status, RunStatus::Succeeded);
+}
+
+/// docs/reference.md §5.6: a stage that reconcile timed out takes no later report of that
+/// attempt: its callback is recorded on the task (200), and the run does not move.
+#[tokio::test]
+async fn a_late_callback_of_a_timed_out_stage_changes_nothing() {
+    let subject = Subject::new().await;
+    let started = start_two_stage_run(&subject).await;
+    let collect = stage_task(&subject, &started.run.id, "collect").await;
+    let past_a_day = NOW + 24 * 3600 + 1;
+    let dispatcher = subject.dispatcher();
+    let pass = enforce_deadlines(subject.state.as_ref(), &dispatcher, past_a_day, &limits())
+        .await
+        .expect("a pass");
+    assert_eq!(pass.timed_out, 1);
+    let workflows = subject.state.workflows();
+    let timed_out = workflows
+        .get_workflow_run(&started.run.id)
+        .await
+        .expect("read");
+    let timed_out = timed_out.expect("the run");
+    assert_eq!(timed_out.status, RunStatus::Failed);
+
+    let answer = subject
+        .call(&collect, KEY, &report("succeeded", json!({"count": 2})))
+        .await;
+    assert_eq!(
+        (answer.status, &answer.body["workflow_run"]),
+        (200, &json!(started.run.id)),
+        "{}",
+        answer.body
+    );
+    let after = workflows
+        .get_workflow_run(&started.run.id)
+        .await
+        .expect("read");
+    assert_eq!(after, Some(timed_out));
+    assert_eq!(
+        subject.queue.messages().len(),
+        1,
+        "the next stage is not dispatched"
+    );
 }
 
 fn nested(depth: usize) -> Value {

@@ -16,6 +16,7 @@ mod support;
 mod tenancy;
 mod verify;
 mod workflow;
+mod workflow_attempts;
 
 /// The jq worker entry of this test binary: the sandbox's pool starts this
 /// binary again with `ASTROLIFT_JQ_WORKER` set and `--exact jq_worker` (see

@@ -26,12 +26,12 @@ use crate::support::limits;
 pub(crate) const REPO: &str = "octo/flows";
 
 /// A state store with two active agents and one inactive one.
-struct Subject {
-    state: Arc<dyn StateStore>,
+pub(crate) struct Subject {
+    pub(crate) state: Arc<dyn StateStore>,
     _dir: Option<tempfile::TempDir>,
 }
 
-async fn sqlite() -> Subject {
+pub(crate) async fn sqlite() -> Subject {
     let dir = tempfile::tempdir().expect("tempdir");
     let state = SqliteStateStore::open(dir.path().join("state.db"))
         .await
@@ -42,7 +42,7 @@ async fn sqlite() -> Subject {
     }
 }
 
-async fn dynamodb(test: &str) -> Option<Subject> {
+pub(crate) async fn dynamodb(test: &str) -> Option<Subject> {
     aws_endpoint(test)?;
     let store = DynamoStateStore::from_env(&unique_name("wf"))
         .await
@@ -115,7 +115,7 @@ fn triage() -> Workflow {
 }
 
 /// Registers the agents (once) and `workflow`.
-async fn register(subject: &Subject, workflow: &Workflow) -> WorkflowRecord {
+pub(crate) async fn register(subject: &Subject, workflow: &Workflow) -> WorkflowRecord {
     let known = subject.state.list_agents(REPO).await.expect("agents").len();
     if known == 0 {
         register_agents(subject.state.as_ref()).await;
@@ -161,7 +161,7 @@ pub(crate) async fn put_workflow(state: &dyn StateStore, workflow: &Workflow) ->
     record
 }
 
-fn dispatched(progress: &RunProgress) -> Vec<(String, Option<Value>)> {
+pub(crate) fn dispatched(progress: &RunProgress) -> Vec<(String, Option<Value>)> {
     progress
         .dispatched
         .iter()
@@ -171,7 +171,7 @@ fn dispatched(progress: &RunProgress) -> Vec<(String, Option<Value>)> {
 
 /// The dispatcher of these tests: the subject's state, `queue`, and content
 /// read from the record alone.
-fn test_dispatcher<'a>(
+pub(crate) fn test_dispatcher<'a>(
     subject: &'a Subject,
     queue: &'a MemoryDispatchQueue,
 ) -> RecordingDispatcher<'a> {
@@ -183,7 +183,8 @@ fn test_dispatcher<'a>(
     }
 }
 
-async fn report(
+/// The report of `stage`'s current attempt, at 10.
+pub(crate) async fn report(
     subject: &Subject,
     queue: &MemoryDispatchQueue,
     run: &str,
@@ -206,7 +207,8 @@ async fn report(
     .expect("advances")
 }
 
-async fn start(
+/// Starts a run of `record` at 5.
+pub(crate) async fn start(
     subject: &Subject,
     queue: &MemoryDispatchQueue,
     record: &WorkflowRecord,
@@ -534,6 +536,8 @@ macro_rules! on_both_stores {
         }
     };
 }
+
+pub(crate) use on_both_stores;
 
 on_both_stores!(
     stages_dispatch_in_dependency_order,

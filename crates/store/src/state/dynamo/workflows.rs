@@ -1,19 +1,28 @@
 //! Workflows, runs and stage results on DynamoDB, in the one table:
 //! - a workflow: `pk = REPO#<repository>`, `sk = WORKFLOW#<name>` (next to the
 //!   repository's agents, read with one keyed query);
-//! - a run: `pk = WFRUN#<id>`, `sk = RUN`;
-//! - a stage's report: `pk = WFRUN#<id>`, `sk = RESULT#<stage>`.
+//! - a run: `pk = WFRUN#<id>`, `sk = RUN`, indexed `gsi1pk = RUNNING_WORKFLOW_RUNS`,
+//!   `gsi1sk = <id>` while it is `running` (a sparse index: the write that ends the run
+//!   leaves the index keys out);
+//! - a stage's report: `pk = WFRUN#<id>`, `sk = RESULT#<stage>` for attempt 1,
+//!   `RESULT#<stage>#<attempt>` for a later one.
 //!
 //! Every write is one conditional `PutItem` (on `version`, or on the item not
 //! existing), so a lost race is a `Conflict` and writes nothing.
 
-use super::{DynamoStateStore, Item, key, n, record_item, repo_pk};
-use crate::state::workflows::{StageResult, WorkflowRecord, WorkflowRun, WorkflowStore};
+use super::{DynamoStateStore, Item, key, n, record_item, repo_pk, s};
+use crate::state::RunStatus;
+use crate::state::table::{GSI_PK, GSI_SK};
+use crate::state::workflows::{
+    StageResult, WorkflowRecord, WorkflowRun, WorkflowStore, by_stage_and_attempt, result_key,
+};
 use crate::{BoxFuture, StoreError, StoreResult};
 
 const WORKFLOW_PREFIX: &str = "WORKFLOW#";
 const RUN_SK: &str = "RUN";
 const RESULT_PREFIX: &str = "RESULT#";
+/// The index partition of the running runs.
+const RUNNING_RUNS: &str = "RUNNING_WORKFLOW_RUNS";
 
 fn workflow_sk(name: &str) -> String {
     format!("{WORKFLOW_PREFIX}{name}")
@@ -21,8 +30,18 @@ fn workflow_sk(name: &str) -> String {
 fn run_pk(id: &str) -> String {
     format!("WFRUN#{id}")
 }
-fn result_sk(stage: &str) -> String {
-    format!("{RESULT_PREFIX}{stage}")
+fn result_sk(stage: &str, attempt: u32) -> String {
+    format!("{RESULT_PREFIX}{}", result_key(stage, attempt))
+}
+
+/// The item of `run`, in the index of running runs while it is `running`.
+fn run_item(run: &WorkflowRun) -> StoreResult<Item> {
+    let mut keys = key(run_pk(&run.id), RUN_SK);
+    if run.status == RunStatus::Running {
+        keys.insert(GSI_PK.into(), s(RUNNING_RUNS));
+        keys.insert(GSI_SK.into(), s(&run.id));
+    }
+    record_item(run, keys)
 }
 
 /// What a conditional put requires of the stored item.
@@ -114,7 +133,7 @@ impl WorkflowStore for DynamoStateStore {
 
     fn create_workflow_run<'a>(&'a self, run: &'a WorkflowRun) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(async move {
-            let item = record_item(run, key(run_pk(&run.id), RUN_SK))?;
+            let item = run_item(run)?;
             if self.put_expecting(item, Expect::Absent).await? {
                 return Ok(());
             }
@@ -135,7 +154,7 @@ impl WorkflowStore for DynamoStateStore {
         expected_version: u64,
     ) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(async move {
-            let item = record_item(run, key(run_pk(&run.id), RUN_SK))?;
+            let item = run_item(run)?;
             if self
                 .put_expecting(item, Expect::Version(expected_version))
                 .await?
@@ -149,16 +168,23 @@ impl WorkflowStore for DynamoStateStore {
         })
     }
 
+    fn list_running_workflow_runs(&self) -> BoxFuture<'_, StoreResult<Vec<WorkflowRun>>> {
+        Box::pin(self.query_index(RUNNING_RUNS, None))
+    }
+
     fn put_stage_result<'a>(
         &'a self,
         result: &'a StageResult,
     ) -> BoxFuture<'a, StoreResult<StageResult>> {
         Box::pin(async move {
-            let keys = key(run_pk(&result.run_id), result_sk(&result.stage));
+            let keys = key(
+                run_pk(&result.run_id),
+                result_sk(&result.stage, result.attempt),
+            );
             let what = || {
                 format!(
-                    "the report of stage {} of run {}",
-                    result.stage, result.run_id
+                    "the report of attempt {} of stage {} of run {}",
+                    result.attempt, result.stage, result.run_id
                 )
             };
             self.put_once(result, keys, what).await
@@ -170,8 +196,11 @@ impl WorkflowStore for DynamoStateStore {
         run_id: &'a str,
     ) -> BoxFuture<'a, StoreResult<Vec<StageResult>>> {
         Box::pin(async move {
-            self.query_partition(&run_pk(run_id), Some(RESULT_PREFIX))
-                .await
+            let mut reports: Vec<StageResult> = self
+                .query_partition(&run_pk(run_id), Some(RESULT_PREFIX))
+                .await?;
+            by_stage_and_attempt(&mut reports);
+            Ok(reports)
         })
     }
 }

@@ -1,12 +1,16 @@
 //! Workflows, runs and stage results on SQLite: one table each, keyed like
 //! the DynamoDB items, conditions checked inside one `IMMEDIATE` transaction.
+//! A stage result's `stage` column holds [`result_key`] (the stage, and the attempt
+//! after the first), and the running runs have a partial index of their own.
 
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::connection::atomic;
 use super::error::sql_error;
 use super::rows::{SqliteStateStore, from_json, integer, query_bodies, query_body, to_json};
-use crate::state::workflows::{StageResult, WorkflowRecord, WorkflowRun, WorkflowStore};
+use crate::state::workflows::{
+    StageResult, WorkflowRecord, WorkflowRun, WorkflowStore, by_stage_and_attempt, result_key,
+};
 use crate::{BoxFuture, StoreError, StoreResult};
 
 /// Created with the rest of the schema when a file is opened.
@@ -18,7 +22,13 @@ CREATE TABLE IF NOT EXISTS workflow_runs (id TEXT PRIMARY KEY, version INTEGER N
 CREATE TABLE IF NOT EXISTS workflow_stage_results (
     run_id TEXT NOT NULL, stage TEXT NOT NULL, body TEXT NOT NULL,
     PRIMARY KEY (run_id, stage));
+CREATE INDEX IF NOT EXISTS workflow_runs_running ON workflow_runs (id)
+    WHERE json_extract(body, '$.status') = 'running';
 ";
+
+/// The runs [`SCHEMA`]'s partial index holds (the same `WHERE`, so the index answers it).
+const RUNNING_RUNS: &str = "SELECT body FROM workflow_runs
+    WHERE json_extract(body, '$.status') = 'running' ORDER BY id";
 
 /// The stored version of the row `sql` selects, or `None`.
 fn stored_version(
@@ -119,19 +129,20 @@ fn update_run_row(
     tx.commit().map_err(sql_error)
 }
 
-/// Inserts the report unless the stage has one; returns the stored report.
+/// Inserts the report unless the stage's attempt has one; returns the stored report.
 fn put_result_row(
     connection: &mut Connection,
     result: &StageResult,
 ) -> StoreResult<(StageResult, u64)> {
     let body = to_json(result)?;
+    let key = result_key(&result.stage, result.attempt);
     insert_once(
         connection,
         "INSERT INTO workflow_stage_results (run_id, stage, body) VALUES (?1, ?2, ?3)
          ON CONFLICT DO NOTHING",
-        params![result.run_id, result.stage, body],
+        params![result.run_id, key, body],
         "SELECT body FROM workflow_stage_results WHERE run_id = ?1 AND stage = ?2",
-        params![result.run_id, result.stage],
+        params![result.run_id, key],
     )
 }
 
@@ -249,6 +260,10 @@ impl WorkflowStore for SqliteStateStore {
         })
     }
 
+    fn list_running_workflow_runs(&self) -> BoxFuture<'_, StoreResult<Vec<WorkflowRun>>> {
+        Box::pin(self.read(|c| query_bodies(c, RUNNING_RUNS, [])))
+    }
+
     fn put_stage_result<'a>(
         &'a self,
         result: &'a StageResult,
@@ -268,12 +283,18 @@ impl WorkflowStore for SqliteStateStore {
         run_id: &'a str,
     ) -> BoxFuture<'a, StoreResult<Vec<StageResult>>> {
         let run_id = run_id.to_owned();
-        Box::pin(self.read(move |c| {
-            query_bodies(
-                c,
-                "SELECT body FROM workflow_stage_results WHERE run_id = ?1 ORDER BY stage",
-                params![run_id],
-            )
-        }))
+        Box::pin(async move {
+            let mut reports: Vec<StageResult> = self
+                .read(move |c| {
+                    query_bodies(
+                        c,
+                        "SELECT body FROM workflow_stage_results WHERE run_id = ?1",
+                        params![run_id],
+                    )
+                })
+                .await?;
+            by_stage_and_attempt(&mut reports);
+            Ok(reports)
+        })
     }
 }
