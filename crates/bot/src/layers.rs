@@ -10,11 +10,12 @@ use astrolift_dispatch::dispatch::DispatchQueue;
 use astrolift_dispatch::layers::{
     LayerOutcome, PACKAGER_AGENT_ENV, PackagerContext, request_layers,
 };
+use astrolift_dispatch::workflow::RecordingDispatcher;
 use astrolift_manifest::{Diagnostic, Limits, Span};
 use astrolift_package::codes::{PACKAGER_DISPATCHED, PACKAGER_FAILED, PACKAGER_NOT_CONFIGURED};
-use astrolift_store::StoreResult;
 use astrolift_store::state::UnixSeconds;
 use astrolift_store::state::{LayerBuild, LayerRequest, LayerStatus};
+use astrolift_store::{StateStore, StoreResult};
 use astrolift_sync::Report;
 use astrolift_sync::Stores;
 
@@ -22,7 +23,9 @@ use crate::config::Environment;
 use crate::triggers::{TriggerSetupError, callback_base_from_env, dispatch_queue_from_env};
 
 /// What packager dispatches go through: the dispatch queue, the content source of the
-/// packager's own package, `ASTROLIFT_PACKAGER_AGENT` and the callback base.
+/// packager's own package, `ASTROLIFT_PACKAGER_AGENT` and the callback base. Workflow
+/// stages that reconcile dispatches again go through the same parts
+/// ([`LayerPackager::stage_dispatcher`]).
 #[derive(Debug, Clone)]
 pub struct LayerPackager {
     pub queue: Arc<dyn DispatchQueue>,
@@ -47,6 +50,17 @@ impl LayerPackager {
             packager: packager_from_env(),
             callback_base: callback_base_from_env(),
         })
+    }
+
+    /// The dispatcher of workflow stages through the same queue, content and callback
+    /// base: what reconcile dispatches a due retry with ([`crate::reconcile`]).
+    pub fn stage_dispatcher<'a>(&'a self, state: &'a dyn StateStore) -> RecordingDispatcher<'a> {
+        RecordingDispatcher {
+            state,
+            queue: Some(self.queue.as_ref()),
+            content: &self.content,
+            callback_base: self.callback_base.as_deref(),
+        }
     }
 
     /// Requests the layers `report.layer_needs` lists and adds one diagnostic per

@@ -21,11 +21,18 @@
 //!
 //! Reads the store, asks GitHub, queues on the [`JobQueue`] it is handed (`serve`'s durable
 //! queue, the SQS sync queue, or the state store's job records for `astrolift reconcile`).
+//! Then it tears down the previews of closed or quiet pull requests and, on the
+//! state-store engine, ends the workflow stages past their `timeout` or `heartbeat` and
+//! dispatches the retries that came due ([`astrolift_dispatch::stage_deadlines`],
+//! docs/reference.md §5.6).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
+use astrolift_dispatch::stage_deadlines::enforce_deadlines;
+use astrolift_dispatch::workflow::StageDispatcher;
 use astrolift_forge::github::{GitHubApp, GitHubError, HeadAnswer, RepoPath};
+use astrolift_manifest::Limits;
 use astrolift_store::state::{DeliveryOutcome, RepoRegistration, SeenHead, StateStore};
 use futures_util::StreamExt as _;
 use serde::Serialize;
@@ -142,6 +149,11 @@ pub struct Totals {
     /// Previews torn down: of closed pull requests, and of those with no push for 7 days
     /// ([`crate::previews::tear_down_stale`]).
     pub previews_torn_down: usize,
+    /// Workflow stage attempts ended for running past their `timeout` or `heartbeat`
+    /// ([`astrolift_dispatch::stage_deadlines`]).
+    pub stages_timed_out: usize,
+    /// Workflow stages dispatched again: retries that came due.
+    pub stages_retried: usize,
 }
 
 /// A reconcile pass: `{"refs": [...], "totals": {...}}` (docs/reference.md §4).
@@ -208,11 +220,15 @@ struct Target {
     repository_id: Option<u64>,
 }
 
-/// One pass over every registered ref and skill source, queueing on `queue`.
+/// One pass over every registered ref and skill source, queueing on `queue`, then the
+/// previews and, with `stages`, the workflow runs (see the module docs). `stages`
+/// dispatches the state-store engine's retries; `None` leaves the runs alone (a host that
+/// advances none).
 pub async fn reconcile(
     state: &dyn StateStore,
     github: &GitHubApp,
     queue: &dyn JobQueue,
+    stages: Option<&dyn StageDispatcher>,
     options: ReconcileOptions,
     progress: &dyn ReconcileProgress,
 ) -> Result<ReconcileReport, JobError> {
@@ -241,8 +257,15 @@ pub async fn reconcile(
     let registrations = state.list_registrations().await?;
     report.totals.previews_torn_down =
         crate::previews::tear_down_stale(state, github, &registrations, now()).await?;
+    if let Some(stages) = stages {
+        let pass = enforce_deadlines(state, stages, now(), &Limits::DEFAULT).await?;
+        report.totals.stages_timed_out = pass.timed_out;
+        report.totals.stages_retried = pass.retried;
+    }
     tracing::info!(
         previews_torn_down = report.totals.previews_torn_down,
+        stages_timed_out = report.totals.stages_timed_out,
+        stages_retried = report.totals.stages_retried,
         refs = report.totals.refs,
         unchanged = report.totals.unchanged,
         queued = report.totals.queued,

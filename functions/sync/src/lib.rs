@@ -28,8 +28,9 @@
 //! Reconcile: the template's EventBridge schedule invokes the function with
 //! [`RECONCILE_EVENT`] (`{"astrolift":"reconcile"}`, not an SQS batch; [`Invocation`] tells
 //! them apart). It runs one pass of `astrolift_bot::reconcile`, queueing what it finds on
-//! the sync queue (SQS deduplicates by the job's delivery id), and answers the pass's totals
-//! (docs/reference.md §4, "astrolift reconcile").
+//! the sync queue (SQS deduplicates by the job's delivery id), ending the workflow stages
+//! past their deadlines and dispatching the due retries on the dispatch queue, and answers
+//! the pass's totals (docs/reference.md §4, "astrolift reconcile").
 //!
 //! The runner is built once per container ([`SyncFunction::from_env`]).
 #![forbid(unsafe_code)]
@@ -39,6 +40,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use astrolift_bot::config::{ConfigError, Environment};
+use astrolift_bot::layers::LayerPackager;
 use astrolift_bot::reconcile::{NoProgress, ReconcileOptions, ReconcileReport, reconcile};
 use astrolift_bot::{JobQueue, QueuedJob, SyncRunner};
 use astrolift_manifest::Limits;
@@ -149,13 +151,31 @@ impl SyncFunction {
         &self.runner
     }
 
-    /// The schedule's invocation: one reconcile pass, its jobs sent to the sync queue.
+    /// The schedule's invocation: one reconcile pass, its jobs sent to the sync queue and
+    /// the workflow stages' due retries to the dispatch queue (left alone, with a warning,
+    /// when that queue cannot be set up).
     pub async fn reconcile(&self) -> Result<ReconcileReport, ReconcileFailed> {
         let queue = self.runner.jobs.as_ref().ok_or(ReconcileFailed::NoQueue)?;
         let runner = &self.runner;
         let state = runner.stores.state.as_ref();
         let options = ReconcileOptions::default();
-        let report = reconcile(state, &runner.github, queue.as_ref(), options, &NoProgress).await?;
+        let stages = match LayerPackager::from_env(&runner.stores, None).await {
+            Ok(stages) => Some(stages),
+            Err(error) => {
+                tracing::warn!(%error, "workflow stages are not timed out or retried in this pass");
+                None
+            }
+        };
+        let dispatcher = stages.as_ref().map(|s| s.stage_dispatcher(state));
+        let report = reconcile(
+            state,
+            &runner.github,
+            queue.as_ref(),
+            dispatcher.as_ref().map(|d| d as _),
+            options,
+            &NoProgress,
+        )
+        .await?;
         Ok(report)
     }
 

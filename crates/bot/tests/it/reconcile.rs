@@ -9,9 +9,16 @@ use astrolift_bot::reconcile::{
     ReconcileOptions, ReconcileReport, RefKind, RefStatus, SkipReason, reconcile,
 };
 use astrolift_bot::{JobTrigger, RecordingJobQueue, SyncRunner};
+use astrolift_dispatch::content::RecordOnlyContent;
+use astrolift_dispatch::dispatch::MemoryDispatchQueue;
+use astrolift_dispatch::workflow::{RecordingDispatcher, StageDispatcher, start_run};
 use astrolift_fake_github::FakeGitHub;
 use astrolift_forge::github::GitHubApp;
-use astrolift_store::state::{LastSync, RepoRegistration};
+use astrolift_manifest::Limits;
+use astrolift_manifest::workflow::{Stage, Workflow};
+use astrolift_store::state::{
+    LastSync, RepoRegistration, RunStatus, StageStatus, WorkflowRecord, WorkflowStatus,
+};
 use astrolift_sync::Stores;
 
 use crate::support::{
@@ -47,10 +54,28 @@ async fn pass(
     queue: &RecordingJobQueue,
     options: ReconcileOptions,
 ) -> ReconcileReport {
+    pass_with(stores, app, queue, None, options).await
+}
+
+/// [`pass`], dispatching workflow stages through `stages`.
+async fn pass_with(
+    stores: &Stores,
+    app: &GitHubApp,
+    queue: &RecordingJobQueue,
+    stages: Option<&dyn StageDispatcher>,
+    options: ReconcileOptions,
+) -> ReconcileReport {
     let progress = astrolift_bot::reconcile::NoProgress;
-    reconcile(stores.state.as_ref(), app, queue, options, &progress)
-        .await
-        .expect("a reconcile pass")
+    reconcile(
+        stores.state.as_ref(),
+        app,
+        queue,
+        stages,
+        options,
+        &progress,
+    )
+    .await
+    .expect("a reconcile pass")
 }
 
 fn registered(report: &ReconcileReport) -> Vec<&astrolift_bot::reconcile::RefOutcome> {
@@ -499,4 +524,89 @@ async fn reconcile_tears_down_the_previews_of_closed_and_quiet_pull_requests() {
     );
     let again = pass(&stores, &runner.github, &queue, ReconcileOptions::default()).await;
     assert_eq!(again.totals.previews_torn_down, 0);
+}
+
+/// A workflow of one stage of `emr-triage` (default timeout, 24h), registered in `octo/agents`.
+async fn one_stage_workflow(stores: &Stores) -> WorkflowRecord {
+    let workflow = Workflow {
+        path: "workflows/nightly.toml".into(),
+        name: "nightly".into(),
+        description: None,
+        stages: vec![Stage {
+            name: "collect".into(),
+            agent: "emr-triage".into(),
+            manifest: "agents/triage/astrolift.toml".into(),
+            ..Stage::default()
+        }],
+    };
+    let record = WorkflowRecord {
+        repository: "octo/agents".into(),
+        name: workflow.name.clone(),
+        path: workflow.path.clone(),
+        status: WorkflowStatus::Active,
+        content_hash: "sha256:nightly".into(),
+        definition: serde_json::to_string(&workflow).expect("json"),
+        commit: MAIN_SHA.into(),
+        updated_at: 1,
+        version: 1,
+    };
+    let workflows = stores.state.workflows();
+    workflows.put_workflow(&record, None).await.expect("stored");
+    record
+}
+
+/// A stage dispatched 25 hours ago and never reported is past its 24-hour timeout:
+/// reconcile fails it once (the run fails: it has no retries), and a second pass finds
+/// nothing to do.
+#[tokio::test]
+async fn reconcile_fails_a_workflow_stage_past_its_timeout_once() {
+    let (stores, _dir, _github, runner) = synced_world().await;
+    let record = one_stage_workflow(&stores).await;
+    let outbox = MemoryDispatchQueue::new();
+    let dispatcher = RecordingDispatcher {
+        state: stores.state.as_ref(),
+        queue: Some(&outbox),
+        content: &RecordOnlyContent { lenient: true },
+        callback_base: None,
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    let input = serde_json::Value::Null;
+    let started = start_run(
+        stores.state.as_ref(),
+        &dispatcher,
+        &record,
+        &input,
+        now - 25 * 3600,
+        &Limits::DEFAULT,
+    )
+    .await
+    .expect("started");
+    assert_eq!(started.dispatched.len(), 1);
+    let queue = RecordingJobQueue::new();
+    let stages = Some(&dispatcher as &dyn StageDispatcher);
+    let options = ReconcileOptions::default();
+    let report = pass_with(&stores, &runner.github, &queue, stages, options).await;
+    assert_eq!(
+        (report.totals.stages_timed_out, report.totals.stages_retried),
+        (1, 0),
+        "{report:#?}"
+    );
+    let run = stores
+        .state
+        .workflows()
+        .get_workflow_run(&started.run.id)
+        .await
+        .expect("read")
+        .expect("the run");
+    assert_eq!(run.status, RunStatus::Failed);
+    let collect = &run.stages["collect"];
+    assert_eq!((collect.status, collect.attempt), (StageStatus::Failed, 1));
+    let error = collect.error.as_deref().unwrap_or_default();
+    assert!(error.contains("timeout of 24h"), "{error}");
+    let again = pass_with(&stores, &runner.github, &queue, stages, options).await;
+    assert_eq!(again.totals.stages_timed_out, 0, "{again:#?}");
+    assert_eq!(outbox.messages().len(), 1, "nothing dispatched again");
 }

@@ -3,7 +3,8 @@
 //! GitHub App (`GITHUB_APP_ID` and its private key, like `serve`). The jobs it finds are
 //! queued where `serve` runs them: recorded `queued` on the state store's durable queue, so a
 //! running `serve` on that store takes them within seconds, and a stopped one at its start.
-//! Nothing is synced in this process.
+//! Nothing is synced in this process. The workflow stages past their deadlines end here, and
+//! the due retries are dispatched through the dispatch queue `astrolift dispatch` uses.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use astrolift_bot::config::Environment;
 use astrolift_bot::durable::RecordedJobQueue;
+use astrolift_bot::layers::LayerPackager;
 use astrolift_bot::reconcile::{
     DEFAULT_CONCURRENCY, ReconcileOptions, ReconcileProgress, ReconcileReport, RefOutcome,
     RefStatus, reconcile,
@@ -67,12 +69,15 @@ impl ReconcileProgress for Bar {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = runtime()?.block_on(async {
-        let state = args.stores.state().await?;
+        let stores = args.stores.stores().await?;
+        let state = Arc::clone(&stores.state);
         let github = Environment::new()
             .github_app()
             .await
             .context("reconcile needs the GitHub App's id and private key")?;
         let queue = RecordedJobQueue::new(Arc::clone(&state));
+        let stages = LayerPackager::from_env(&stores, None).await?;
+        let dispatcher = stages.stage_dispatcher(state.as_ref());
         let bar = Bar {
             progress: Progress::bar("reconciling", "refs", args.format == ListFormat::Human),
             done: 0.into(),
@@ -82,7 +87,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             concurrency: args.concurrency,
             ..ReconcileOptions::default()
         };
-        let report = reconcile(state.as_ref(), &github, &queue, options, &bar).await?;
+        let report = reconcile(
+            state.as_ref(),
+            &github,
+            &queue,
+            Some(&dispatcher),
+            options,
+            &bar,
+        )
+        .await?;
         drop(bar);
         anyhow::Ok(report)
     })?;

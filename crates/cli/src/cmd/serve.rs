@@ -22,6 +22,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use astrolift_bot::config::Environment;
 use astrolift_bot::durable::{Attempt, DeadLetters, DurableJobQueue, DurableOptions};
+use astrolift_bot::layers::LayerPackager;
 use astrolift_bot::routes::{self, BodyOf, ReadBody};
 use astrolift_bot::triggers::service_from_env;
 use astrolift_bot::{Answer, Ingress, JobQueue, LateJobQueue, SyncRunner};
@@ -369,7 +370,16 @@ async fn build(args: &Args) -> anyhow::Result<App> {
     if !args.capacity.reconcile_interval.is_zero() {
         let queue = Arc::clone(&jobs) as Arc<dyn JobQueue>;
         let every = args.capacity.reconcile_interval;
-        tokio::spawn(reconcile_every(stores.clone(), github, queue, every));
+        let stages = LayerPackager::from_env(&stores, Some(&environment))
+            .await
+            .context("cannot set up the dispatch queue of workflow stages")?;
+        tokio::spawn(reconcile_every(
+            stores.clone(),
+            github,
+            queue,
+            stages,
+            every,
+        ));
     }
     let triggers = Arc::new(
         service_from_env(&environment, stores.state.clone(), stores.blobs.clone())
@@ -393,13 +403,15 @@ async fn build(args: &Args) -> anyhow::Result<App> {
     })
 }
 
-/// Reconciles every `interval` (the first time one interval after start), queueing on `serve`'s durable queue; each
-/// pass logs `reconcile finished` with its totals (docs/operations.md, "Is reconcile
-/// running?"). A pass that fails is logged and the next one tries again.
+/// Reconciles every `interval` (the first time one interval after start), queueing on
+/// `serve`'s durable queue and dispatching the workflow stages' due retries through
+/// `stages`; each pass logs `reconcile finished` with its totals (docs/operations.md, "Is
+/// reconcile running?"). A pass that fails is logged and the next one tries again.
 async fn reconcile_every(
     stores: Stores,
     github: Arc<astrolift_forge::github::GitHubApp>,
     queue: Arc<dyn JobQueue>,
+    stages: LayerPackager,
     interval: Duration,
 ) {
     use astrolift_bot::reconcile::{NoProgress, ReconcileOptions, reconcile};
@@ -407,10 +419,12 @@ async fn reconcile_every(
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
+        let dispatcher = stages.stage_dispatcher(stores.state.as_ref());
         let pass = reconcile(
             stores.state.as_ref(),
             &github,
             queue.as_ref(),
+            Some(&dispatcher),
             ReconcileOptions::default(),
             &NoProgress,
         )
