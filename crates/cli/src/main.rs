@@ -76,7 +76,7 @@ enum Command {
     Dispatch(DispatchCli),
     /// Print a dispatch's container environment (a fresh cluster key each time).
     Render(cmd::render::Args),
-    /// Inspect a workflow run, or report a stage's terminal status.
+    /// Inspect a workflow run, report a stage's terminal status, or cancel it.
     #[command(subcommand)]
     WorkflowRun(WorkflowRunCommand),
     /// Dependency layers built by the packager agent.
@@ -175,6 +175,8 @@ enum WorkflowRunCommand {
     Show(cmd::workflows::ShowArgs),
     /// Report a stage's terminal status (what the callback route does); dispatches what is ready.
     Report(cmd::workflows::ReportArgs),
+    /// Cancel a running run: its waiting stages are skipped, nothing more is dispatched.
+    Cancel(cmd::workflows::CancelArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -244,6 +246,7 @@ fn main() -> ExitCode {
         Command::Render(args) => cmd::render::run(args),
         Command::WorkflowRun(WorkflowRunCommand::Show(args)) => cmd::workflows::show(args),
         Command::WorkflowRun(WorkflowRunCommand::Report(args)) => cmd::workflows::report(args),
+        Command::WorkflowRun(WorkflowRunCommand::Cancel(args)) => cmd::workflows::cancel(args),
         Command::Layers(LayersCommand::Report(args)) => cmd::layers::report(args),
         Command::Import(args) => cmd::import::run(args),
         Command::Serve(args) => cmd::serve::run(args),

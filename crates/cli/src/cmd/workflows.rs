@@ -3,10 +3,14 @@
 //!   starts a run of a registered workflow; the stages without needs are
 //!   dispatched at once (messages v1 with source `workflow`, under a key per
 //!   run and stage, sent to `ASTROLIFT_DISPATCH_QUEUE_URL` or the local outbox);
-//! - `astrolift workflow-run show RUN_ID`: the run and its stages, as JSON;
+//! - `astrolift workflow-run show RUN_ID`: the run and its stages, as JSON, each
+//!   stage with its attempt and the reports of its attempts;
 //! - `astrolift workflow-run report RUN_ID STAGE --status S [--result JSON]`:
 //!   a stage's terminal report, what the callback route does for a workflow
-//!   dispatch (for local runs and operators; the first report of a stage wins).
+//!   dispatch (for local runs and operators; the first report of an attempt wins);
+//! - `astrolift workflow-run cancel RUN_ID [--format human|json]`: the run's
+//!   waiting stages skipped and the run `cancelled` (exit 2 for a run that
+//!   succeeded or failed; a second cancel changes nothing).
 //!
 //! A run that has already failed when `dispatch --workflow` returns (a stage
 //! refused as it started) exits 1, with or without `--tail`.
@@ -20,18 +24,18 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use astrolift_bot::triggers::{callback_base_from_env, dispatch_queue_from_env};
-use astrolift_dispatch::content::{BlobContent, UrlOptions};
-use astrolift_dispatch::dispatch::DispatchQueue;
+use astrolift_bot::layers::LayerPackager;
+use astrolift_cli::render::plural;
 use astrolift_dispatch::workflow::{
-    RecordingDispatcher, RunProgress, report_stage, stage_statuses, start_run,
+    RunProgress, cancel_run, report_stage, stage_statuses, start_run,
 };
 use astrolift_manifest::Limits;
 use astrolift_store::StateStore;
-use astrolift_store::state::{RunStatus, StageStatus, WorkflowRecord, WorkflowRun};
+use astrolift_store::state::{RunStatus, StageResult, StageStatus, WorkflowRecord, WorkflowRun};
 use serde_json::{Value, json};
 
 use super::EXIT_FINDINGS;
+use super::registry::ListFormat;
 use super::stores::{StoreArgs, now, runtime};
 use crate::output::outln;
 
@@ -50,6 +54,17 @@ pub struct WorkflowDispatch<'a> {
 pub struct ShowArgs {
     /// The run id (`run-…`), as `dispatch --workflow` printed it.
     run_id: String,
+    #[command(flatten)]
+    stores: StoreArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CancelArgs {
+    /// The run id.
+    run_id: String,
+    /// `human` or `json` (the run, with `changed`).
+    #[arg(long, value_enum, default_value_t = ListFormat::Human)]
+    format: ListFormat,
     #[command(flatten)]
     stores: StoreArgs,
 }
@@ -79,10 +94,11 @@ pub fn dispatch(request: WorkflowDispatch<'_>) -> anyhow::Result<ExitCode> {
         bail!("--input must be a JSON object (or `{{}}` / `null` for no input)");
     }
     runtime()?.block_on(async {
-        let state = request.stores.state().await?;
+        let stores = request.stores.stores().await?;
+        let state = &stores.state;
         let record = find_workflow(state.as_ref(), request.name, request.repository).await?;
-        let deps = StageDispatchDeps::from_env(request.stores, &state).await?;
-        let dispatcher = deps.dispatcher(state.as_ref());
+        let deps = LayerPackager::from_env(&stores, None).await?;
+        let dispatcher = deps.stage_dispatcher(state.as_ref());
         let progress = start_run(
             state.as_ref(),
             &dispatcher,
@@ -115,9 +131,46 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     runtime()?.block_on(async {
         let state = args.stores.state().await?;
         let run = read_run(state.as_ref(), &args.run_id).await?;
-        outln!("{}", run_json(&run))?;
+        let reports = state.workflows().list_stage_results(&run.id).await?;
+        let mut shown = run_json(&run);
+        for (stage, attempts) in attempts_json(&reports) {
+            shown["stages"][stage]["attempts"] = attempts;
+        }
+        outln!("{shown}")?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+pub fn cancel(args: CancelArgs) -> anyhow::Result<ExitCode> {
+    runtime()?.block_on(async {
+        let state = args.stores.state().await?;
+        let progress = cancel_run(state.as_ref(), &args.run_id, now()).await?;
+        match args.format {
+            ListFormat::Json => {
+                let mut shown = run_json(&progress.run);
+                shown["changed"] = json!(progress.changed);
+                outln!("{shown}")?;
+            }
+            ListFormat::Human => outln!("{}", cancelled_line(&progress))?,
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// `cancelled workflow run ID: 2 waiting stages skipped, 1 dispatched stage left to finish`,
+/// or that it was cancelled already.
+fn cancelled_line(progress: &RunProgress) -> String {
+    let run = &progress.run;
+    if !progress.changed {
+        return format!("workflow run {} is cancelled already", run.id);
+    }
+    let count = |status: StageStatus| run.stages.values().filter(|s| s.status == status).count();
+    format!(
+        "cancelled workflow run {}: {} skipped, {} left to finish",
+        run.id,
+        plural(count(StageStatus::Skipped), "waiting stage"),
+        plural(count(StageStatus::Dispatched), "dispatched stage"),
+    )
 }
 
 pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
@@ -137,9 +190,10 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     runtime()?.block_on(async {
-        let state = args.stores.state().await?;
-        let deps = StageDispatchDeps::from_env(&args.stores, &state).await?;
-        let dispatcher = deps.dispatcher(state.as_ref());
+        let stores = args.stores.stores().await?;
+        let state = &stores.state;
+        let deps = LayerPackager::from_env(&stores, None).await?;
+        let dispatcher = deps.stage_dispatcher(state.as_ref());
         let progress = report_stage(
             state.as_ref(),
             &dispatcher,
@@ -190,42 +244,6 @@ async fn find_workflow(
     }
 }
 
-/// The SQS queue of `ASTROLIFT_DISPATCH_QUEUE_URL`, when set; locally the
-/// records in state are the dispatches.
-/// What a stage's dispatch needs besides the state: the dispatch queue (SQS
-/// or the local outbox), the agent's content and the callback route.
-struct StageDispatchDeps {
-    queue: std::sync::Arc<dyn DispatchQueue>,
-    content: BlobContent,
-    callback_base: Option<String>,
-}
-
-impl StageDispatchDeps {
-    async fn from_env(
-        stores: &StoreArgs,
-        state: &std::sync::Arc<dyn StateStore>,
-    ) -> anyhow::Result<Self> {
-        Ok(Self {
-            queue: dispatch_queue_from_env(state, None).await?,
-            content: BlobContent::new(
-                stores.blobs().await?,
-                UrlOptions::from_env().map_err(anyhow::Error::msg)?,
-                Limits::DEFAULT,
-            ),
-            callback_base: callback_base_from_env(),
-        })
-    }
-
-    fn dispatcher<'a>(&'a self, state: &'a dyn StateStore) -> RecordingDispatcher<'a> {
-        RecordingDispatcher {
-            state,
-            queue: Some(self.queue.as_ref()),
-            content: &self.content,
-            callback_base: self.callback_base.as_deref(),
-        }
-    }
-}
-
 async fn read_run(state: &dyn StateStore, run_id: &str) -> anyhow::Result<WorkflowRun> {
     state
         .workflows()
@@ -239,9 +257,15 @@ fn run_json(run: &WorkflowRun) -> Value {
         .stages
         .iter()
         .map(|(name, stage)| {
-            let mut value = json!({"status": stage.status.as_str()});
+            let mut value = json!({"status": stage.status.as_str(), "attempt": stage.attempt});
             if let Some(id) = &stage.dispatch_id {
                 value["dispatch_id"] = json!(id);
+            }
+            if let Some(at) = stage.dispatched_at {
+                value["dispatched_at"] = json!(at);
+            }
+            if let Some(at) = stage.retry_at {
+                value["retry_at"] = json!(at);
             }
             if let Some(error) = &stage.error {
                 value["error"] = json!(error);
@@ -256,6 +280,26 @@ fn run_json(run: &WorkflowRun) -> Value {
         "status": run.status.as_str(),
         "stages": stages,
     })
+}
+
+/// Each stage's attempt reports, oldest first: `[{"attempt","status","error"?,"reported_at"}]`.
+fn attempts_json(reports: &[StageResult]) -> BTreeMap<&str, Value> {
+    let mut attempts: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    for report in reports {
+        let mut value = json!({
+            "attempt": report.attempt,
+            "status": report.status.as_str(),
+            "reported_at": report.reported_at,
+        });
+        if let Some(error) = &report.error {
+            value["error"] = json!(error);
+        }
+        attempts.entry(&report.stage).or_default().push(value);
+    }
+    attempts
+        .into_iter()
+        .map(|(stage, values)| (stage, Value::Array(values)))
+        .collect()
 }
 
 fn progress_json(progress: &RunProgress) -> Value {

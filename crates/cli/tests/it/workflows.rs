@@ -1,5 +1,6 @@
 //! `validate` and `check --apply` with a workflow, then `dispatch --workflow`,
-//! `workflow-run report` and `workflow-run show` on the embedded stores.
+//! `workflow-run report`, `workflow-run show` and `workflow-run cancel` on the embedded
+//! stores.
 
 use std::path::Path;
 use std::process::Command;
@@ -80,31 +81,38 @@ fn validate_reports_workflow_errors_with_positions() {
     );
 }
 
-#[test]
-fn a_workflow_runs_from_the_command_line() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let repo = repository(dir.path(), FLOW);
+/// `FLOW` registered with `check --apply` in `dir`.
+fn registered(dir: &Path) {
+    let repo = repository(dir, FLOW);
     // The example's triage agent names the env spec `triage-prod`.
-    let state = format!("--state=sqlite:{}", dir.path().join("state.db").display());
+    let state = format!("--state=sqlite:{}", dir.join("state.db").display());
     crate::support::define_triage_env_spec("local", "local/repo", &[&state]);
-    let check = astrolift(&["check", "--apply", "--format", "json", &repo], dir.path());
+    let check = astrolift(&["check", "--apply", "--format", "json", &repo], dir);
     assert_eq!(check.code, 0, "{}\n{}", check.stderr, check.stdout);
     let report = json(&check.stdout);
     assert_eq!(report["workflows"][0]["name"], "triage", "{report}");
     assert_eq!(report["workflows"][0]["status"], "added");
+}
 
-    let started = astrolift(
-        &[
-            "dispatch",
-            "--workflow",
-            "triage",
-            "--input",
-            r#"{"issue":"OPS-1"}"#,
-        ],
-        dir.path(),
-    );
+/// A run of `triage` started in `dir`: its JSON.
+fn started(dir: &Path) -> serde_json::Value {
+    let args = [
+        "dispatch",
+        "--workflow",
+        "triage",
+        "--input",
+        r#"{"issue":"OPS-1"}"#,
+    ];
+    let started = astrolift(&args, dir);
     assert_eq!(started.code, 0, "{}", started.stderr);
-    let started = json(&started.stdout);
+    json(&started.stdout)
+}
+
+#[test]
+fn a_workflow_runs_from_the_command_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    registered(dir.path());
+    let started = started(dir.path());
     assert_eq!(started["status"], "running");
     assert_eq!(started["dispatched"][0]["stage"], "collect");
     assert_eq!(started["dispatched"][0]["skill_refs"][0], "pr-review@1.2.0");
@@ -144,6 +152,10 @@ fn a_workflow_runs_from_the_command_line() {
     let shown = json(&astrolift(&["workflow-run", "show", &run_id], dir.path()).stdout);
     assert_eq!(shown["status"], "succeeded");
     assert_eq!(shown["stages"]["collect"]["status"], "succeeded");
+    assert_eq!(shown["stages"]["collect"]["attempt"], 1);
+    let attempts = &shown["stages"]["collect"]["attempts"];
+    assert_eq!(attempts[0]["status"], "succeeded", "{shown}");
+    assert_eq!(attempts.as_array().map(Vec::len), Some(1));
 
     // --tail gives up at its timeout while the run is still running: exit 1.
     let tailed = astrolift(
@@ -187,6 +199,71 @@ fn a_workflow_runs_from_the_command_line() {
         assert_eq!(refused.code, 2, "{bad:?}: {}", refused.stdout);
         assert!(!refused.stderr.is_empty(), "{bad:?}");
     }
+}
+
+/// docs/reference.md §5.6: cancel skips a running run's waiting stages; again, it changes
+/// nothing; a run that failed is refused (exit 2) and stays failed.
+#[test]
+fn a_running_run_is_cancelled_once_and_a_finished_one_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    registered(dir.path());
+    let run_id = started(dir.path())["run_id"]
+        .as_str()
+        .expect("a run id")
+        .to_owned();
+    let cancelled = astrolift(&["workflow-run", "cancel", &run_id], dir.path());
+    assert_eq!(cancelled.code, 0, "{}", cancelled.stderr);
+    assert_eq!(
+        cancelled.stdout.trim(),
+        format!(
+            "cancelled workflow run {run_id}: 1 waiting stage skipped, \
+             1 dispatched stage left to finish"
+        )
+    );
+    let cancel_json = ["workflow-run", "cancel", &run_id, "--format", "json"];
+    let again = astrolift(&cancel_json, dir.path());
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let again = json(&again.stdout);
+    assert_eq!(
+        (&again["status"], &again["changed"]),
+        (&"cancelled".into(), &false.into())
+    );
+    let shown = json(&astrolift(&["workflow-run", "show", &run_id], dir.path()).stdout);
+    assert_eq!(shown["status"], "cancelled");
+    assert_eq!(shown["stages"]["report"]["status"], "skipped");
+    assert_eq!(shown["stages"]["collect"]["status"], "dispatched");
+
+    let failed_id = started(dir.path())["run_id"]
+        .as_str()
+        .expect("a run id")
+        .to_owned();
+    let fail = [
+        "workflow-run",
+        "report",
+        &failed_id,
+        "collect",
+        "--status",
+        "failed",
+    ];
+    assert_eq!(
+        json(&astrolift(&fail, dir.path()).stdout)["status"],
+        "failed"
+    );
+    let refused = astrolift(&["workflow-run", "cancel", &failed_id], dir.path());
+    assert_eq!(refused.code, 2, "{}", refused.stdout);
+    assert!(
+        refused
+            .stderr
+            .contains("is failed: only a running run can be cancelled"),
+        "{}",
+        refused.stderr
+    );
+    let shown = json(&astrolift(&["workflow-run", "show", &failed_id], dir.path()).stdout);
+    assert_eq!(shown["status"], "failed");
+    assert_eq!(
+        shown["stages"]["collect"]["attempts"][0]["status"],
+        "failed"
+    );
 }
 
 #[test]
