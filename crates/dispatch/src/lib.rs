@@ -33,6 +33,8 @@
 //! - [`on_demand`]: a dispatch a person asks for (`astrolift dispatch`, the pull-request
 //!   comment `/astrolift dispatch`), and the preview rules: a preview runs as its record's
 //!   agent, with an env spec marked for previews only.
+//! - [`step_functions`]: the Step Functions engine's calls: state machines, executions
+//!   named by run id, task-token results (a stale token changes nothing).
 //! - [`workflow`]: workflow runs on the state-store engine: start a run, fold
 //!   each stage attempt's terminal report into it with conditional writes
 //!   (exactly once), dispatch the stages whose needs are done with their
@@ -76,6 +78,7 @@ pub mod report;
 mod source;
 pub mod stage_deadlines;
 pub mod state_machine;
+pub mod step_functions;
 pub mod workflow;
 
 pub use answer::{Answer, RETRY_AFTER_SECONDS};

@@ -7,3 +7,4 @@ mod answer;
 mod content;
 mod env;
 mod layers;
+mod step_functions;
