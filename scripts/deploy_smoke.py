@@ -23,6 +23,7 @@ import os
 import re
 import sys
 import time
+import urllib.parse
 import zipfile
 from pathlib import Path
 
@@ -282,6 +283,22 @@ def check_resources(outputs, resources):
             if environment.get(name) != expected:
                 fail(f"{logical}: {name}={environment.get(name)!r}, expected {expected!r}")
     check_reserved_concurrency(resources)
+    check_stage_queue(outputs, resources)
+
+
+def check_stage_queue(outputs, resources):
+    """The stage queue redrives to its DLQ and feeds the trigger function (docs/reference.md
+    §5.6)."""
+    attributes = client("sqs").get_queue_attributes(
+        QueueUrl=outputs["StageQueueUrl"], AttributeNames=["All"]
+    )["Attributes"]
+    if int(json.loads(attributes.get("RedrivePolicy", "{}")).get("maxReceiveCount", 0)) != 5:
+        fail(f"stage queue redrive policy {attributes.get('RedrivePolicy')}")
+    mappings = client("lambda").list_event_source_mappings(
+        FunctionName=resources["TriggerFunction"]
+    )["EventSourceMappings"]
+    if not any(m["EventSourceArn"] == attributes["QueueArn"] for m in mappings):
+        fail(f"the trigger function does not consume the stage queue: {mappings}")
 
 
 def check_reserved_concurrency(resources):
@@ -311,6 +328,13 @@ def expected_environment(logical, outputs):
         "ASTROLIFT_LOG_LEVEL": "info",
         "ASTROLIFT_REGISTERED_REF_DEFAULT": "main",
     }
+    # The Step Functions engine of workflow runs (docs/reference.md §5.6).
+    engine = {
+        "ASTROLIFT_WORKFLOW_ENGINE": "stepfunctions",
+        "ASTROLIFT_STAGE_QUEUE_URL": outputs["StageQueueUrl"],
+        "ASTROLIFT_STATE_MACHINE_ROLE_ARN": outputs["StateMachineRoleArn"],
+        "ASTROLIFT_STATE_MACHINE_PREFIX": "astrolift-",
+    }
     specific = {
         "WebhookFunction": {
             "ASTROLIFT_SYNC_QUEUE_URL": outputs["SyncQueueUrl"],
@@ -320,6 +344,7 @@ def expected_environment(logical, outputs):
         },
         "SyncFunction": {
             "GITHUB_APP_PRIVATE_KEY_SECRET_ID": outputs["GitHubAppPrivateKeySecretArn"],
+            **engine,
         },
         "TriggerFunction": {
             "ASTROLIFT_DISPATCH_QUEUE_URL": outputs["DispatchQueueUrl"],
@@ -328,6 +353,7 @@ def expected_environment(logical, outputs):
             # verify = { kind = "github" } on the stack (scripts/smoke-trigger.sh answers one).
             "GITHUB_WEBHOOK_SECRET_ID": outputs["GitHubWebhookSecretArn"],
             "GITHUB_WEBHOOK_SECRET_PREVIOUS_ID": outputs["GitHubWebhookSecretPreviousArn"],
+            **engine,
         },
     }
     return {**common, **specific[logical]}
@@ -359,7 +385,23 @@ def check_functions(template):
         if template["Resources"][logical]["Type"] != "AWS::Lambda::Url":
             fail(f"{logical} is not a function URL")
     check_least_privilege(template)
+    check_state_machine_role(template)
     check_state_write_keys(template)
+
+
+TASK_TOKEN_ACTIONS = {"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"}
+
+
+def is_task_token_answer(logical, statement, actions, resources):
+    """The one `*` resource allowed: the trigger role's answers to stage task tokens, which IAM
+    cannot scope (a task token names no resource); only those actions, only that role."""
+    return (
+        logical == "TriggerFunctionRole"
+        and statement.get("Sid") == "StageResults"
+        and statement.get("Effect") == "Allow"
+        and set(actions) <= TASK_TOKEN_ACTIONS
+        and resources == ["*"]
+    )
 
 
 def check_least_privilege(template):
@@ -369,12 +411,30 @@ def check_least_privilege(template):
             for statement in policy["PolicyDocument"]["Statement"]:
                 actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
                 resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+                if is_task_token_answer(logical, statement, actions, resources):
+                    continue
                 if any("*" in action for action in actions) or "*" in resources:
                     fail(f"{logical} statement {statement.get('Sid')} is not least privilege: {statement}")
                 if statement.get("Sid") == "ProjectSecrets":
                     arn = statement["Resource"].get("Fn::Sub", "") if isinstance(statement["Resource"], dict) else ""
                     if not arn.endswith(":secret:${SecretPrefix}*"):
                         fail(f"{logical}: project secrets are not scoped to the prefix: {statement}")
+
+
+def check_state_machine_role(template):
+    """All the state machines' role may do is send to the stage queue."""
+    role = template["Resources"]["StateMachineRole"]["Properties"]
+    statements = [
+        statement
+        for policy in role.get("Policies", [])
+        for statement in policy["PolicyDocument"]["Statement"]
+    ]
+    allowed = [(s["Effect"], s["Action"], s["Resource"]) for s in statements]
+    if allowed != [("Allow", "sqs:SendMessage", {"Fn::GetAtt": ["StageQueue", "Arn"]})]:
+        fail(f"the state machines' role may do more than send stage messages: {allowed}")
+    principal = role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]
+    if principal != {"Service": "states.amazonaws.com"}:
+        fail(f"the state machines' role is assumed by {principal}")
 
 
 def documented_write_keys():
