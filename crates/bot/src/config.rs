@@ -9,6 +9,8 @@
 
 use std::sync::Arc;
 
+use astrolift_dispatch::engine::{EngineSettingsError, WorkflowEngine};
+use astrolift_dispatch::step_functions::StepFunctions;
 use astrolift_forge::github::{
     AppCredentials, CredentialsError, GitHubApp, GitHubConfig, GitHubError,
 };
@@ -19,6 +21,7 @@ use secrecy::{ExposeSecret as _, SecretString};
 use tokio::sync::OnceCell;
 
 use crate::queue::SqsJobQueue;
+use crate::state_machines::StepFunctionsEngine;
 
 /// The embedded defaults (docs/reference.md §13).
 pub const DEFAULT_STATE: &str = "sqlite:.astrolift/state.db";
@@ -42,6 +45,8 @@ pub enum ConfigError {
         variable: &'static str,
         reason: String,
     },
+    #[error(transparent)]
+    WorkflowEngine(#[from] EngineSettingsError),
 }
 
 /// Reads environment variables and, when needed, Secrets Manager.
@@ -143,6 +148,19 @@ impl Environment {
     /// once per container however many clients are made from it.
     pub async fn aws_config(&self) -> &aws_config::SdkConfig {
         self.aws.get_or_init(astrolift_store::load_sdk_config).await
+    }
+
+    /// The Step Functions engine of workflow runs, when `ASTROLIFT_WORKFLOW_ENGINE` is
+    /// `stepfunctions` (docs/reference.md §5.6); `None` for the state-store engine.
+    pub async fn workflow_engine(&self) -> Result<Option<StepFunctionsEngine>, ConfigError> {
+        let WorkflowEngine::StepFunctions(settings) = WorkflowEngine::from_env()? else {
+            return Ok(None);
+        };
+        let client = aws_sdk_sfn::Client::new(self.aws_config().await);
+        Ok(Some(StepFunctionsEngine {
+            client: StepFunctions::new(client, settings.role_arn.clone()),
+            settings,
+        }))
     }
 
     /// The SQS FIFO sync queue, when `ASTROLIFT_SYNC_QUEUE_URL` is set.

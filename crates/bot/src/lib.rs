@@ -121,6 +121,7 @@ pub mod routes;
 pub mod runner;
 pub mod skills;
 pub mod sqs_dead_letter;
+pub mod state_machines;
 pub mod suggest;
 pub mod suggestions;
 pub mod telemetry;

@@ -38,6 +38,7 @@ use crate::previews;
 use crate::queue::JobQueue;
 use crate::report::GitHubReporter;
 use crate::skills::GitHubSkillFetcher;
+use crate::state_machines::{self, StepFunctionsEngine};
 use crate::suggest::{PullRequest, drop_suggested_annotations, post_suggestions, warn_not_posted};
 use crate::telemetry::{self, Metric};
 
@@ -75,6 +76,10 @@ pub struct SyncRunner {
     /// content source and the callback base. `None`: built from the environment when a
     /// comment dispatches ([`LayerPackager::from_env`], what `astrolift dispatch` uses).
     pub dispatches: Option<Arc<LayerPackager>>,
+    /// The Step Functions engine of workflow runs (docs/reference.md §5.6): after an applying
+    /// sync, each workflow gets the state machine of its content. `None`: the state-store
+    /// engine, which needs nothing at sync.
+    pub workflow_engine: Option<Arc<StepFunctionsEngine>>,
 }
 
 /// The span of one job's sync.
@@ -269,6 +274,13 @@ impl SyncRunner {
         }
         if let Some(previews) = &report.previews {
             output.summary = format!("{}\n\n{}", output.summary, previews::section(previews));
+        }
+        if let (Some(engine), true) = (&self.workflow_engine, report.applied) {
+            let state = self.stores.state.as_ref();
+            let lines = state_machines::sync_state_machines(state, engine, &job.repository).await;
+            if let Some(section) = state_machines::section(&lines) {
+                output.summary = format!("{}\n\n{section}", output.summary);
+            }
         }
         if let (JobTrigger::PullRequest, Some(number)) = (job.trigger, job.pull_request) {
             let pull = PullRequest {

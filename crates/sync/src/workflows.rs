@@ -143,6 +143,10 @@ pub fn plan_workflows(
             commit: context.commit.to_owned(),
             updated_at: context.now,
             version: previous.map_or(1, |p| p.version.saturating_add(1)),
+            // A new content is a new state machine: the last one is retired, deleted once
+            // idle (docs/reference.md §5.6).
+            state_machine_arn: None,
+            retired_state_machines: previous.map(retired_with_last).unwrap_or_default(),
         };
         plan.writes.push((record, previous.map(|p| p.version)));
     }
@@ -190,6 +194,13 @@ fn row(
 /// Writes the plan's records, each conditional on the version planned
 /// against; returns the items written. A lost race is `Err` (the sync is
 /// retried and plans again).
+/// The state machines of `previous` to delete once idle: its retired ones and its last one.
+fn retired_with_last(previous: &WorkflowRecord) -> Vec<String> {
+    let mut retired = previous.retired_state_machines.clone();
+    retired.extend(previous.state_machine_arn.clone());
+    retired
+}
+
 pub async fn apply_workflows(
     state: &dyn StateStore,
     writes: &[(WorkflowRecord, Option<u64>)],

@@ -144,6 +144,7 @@ impl SyncFunction {
             fail_run_patience: FAIL_RUN_PATIENCE,
             jobs: jobs.map(|queue| Arc::new(queue) as Arc<dyn JobQueue>),
             dispatches: None,
+            workflow_engine: environment.workflow_engine().await?.map(Arc::new),
         }))
     }
 

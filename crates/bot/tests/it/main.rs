@@ -18,5 +18,6 @@ mod retries;
 mod routes;
 mod runner;
 mod skills;
+mod state_machines;
 mod suggestions;
 mod support;

@@ -549,6 +549,8 @@ async fn one_stage_workflow(stores: &Stores) -> WorkflowRecord {
         commit: MAIN_SHA.into(),
         updated_at: 1,
         version: 1,
+        state_machine_arn: None,
+        retired_state_machines: Vec::new(),
     };
     let workflows = stores.state.workflows();
     workflows.put_workflow(&record, None).await.expect("stored");

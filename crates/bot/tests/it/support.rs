@@ -122,6 +122,7 @@ pub fn runner(github: &FakeGitHub, stores: &Stores) -> SyncRunner {
         fail_run_patience: Duration::from_secs(2),
         jobs: None,
         dispatches: None,
+        workflow_engine: None,
     }
 }
 

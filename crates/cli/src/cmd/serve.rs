@@ -354,6 +354,7 @@ async fn build(args: &Args) -> anyhow::Result<App> {
         fail_run_patience: Duration::from_secs(60),
         jobs: Some(dependents.clone()),
         dispatches: None,
+        workflow_engine: None,
     });
     let (jobs, resumed) = DurableJobQueue::start(
         stores.state.clone(),

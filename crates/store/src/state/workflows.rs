@@ -53,6 +53,14 @@ pub struct WorkflowRecord {
     pub updated_at: UnixSeconds,
     /// Optimistic lock: 1 for the first write, +1 for each later one.
     pub version: u64,
+    /// On the Step Functions engine: the state machine of `content_hash` (docs/reference.md
+    /// §5.6). `None` on the state-store engine, and until the sync after registration made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_machine_arn: Option<String>,
+    /// State machines of earlier contents still to delete once none of their executions
+    /// runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retired_state_machines: Vec<String>,
 }
 
 /// Whether a registered workflow can be started.

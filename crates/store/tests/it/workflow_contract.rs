@@ -24,6 +24,8 @@ fn workflow(repository: &str, name: &str, version: u64) -> WorkflowRecord {
         commit: "c1".into(),
         updated_at: NOW,
         version,
+        state_machine_arn: None,
+        retired_state_machines: Vec::new(),
     }
 }
 

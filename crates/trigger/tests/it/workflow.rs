@@ -152,6 +152,8 @@ pub(crate) async fn put_workflow(state: &dyn StateStore, workflow: &Workflow) ->
         commit: "c1".to_owned(),
         updated_at: 1,
         version: 1,
+        state_machine_arn: None,
+        retired_state_machines: Vec::new(),
     };
     state
         .workflows()

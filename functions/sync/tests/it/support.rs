@@ -153,6 +153,7 @@ pub fn runner(github: &FakeGitHub, stores: &Stores, jobs: Option<Arc<dyn JobQueu
         fail_run_patience: Duration::from_secs(2),
         jobs,
         dispatches: None,
+        workflow_engine: None,
     }
 }
 
