@@ -1,5 +1,11 @@
 #!/usr/bin/env python3
-"""Run moto_server with its requests serialised (SQS apart).
+"""Run moto_server with its requests serialised (SQS apart), and two of its Step Functions
+gaps closed so that the tests judge the product against AWS's behaviour (docs/reference.md
+§5.6, "moto"):
+
+- `SendTaskFailure` keeps its `cause` (moto drops it; AWS records it on the execution);
+- `StopExecution` of an execution whose task waits for a token ends it `ABORTED` at once
+  (moto leaves it `RUNNING` until the token is answered; AWS aborts it).
 
 moto's writes are not isolated under its threaded server. TransactWriteItems snapshots the
 table, applies the writes, and on a cancellation restores the snapshot: a transaction cancelled
@@ -29,6 +35,37 @@ def _serialised(self, environ, start_response):
 
 
 DomainDispatcherApplication.__call__ = _serialised
+
+
+def _close_step_functions_gaps():
+    from moto.core.responses import EmptyResult
+    from moto.stepfunctions.parser.api import ExecutionStatus
+    from moto.stepfunctions.parser.backend.execution import Execution
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    def send_task_failure(self):
+        self.stepfunction_backend.send_task_failure(
+            self._get_param("taskToken"),
+            error=self._get_param("error"),
+            cause=self._get_param("cause"),
+        )
+        return EmptyResult()
+
+    stop = Execution.stop
+
+    def stop_aborts(self, stop_date, error, cause):
+        stop(self, stop_date, error, cause)
+        if self.exec_status == ExecutionStatus.RUNNING:
+            self.exec_status = ExecutionStatus.ABORTED
+            self.stop_date = stop_date
+            self.error = error
+            self.cause = cause
+
+    StepFunctionResponse.send_task_failure = send_task_failure
+    Execution.stop = stop_aborts
+
+
+_close_step_functions_gaps()
 
 if __name__ == "__main__":
     main(sys.argv[1:])

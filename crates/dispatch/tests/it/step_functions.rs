@@ -184,5 +184,40 @@ async fn stages_wait_for_their_tokens_and_repeats_change_nothing() {
         .await
         .expect("failure");
     assert_eq!(state_at_end(&engine, &failing).await, "FAILED");
+    let described = aws_sdk_sfn::Client::new(&sdk)
+        .describe_execution()
+        .execution_arn(&failing)
+        .send()
+        .await
+        .expect("describe");
+    assert_eq!(
+        (described.error(), described.cause()),
+        (Some("failed"), Some("the agent reported failed"))
+    );
+
+    // Stopped while a stage waits: aborted at once, and the stage's token is stale.
+    let stopped = engine
+        .start_execution(&arn, "run-d-3", &json!({"run_id": "run-d-3", "input": {}}))
+        .await
+        .expect("started");
+    let stage = next_stage(&sqs, &queue).await;
+    let token = stage["task_token"].as_str().expect("a token");
+    // Running executions keep their machine.
+    assert!(!engine.delete_if_idle(&arn).await.expect("listed"));
+    engine
+        .stop_execution(&stopped, "cancelled by `astrolift workflow-run cancel`")
+        .await
+        .expect("stopped");
+    assert_eq!(
+        engine.execution_state(&stopped).await.expect("describe"),
+        "ABORTED"
+    );
+    assert_eq!(
+        engine
+            .send_task_success(token, &output)
+            .await
+            .expect("answered"),
+        TaskAnswer::Stale
+    );
     assert!(engine.delete_if_idle(&arn).await.expect("deleted"));
 }
