@@ -5,7 +5,9 @@ gaps closed so that the tests judge the product against AWS's behaviour (docs/re
 
 - `SendTaskFailure` keeps its `cause` (moto drops it; AWS records it on the execution);
 - `StopExecution` of an execution whose task waits for a token ends it `ABORTED` at once
-  (moto leaves it `RUNNING` until the token is answered; AWS aborts it).
+  (moto leaves it `RUNNING` until the token is answered; AWS aborts it);
+- a `Retry` of a `.waitForTaskToken` task waits on a new token (moto re-sends the old one,
+  which resolves at once with the failed attempt's outcome; AWS issues a new token).
 
 moto's writes are not isolated under its threaded server. TransactWriteItems snapshots the
 table, applies the writes, and on a cancellation restores the snapshot: a transaction cancelled
@@ -61,8 +63,22 @@ def _close_step_functions_gaps():
             self.error = error
             self.cause = cause
 
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (
+        StateTaskServiceCallback,
+    )
+
+    eval_execution = StateTaskServiceCallback._eval_execution
+
+    def new_token_per_attempt(self, env):
+        context = env.states.context_object
+        data = context.context_object_data
+        if data.get("State", {}).get("RetryCount", 0) > 0 and "Task" in data:
+            env.callback_pool_manager.add(context.update_task_token())
+        return eval_execution(self, env)
+
     StepFunctionResponse.send_task_failure = send_task_failure
     Execution.stop = stop_aborts
+    StateTaskServiceCallback._eval_execution = new_token_per_attempt
 
 
 _close_step_functions_gaps()

@@ -221,3 +221,53 @@ async fn stages_wait_for_their_tokens_and_repeats_change_nothing() {
     );
     assert!(engine.delete_if_idle(&arn).await.expect("deleted"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retried_stage_waits_on_a_new_token() {
+    let Some(endpoint) = aws_endpoint("a_retried_stage_waits_on_a_new_token") else {
+        return;
+    };
+    execute_state_machines(&endpoint).await;
+    let sdk = astrolift_store::load_sdk_config().await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let name = unique_name("retries");
+    let queue = sqs
+        .create_queue()
+        .queue_name(&name)
+        .send()
+        .await
+        .expect("stage queue")
+        .queue_url
+        .expect("a URL");
+    let mut workflow = two_stages();
+    workflow.stages.truncate(1);
+    workflow.stages[0].retries = 1;
+    let mut definition = compile(&workflow, &queue).expect("compiles").definition;
+    // The compiled retry waits 30 s; a test need not.
+    definition["States"]["classify"]["Retry"][0]["IntervalSeconds"] = json!(1);
+    let engine = StepFunctions::new(aws_sdk_sfn::Client::new(&sdk), ROLE);
+    let arn = engine
+        .put_state_machine(&name, &definition)
+        .await
+        .expect("created");
+    let input = json!({"run_id": "run-r-1", "input": {}});
+    let execution = engine
+        .start_execution(&arn, "run-r-1", &input)
+        .await
+        .expect("started");
+    let first = next_stage(&sqs, &queue).await;
+    let first_token = first["task_token"].as_str().expect("a token").to_owned();
+    engine
+        .send_task_failure(&first_token, "failed", "attempt 1 failed")
+        .await
+        .expect("failure");
+    let second = next_stage(&sqs, &queue).await;
+    let second_token = second["task_token"].as_str().expect("a token").to_owned();
+    assert_ne!(first_token, second_token, "each attempt has its own token");
+    let output = json!({"stage": "classify", "status": "succeeded"});
+    engine
+        .send_task_success(&second_token, &output)
+        .await
+        .expect("success");
+    assert_eq!(state_at_end(&engine, &execution).await, "SUCCEEDED");
+}
