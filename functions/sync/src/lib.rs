@@ -152,21 +152,15 @@ impl SyncFunction {
         &self.runner
     }
 
-    /// The schedule's invocation: one reconcile pass, its jobs sent to the sync queue and
-    /// the workflow stages' due retries to the dispatch queue (left alone, with a warning,
-    /// when that queue cannot be set up).
+    /// The schedule's invocation: one reconcile pass, its jobs sent to the sync queue and,
+    /// on the state-store engine, the workflow stages' due retries to the dispatch queue
+    /// (left alone, with a warning, when that queue cannot be set up).
     pub async fn reconcile(&self) -> Result<ReconcileReport, ReconcileFailed> {
         let queue = self.runner.jobs.as_ref().ok_or(ReconcileFailed::NoQueue)?;
         let runner = &self.runner;
         let state = runner.stores.state.as_ref();
         let options = ReconcileOptions::default();
-        let stages = match LayerPackager::from_env(&runner.stores, None).await {
-            Ok(stages) => Some(stages),
-            Err(error) => {
-                tracing::warn!(%error, "workflow stages are not timed out or retried in this pass");
-                None
-            }
-        };
+        let stages = self.state_engine_stages().await;
         let dispatcher = stages.as_ref().map(|s| s.stage_dispatcher(state));
         let report = reconcile(
             state,
@@ -178,6 +172,21 @@ impl SyncFunction {
         )
         .await?;
         Ok(report)
+    }
+
+    /// What reconcile dispatches workflow stages with: none on the Step Functions engine,
+    /// whose executions time out and retry in Step Functions (docs/reference.md §5.6).
+    async fn state_engine_stages(&self) -> Option<LayerPackager> {
+        if self.runner.workflow_engine.is_some() {
+            return None;
+        }
+        match LayerPackager::from_env(&self.runner.stores, None).await {
+            Ok(stages) => Some(stages),
+            Err(error) => {
+                tracing::warn!(%error, "workflow stages are not timed out or retried in this pass");
+                None
+            }
+        }
     }
 
     /// One batch: its records in order, the ones to deliver again reported.

@@ -3,8 +3,9 @@
 //! GitHub App (`GITHUB_APP_ID` and its private key, like `serve`). The jobs it finds are
 //! queued where `serve` runs them: recorded `queued` on the state store's durable queue, so a
 //! running `serve` on that store takes them within seconds, and a stopped one at its start.
-//! Nothing is synced in this process. The workflow stages past their deadlines end here, and
-//! the due retries are dispatched through the dispatch queue `astrolift dispatch` uses.
+//! Nothing is synced in this process. On the state-store engine the workflow stages past their
+//! deadlines end here, and the due retries are dispatched through the dispatch queue
+//! `astrolift dispatch` uses.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use astrolift_bot::reconcile::{
     RefStatus, reconcile,
 };
 use astrolift_cli::render::plural;
+use astrolift_dispatch::engine::WorkflowEngine;
 
 use super::registry::ListFormat;
 use super::stores::{StoreArgs, runtime};
@@ -76,8 +78,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .await
             .context("reconcile needs the GitHub App's id and private key")?;
         let queue = RecordedJobQueue::new(Arc::clone(&state));
-        let stages = LayerPackager::from_env(&stores, None).await?;
-        let dispatcher = stages.stage_dispatcher(state.as_ref());
+        // The Step Functions engine times out and retries its executions itself
+        // (docs/reference.md §5.6).
+        let stages = match WorkflowEngine::from_env()? {
+            WorkflowEngine::State => Some(LayerPackager::from_env(&stores, None).await?),
+            WorkflowEngine::StepFunctions(_) => None,
+        };
+        let dispatcher = stages.as_ref().map(|s| s.stage_dispatcher(state.as_ref()));
         let bar = Bar {
             progress: Progress::bar("reconciling", "refs", args.format == ListFormat::Human),
             done: 0.into(),
@@ -91,7 +98,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             state.as_ref(),
             &github,
             &queue,
-            Some(&dispatcher),
+            dispatcher.as_ref().map(|d| d as _),
             options,
             &bar,
         )
