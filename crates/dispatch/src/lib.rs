@@ -33,7 +33,8 @@
 //! - [`on_demand`]: a dispatch a person asks for (`astrolift dispatch`, the pull-request
 //!   comment `/astrolift dispatch`), and the preview rules: a preview runs as its record's
 //!   agent, with an env spec marked for previews only.
-//! - [`engine`]: which engine runs workflow runs (`ASTROLIFT_WORKFLOW_ENGINE`).
+//! - [`engine`]: which engine runs workflow runs (`ASTROLIFT_WORKFLOW_ENGINE`);
+//!   [`execution`]: a run's stage messages and callbacks on the Step Functions engine.
 //! - [`step_functions`]: the Step Functions engine's calls: state machines, executions
 //!   named by run id, task-token results (a stale token changes nothing).
 //! - [`workflow`]: workflow runs on the state-store engine: start a run, fold
@@ -67,6 +68,7 @@ pub mod content;
 pub mod dispatch;
 pub mod engine;
 pub mod env;
+pub mod execution;
 #[cfg(feature = "sqlite")]
 pub mod file_outbox;
 mod kept;

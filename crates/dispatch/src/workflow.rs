@@ -168,8 +168,8 @@ pub struct RunProgress {
     pub changed: bool,
 }
 
-/// Starts a run of `record` with `input`: stores the run, then dispatches
-/// every stage without needs.
+/// Starts a run of `record` with `input`: stores the run ([`create_run`]), then
+/// dispatches every stage without needs.
 pub async fn start_run(
     state: &dyn StateStore,
     dispatcher: &dyn StageDispatcher,
@@ -178,6 +178,18 @@ pub async fn start_run(
     now: UnixSeconds,
     limits: &Limits,
 ) -> Result<RunProgress, WorkflowError> {
+    let run = create_run(state, record, input, now).await?;
+    advance_run(state, dispatcher, &run.id, now, limits).await
+}
+
+/// Stores a new run of the active workflow `record` with `input` (an object or null),
+/// every stage waiting: what either engine starts from.
+pub async fn create_run(
+    state: &dyn StateStore,
+    record: &WorkflowRecord,
+    input: &Value,
+    now: UnixSeconds,
+) -> Result<WorkflowRun, WorkflowError> {
     if record.status != WorkflowStatus::Active {
         return Err(WorkflowError::Orphaned(record.name.clone()));
     }
@@ -205,7 +217,7 @@ pub async fn start_run(
         version: 1,
     };
     state.workflows().create_workflow_run(&run).await?;
-    advance_run(state, dispatcher, &run.id, now, limits).await
+    Ok(run)
 }
 
 /// Records `stage`'s terminal report for run `run_id`, of the stage's current
@@ -443,7 +455,7 @@ pub(crate) async fn advance_run(
 /// Writes `next` over `run` when they differ, conditional on `run`'s version: the
 /// progress (`changed: false` when nothing differs), or `None` when another writer moved
 /// the run first (the caller reads it again).
-async fn write_run(
+pub(crate) async fn write_run(
     state: &dyn StateStore,
     run: WorkflowRun,
     mut next: WorkflowRun,
@@ -474,7 +486,10 @@ async fn write_run(
     }
 }
 
-async fn read_run(state: &dyn StateStore, run_id: &str) -> Result<WorkflowRun, WorkflowError> {
+pub(crate) async fn read_run(
+    state: &dyn StateStore,
+    run_id: &str,
+) -> Result<WorkflowRun, WorkflowError> {
     state
         .workflows()
         .get_workflow_run(run_id)
@@ -623,7 +638,7 @@ pub fn payload_input(run: &WorkflowRun, reports: &[StageResult]) -> Value {
 /// Each ready stage's payload, in order: evaluated in the jq sandbox in one
 /// batch (an object is the payload; `null`, `{}` or nothing is none), or the
 /// refusal that fails the stage.
-async fn evaluate_payloads(
+pub(crate) async fn evaluate_payloads(
     run: &WorkflowRun,
     reports: &[StageResult],
     ready: &[&Stage],
@@ -692,7 +707,11 @@ fn payload_of(outputs: Vec<Value>) -> Result<Option<Value>, Refusal> {
     }
 }
 
-fn stage_dispatch(run: &WorkflowRun, stage: &Stage, payload: Option<Value>) -> StageDispatch {
+pub(crate) fn stage_dispatch(
+    run: &WorkflowRun,
+    stage: &Stage,
+    payload: Option<Value>,
+) -> StageDispatch {
     let attempt = run.stages.get(&stage.name).map_or(1, |s| s.attempt);
     StageDispatch {
         run_id: run.id.clone(),

@@ -47,6 +47,38 @@ async fn execute_state_machines(endpoint: &str) {
     assert!(response.status().is_success(), "{}", response.status());
 }
 
+/// What a test on moto's Step Functions works with: the SDK configuration, SQS, a unique
+/// name and a stage queue of that name, with state machines executed.
+struct World {
+    sdk: aws_config::SdkConfig,
+    sqs: aws_sdk_sqs::Client,
+    name: String,
+    queue: String,
+}
+
+/// `None` (the test skips) without a local AWS endpoint.
+async fn world(test: &str, prefix: &str) -> Option<World> {
+    let endpoint = aws_endpoint(test)?;
+    execute_state_machines(&endpoint).await;
+    let sdk = astrolift_store::load_sdk_config().await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let name = unique_name(prefix);
+    let queue = sqs
+        .create_queue()
+        .queue_name(&name)
+        .send()
+        .await
+        .expect("stage queue")
+        .queue_url
+        .expect("a URL");
+    Some(World {
+        sdk,
+        sqs,
+        name,
+        queue,
+    })
+}
+
 /// The next stage message on `queue`: its body, deleted from the queue.
 async fn next_stage(sqs: &aws_sdk_sqs::Client, queue: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -86,22 +118,19 @@ async fn state_at_end(engine: &StepFunctions, execution: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stages_wait_for_their_tokens_and_repeats_change_nothing() {
-    let Some(endpoint) = aws_endpoint("stages_wait_for_their_tokens_and_repeats_change_nothing")
+    let Some(World {
+        sdk,
+        sqs,
+        name,
+        queue,
+    }) = world(
+        "stages_wait_for_their_tokens_and_repeats_change_nothing",
+        "stages",
+    )
+    .await
     else {
         return;
     };
-    execute_state_machines(&endpoint).await;
-    let sdk = astrolift_store::load_sdk_config().await;
-    let sqs = aws_sdk_sqs::Client::new(&sdk);
-    let name = unique_name("stages");
-    let queue = sqs
-        .create_queue()
-        .queue_name(&name)
-        .send()
-        .await
-        .expect("stage queue")
-        .queue_url
-        .expect("a URL");
     let engine = StepFunctions::new(aws_sdk_sfn::Client::new(&sdk), ROLE);
     let machine = compile(&two_stages(), &queue).expect("compiles");
     let arn = engine
@@ -224,21 +253,15 @@ async fn stages_wait_for_their_tokens_and_repeats_change_nothing() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_retried_stage_waits_on_a_new_token() {
-    let Some(endpoint) = aws_endpoint("a_retried_stage_waits_on_a_new_token") else {
+    let Some(World {
+        sdk,
+        sqs,
+        name,
+        queue,
+    }) = world("a_retried_stage_waits_on_a_new_token", "retries").await
+    else {
         return;
     };
-    execute_state_machines(&endpoint).await;
-    let sdk = astrolift_store::load_sdk_config().await;
-    let sqs = aws_sdk_sqs::Client::new(&sdk);
-    let name = unique_name("retries");
-    let queue = sqs
-        .create_queue()
-        .queue_name(&name)
-        .send()
-        .await
-        .expect("stage queue")
-        .queue_url
-        .expect("a URL");
     let mut workflow = two_stages();
     workflow.stages.truncate(1);
     workflow.stages[0].retries = 1;
@@ -270,4 +293,223 @@ async fn a_retried_stage_waits_on_a_new_token() {
         .await
         .expect("success");
     assert_eq!(state_at_end(&engine, &execution).await, "SUCCEEDED");
+}
+
+/// Records each stage dispatch once per idempotency key, as the real dispatcher does.
+#[derive(Default)]
+struct Recorded {
+    orders: std::sync::Mutex<Vec<astrolift_dispatch::workflow::StageDispatch>>,
+}
+
+impl astrolift_dispatch::workflow::StageDispatcher for Recorded {
+    fn dispatch<'a>(
+        &'a self,
+        stage: &'a astrolift_dispatch::workflow::StageDispatch,
+        _now: i64,
+    ) -> astrolift_store::BoxFuture<
+        'a,
+        Result<
+            Result<String, astrolift_dispatch::workflow::Refusal>,
+            astrolift_dispatch::workflow::WorkflowError,
+        >,
+    > {
+        Box::pin(async move {
+            let mut orders = self.orders.lock().expect("orders");
+            if !orders
+                .iter()
+                .any(|o| o.idempotency_key == stage.idempotency_key)
+            {
+                orders.push(stage.clone());
+            }
+            Ok(Ok(format!("d-{}", stage.idempotency_key.replace(':', "-"))))
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_execution_dispatches_each_stage_and_callbacks_answer_its_token() {
+    use astrolift_dispatch::execution::{
+        StageMessage, StageMessageOutcome, answer_stage_callback, dispatch_stage_message,
+    };
+    use astrolift_dispatch::workflow::{StageAttempt, create_run};
+    use astrolift_manifest::Limits;
+    use astrolift_store::state::{
+        SqliteStateStore, StageResult, StageStatus, StateStore, TaskStatus, WorkflowRecord,
+        WorkflowStatus,
+    };
+
+    let Some(World {
+        sdk,
+        sqs,
+        name,
+        queue,
+    }) = world(
+        "an_execution_dispatches_each_stage_and_callbacks_answer_its_token",
+        "execution",
+    )
+    .await
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let state = SqliteStateStore::open(dir.path().join("state.db"))
+        .await
+        .expect("sqlite");
+    let mut workflow = two_stages();
+    workflow.stages[0].retries = 1;
+    workflow.stages[1].payload = Some("{labels: .stages.classify.result.labels}".into());
+    let record = WorkflowRecord {
+        repository: "o/r".into(),
+        name: workflow.name.clone(),
+        path: workflow.path.clone(),
+        status: WorkflowStatus::Active,
+        content_hash: "sha256:0123abcd".into(),
+        definition: serde_json::to_string(&workflow).expect("json"),
+        commit: "c1".into(),
+        updated_at: 1,
+        version: 1,
+        state_machine_arn: None,
+        retired_state_machines: Vec::new(),
+    };
+    let engine = StepFunctions::new(aws_sdk_sfn::Client::new(&sdk), ROLE);
+    let mut definition = compile(&workflow, &queue).expect("compiles").definition;
+    // The compiled retry waits 30 s; a test need not.
+    definition["States"]["classify"]["Retry"][0]["IntervalSeconds"] = json!(1);
+    let arn = engine
+        .put_state_machine(&name, &definition)
+        .await
+        .expect("created");
+    let run = create_run(&state, &record, &json!({"ticket": "OPS-7"}), 10)
+        .await
+        .expect("a run");
+    let input = json!({"run_id": run.id, "input": {"ticket": "OPS-7"}});
+    let execution = engine
+        .start_execution(&arn, &run.id, &input)
+        .await
+        .expect("started");
+    let dispatcher = Recorded::default();
+    let limits = Limits::DEFAULT;
+
+    let first: StageMessage =
+        serde_json::from_value(next_stage(&sqs, &queue).await).expect("a stage message");
+    let dispatched = dispatch_stage_message(&state, &dispatcher, &engine, &first, 11, &limits)
+        .await
+        .expect("dispatched");
+    let StageMessageOutcome::Dispatched {
+        dispatch_id,
+        attempt,
+    } = dispatched.clone()
+    else {
+        panic!("{dispatched:?}");
+    };
+    assert_eq!(attempt, 1);
+    // A redelivered message: the same dispatch, nothing new recorded.
+    let again = dispatch_stage_message(&state, &dispatcher, &engine, &first, 12, &limits)
+        .await
+        .expect("redelivered");
+    assert_eq!(again, dispatched);
+    assert_eq!(dispatcher.orders.lock().expect("orders").len(), 1);
+    let stored = state
+        .workflows()
+        .get_workflow_run(&run.id)
+        .await
+        .expect("read")
+        .expect("run");
+    assert_eq!(
+        stored.stages["classify"].dispatch_id.as_deref(),
+        Some(dispatch_id.as_str())
+    );
+
+    // The attempt fails: the execution retries with a new token, the next attempt's dispatch.
+    let first_attempt = StageAttempt {
+        run_id: run.id.clone(),
+        stage: "classify".into(),
+        attempt: 1,
+    };
+    let answered =
+        answer_stage_callback(&state, &engine, &first_attempt, TaskStatus::Failed, "boom")
+            .await
+            .expect("failure");
+    assert_eq!(answered, Some(TaskAnswer::Taken));
+    let retry: StageMessage =
+        serde_json::from_value(next_stage(&sqs, &queue).await).expect("a stage message");
+    assert_ne!(retry.task_token, first.task_token);
+    let retried = dispatch_stage_message(&state, &dispatcher, &engine, &retry, 12, &limits)
+        .await
+        .expect("dispatched");
+    assert!(
+        matches!(retried, StageMessageOutcome::Dispatched { attempt: 2, .. }),
+        "{retried:?}"
+    );
+    let keys: Vec<String> = dispatcher
+        .orders
+        .lock()
+        .expect("orders")
+        .iter()
+        .map(|o| o.idempotency_key.clone())
+        .collect();
+    assert_eq!(keys.len(), 2, "each attempt its own dispatch: {keys:?}");
+    // The first attempt's token answers nothing now.
+    let stale = answer_stage_callback(&state, &engine, &first_attempt, TaskStatus::Succeeded, "")
+        .await
+        .expect("answered");
+    assert_eq!(
+        stale, None,
+        "the run keeps only the current attempt's token"
+    );
+
+    // Its callback records the result, then answers the token: the next stage is sent.
+    let report = StageResult {
+        run_id: run.id.clone(),
+        stage: "classify".into(),
+        attempt: 2,
+        status: StageStatus::Succeeded,
+        result: Some(r#"{"labels":["p1"]}"#.into()),
+        error: None,
+        reported_at: 13,
+    };
+    state
+        .workflows()
+        .put_stage_result(&report)
+        .await
+        .expect("stored");
+    let classify = StageAttempt {
+        run_id: run.id.clone(),
+        stage: "classify".into(),
+        attempt: 2,
+    };
+    let answered = answer_stage_callback(&state, &engine, &classify, TaskStatus::Running, "")
+        .await
+        .expect("heartbeat");
+    assert!(answered.is_some());
+    let answered = answer_stage_callback(&state, &engine, &classify, TaskStatus::Succeeded, "")
+        .await
+        .expect("success");
+    assert_eq!(answered, Some(TaskAnswer::Taken));
+    let second: StageMessage =
+        serde_json::from_value(next_stage(&sqs, &queue).await).expect("a stage message");
+    assert_eq!(second.stage, "route");
+    dispatch_stage_message(&state, &dispatcher, &engine, &second, 14, &limits)
+        .await
+        .expect("dispatched");
+    let orders = dispatcher.orders.lock().expect("orders").clone();
+    assert_eq!(
+        orders[2].payload,
+        Some(json!({"labels": ["p1"]})),
+        "{orders:#?}"
+    );
+    let route = StageAttempt {
+        run_id: run.id.clone(),
+        stage: "route".into(),
+        attempt: 1,
+    };
+    answer_stage_callback(&state, &engine, &route, TaskStatus::Succeeded, "")
+        .await
+        .expect("success");
+    assert_eq!(state_at_end(&engine, &execution).await, "SUCCEEDED");
+    // A late, repeated callback: stale.
+    let late = answer_stage_callback(&state, &engine, &route, TaskStatus::Succeeded, "")
+        .await
+        .expect("answered");
+    assert_eq!(late, Some(TaskAnswer::Stale));
 }

@@ -154,6 +154,10 @@ pub struct StageState {
     /// evaluate, its agent could not be dispatched, or it timed out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// On the Step Functions engine: the task token of the attempt, which its callbacks
+    /// answer (docs/reference.md §5.6). Never logged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_token: Option<String>,
 }
 
 impl StageState {
@@ -166,6 +170,7 @@ impl StageState {
             dispatched_at: None,
             retry_at: None,
             error: None,
+            task_token: None,
         }
     }
 }

@@ -40,6 +40,7 @@ fn run(id: &str) -> WorkflowRun {
                 dispatched_at: Some(NOW),
                 retry_at: None,
                 error: Some("attempt 1 timed out".into()),
+                task_token: None,
             },
         ),
         ("report".to_owned(), StageState::waiting()),
