@@ -57,10 +57,16 @@ pub async fn service_from_env(
     let queue = dispatch_queue_from_env(&state, Some(environment)).await?;
     let urls = UrlOptions::from_env().map_err(TriggerSetupError::Config)?;
     let content = BlobContent::new(blobs, urls, Limits::DEFAULT);
+    let engine = environment
+        .workflow_engine()
+        .await
+        .map_err(|error| TriggerSetupError::Config(error.to_string()))?
+        .map(|engine| engine.client);
     Ok(TriggerService::new(state, secrets, queue, Limits::DEFAULT)
         .with_content(Arc::new(content))
         .with_callback_base(callback_base_from_env())
-        .with_reporter(reporter_from_env(environment).await))
+        .with_reporter(reporter_from_env(environment).await)
+        .with_engine(engine))
 }
 
 /// Who reports terminal results back to GitHub ([`crate::report`]):

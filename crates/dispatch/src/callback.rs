@@ -19,12 +19,15 @@
 //! time; no answer or log line carries it. A terminal report of a workflow stage's dispatch
 //! advances its run ([`crate::workflow::advance_workflow_on_callback`]) with the status and
 //! result the task stores, on the first report and on every repeat (a repeat changes
-//! nothing: stage reports are stored once).
+//! nothing: stage reports are stored once). On the Step Functions engine it is stored as the
+//! stage's report and answers the stage attempt's task token instead (`running` sends a
+//! heartbeat; a stale token changes nothing): the execution moves the run on.
 
 use astrolift_manifest::Limits;
 use astrolift_store::state::tasks::report_task;
 use astrolift_store::state::{
-    DispatchTask, ReportOutcome, StageStatus, TaskReport, TaskStatus, UnixSeconds,
+    Dispatch, DispatchTask, ReportOutcome, StageResult, StageStatus, TaskReport, TaskStatus,
+    UnixSeconds,
 };
 use astrolift_store::{StateStore, StoreError};
 use http::HeaderMap;
@@ -32,12 +35,14 @@ use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
 use crate::answer::Answer;
+use crate::execution::answer_stage_callback;
 use crate::layers::{
     PackagerResult, packager_layer_key, parse_packager_result, record_packager_result,
 };
 use crate::render::key_hash;
 use crate::report::{ResultReporter, report_terminal_task};
-use crate::workflow::{StageDispatcher, advance_workflow_on_callback};
+use crate::step_functions::StepFunctions;
+use crate::workflow::{StageDispatcher, advance_workflow_on_callback, stage_of_dispatch};
 
 /// Bytes a callback body may have besides its `result` (the status and the JSON around it).
 pub const CALLBACK_ENVELOPE_BYTES: u64 = 4 * 1024;
@@ -67,6 +72,9 @@ pub struct CallbackContext<'a> {
     pub now: UnixSeconds,
     /// Reports terminal results to GitHub for dispatches that ask ([`crate::report`]).
     pub reporter: Option<&'a dyn ResultReporter>,
+    /// On the Step Functions engine: a stage's callback answers its task token instead of
+    /// advancing the run ([`crate::execution`]). `None`: the state-store engine.
+    pub engine: Option<&'a StepFunctions>,
 }
 
 impl std::fmt::Debug for CallbackContext<'_> {
@@ -111,7 +119,14 @@ async fn accept(
         ReportOutcome::Recorded(task) => (task, true),
         ReportOutcome::AlreadyFinished(task) => (task, false),
     };
-    let workflow_run = advance_workflow(context, &task).await?;
+    let answered = match context.engine {
+        Some(engine) => answer_token(context, engine, &task).await?,
+        None => None,
+    };
+    let workflow_run = match answered {
+        Some(run_id) => Some(run_id),
+        None => advance_workflow(context, &task).await?,
+    };
     // The stored report decides (on a repeat, the first one), as for a workflow stage.
     if let Some((layer_key, dispatch_id, _)) = packager
         && let Ok(stored) = parse_packager_result(task.status, task.result.as_deref())
@@ -333,10 +348,8 @@ async fn advance_workflow(
             &task.task_id,
         )
     };
-    let dispatch = match context.state.get_dispatch(&task.idempotency_key).await {
-        Ok(Some(dispatch)) => dispatch,
-        Ok(None) => return Ok(None),
-        Err(error) => return Err(unavailable(&error.to_string())),
+    let Some(dispatch) = dispatch_of_task(context, task, unavailable).await? else {
+        return Ok(None);
     };
     let result: Option<Value> = task
         .result
@@ -354,6 +367,84 @@ async fn advance_workflow(
     .await
     .map_err(|error| unavailable(&error.to_string()))?;
     Ok(progress.map(|p| p.run.id))
+}
+
+/// On the Step Functions engine, for the dispatch of a stage attempt that an execution
+/// waits on (the run keeps its task token): a terminal report is stored as the attempt's
+/// stage report (for the next stages' payloads), then the token is answered; `running` is its
+/// heartbeat. Returns the run's id; `None` for any other dispatch, a run of the state-store
+/// engine included (it advances as on that engine).
+async fn answer_token(
+    context: CallbackContext<'_>,
+    engine: &StepFunctions,
+    task: &DispatchTask,
+) -> Result<Option<String>, Answer> {
+    let unavailable = |why: &str| {
+        tracing::warn!(task_id = %task.task_id, why, "a stage's task token was not answered");
+        refusal(
+            503,
+            "the report is recorded, but its stage's execution could not be told: retry",
+            &task.task_id,
+        )
+    };
+    let Some(dispatch) = dispatch_of_task(context, task, unavailable).await? else {
+        return Ok(None);
+    };
+    let Some(attempt) = stage_of_dispatch(&dispatch) else {
+        return Ok(None);
+    };
+    let run = match context
+        .state
+        .workflows()
+        .get_workflow_run(&attempt.run_id)
+        .await
+    {
+        Ok(run) => run,
+        Err(error) => return Err(unavailable(&error.to_string())),
+    };
+    let waits = run
+        .as_ref()
+        .and_then(|run| run.stages.get(&attempt.stage))
+        .is_some_and(|slot| slot.task_token.is_some());
+    if !waits {
+        return Ok(None);
+    }
+    if let Some(status) = stage_status(task.status) {
+        let report = StageResult {
+            run_id: attempt.run_id.clone(),
+            stage: attempt.stage.clone(),
+            attempt: attempt.attempt,
+            status,
+            result: task.result.clone(),
+            error: None,
+            reported_at: context.now,
+        };
+        context
+            .state
+            .workflows()
+            .put_stage_result(&report)
+            .await
+            .map_err(|error| unavailable(&error.to_string()))?;
+    }
+    let error = task.result.as_deref().unwrap_or(task.status.as_str());
+    let answer = answer_stage_callback(context.state, engine, &attempt, task.status, error)
+        .await
+        .map_err(|error| unavailable(&error.to_string()))?;
+    tracing::info!(task_id = %task.task_id, run_id = %attempt.run_id, stage = %attempt.stage, ?answer, "stage token answered");
+    Ok(Some(attempt.run_id))
+}
+
+/// The dispatch of `task`; a store failure is `unavailable`'s answer.
+async fn dispatch_of_task(
+    context: CallbackContext<'_>,
+    task: &DispatchTask,
+    unavailable: impl Fn(&str) -> Answer,
+) -> Result<Option<Dispatch>, Answer> {
+    context
+        .state
+        .get_dispatch(&task.idempotency_key)
+        .await
+        .map_err(|error| unavailable(&error.to_string()))
 }
 
 fn stage_status(status: TaskStatus) -> Option<StageStatus> {

@@ -83,6 +83,8 @@ mod source;
 pub mod stage_deadlines;
 pub mod state_machine;
 pub mod step_functions;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod workflow;
 
 pub use answer::{Answer, RETRY_AFTER_SECONDS};

@@ -58,6 +58,7 @@ use astrolift_dispatch::dispatch::{
 use astrolift_dispatch::layers::attach_layers;
 use astrolift_dispatch::message::Source;
 use astrolift_dispatch::report::{ReportSubject, ResultReporter, report_target};
+use astrolift_dispatch::step_functions::StepFunctions;
 use astrolift_forge::webhook::Envelope;
 use astrolift_manifest::Limits;
 use astrolift_manifest::triggers::Verify;
@@ -100,6 +101,8 @@ pub struct TriggerService {
     content: Arc<dyn ContentSource>,
     callback_base: Option<String>,
     reporter: Option<Arc<dyn ResultReporter>>,
+    /// The Step Functions engine of workflow runs, when configured (docs/reference.md §5.6).
+    engine: Option<StepFunctions>,
     limits: Limits,
     compiled: Mutex<HashMap<String, CacheEntry>>,
     compilations: AtomicU64,
@@ -126,6 +129,7 @@ impl TriggerService {
             content: Arc::new(RecordOnlyContent { lenient: true }),
             callback_base: None,
             reporter: None,
+            engine: None,
             limits,
             compiled: Mutex::new(HashMap::new()),
             compilations: AtomicU64::new(0),
@@ -161,6 +165,13 @@ impl TriggerService {
         self
     }
 
+    /// Runs workflow stages on Step Functions: a stage's callback answers its task token
+    /// ([`astrolift_dispatch::execution`]) instead of advancing its run.
+    pub fn with_engine(mut self, engine: Option<StepFunctions>) -> Self {
+        self.engine = engine;
+        self
+    }
+
     /// One `POST /callbacks/{task_id}` ([`astrolift_dispatch::callback`]): the report recorded on the
     /// service's state, a workflow stage's run advanced with the service's queue, content
     /// and callback route.
@@ -177,6 +188,7 @@ impl TriggerService {
             limits: &self.limits,
             now: now_seconds(),
             reporter: self.reporter.as_deref(),
+            engine: self.engine.as_ref(),
         };
         astrolift_dispatch::callback::handle_callback(context, task_id, headers, body).await
     }

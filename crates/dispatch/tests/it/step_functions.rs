@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use astrolift_dispatch::state_machine::compile;
 use astrolift_dispatch::step_functions::{StepFunctions, TaskAnswer};
+use astrolift_dispatch::testing::{MotoStages, next_stage_message};
 use astrolift_manifest::workflow::{Stage, Workflow};
 use astrolift_store::testing::{aws_endpoint, unique_name};
 use serde_json::{Value, json};
@@ -34,21 +35,7 @@ fn two_stages() -> Workflow {
     }
 }
 
-/// Turns on moto's execution of state machines.
-async fn execute_state_machines(endpoint: &str) {
-    let config = json!({"stepfunctions": {"execute_state_machine": true}});
-    let response = reqwest::Client::new()
-        .post(format!("{endpoint}/moto-api/config"))
-        .header("content-type", "application/json")
-        .body(config.to_string())
-        .send()
-        .await
-        .expect("moto answers");
-    assert!(response.status().is_success(), "{}", response.status());
-}
-
-/// What a test on moto's Step Functions works with: the SDK configuration, SQS, a unique
-/// name and a stage queue of that name, with state machines executed.
+/// What a test on moto's Step Functions works with, and a unique name for its resources.
 struct World {
     sdk: aws_config::SdkConfig,
     sqs: aws_sdk_sqs::Client,
@@ -59,49 +46,24 @@ struct World {
 /// `None` (the test skips) without a local AWS endpoint.
 async fn world(test: &str, prefix: &str) -> Option<World> {
     let endpoint = aws_endpoint(test)?;
-    execute_state_machines(&endpoint).await;
-    let sdk = astrolift_store::load_sdk_config().await;
-    let sqs = aws_sdk_sqs::Client::new(&sdk);
     let name = unique_name(prefix);
-    let queue = sqs
-        .create_queue()
-        .queue_name(&name)
-        .send()
+    let moto = MotoStages::start(&endpoint, &name)
         .await
-        .expect("stage queue")
-        .queue_url
-        .expect("a URL");
+        .expect("moto's Step Functions and a stage queue");
     Some(World {
-        sdk,
-        sqs,
+        sdk: moto.sdk,
+        sqs: moto.sqs,
         name,
-        queue,
+        queue: moto.queue,
     })
 }
 
-/// The next stage message on `queue`: its body, deleted from the queue.
+/// The next stage message on `queue`, as JSON.
 async fn next_stage(sqs: &aws_sdk_sqs::Client, queue: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let received = sqs
-            .receive_message()
-            .queue_url(queue)
-            .wait_time_seconds(1)
-            .send()
-            .await
-            .expect("receive");
-        if let Some(message) = received.messages().first() {
-            let receipt = message.receipt_handle().unwrap_or_default();
-            sqs.delete_message()
-                .queue_url(queue)
-                .receipt_handle(receipt)
-                .send()
-                .await
-                .expect("delete");
-            return serde_json::from_str(message.body().unwrap_or_default()).expect("JSON");
-        }
-        assert!(Instant::now() < deadline, "no stage message");
-    }
+    let message = next_stage_message(sqs, queue)
+        .await
+        .expect("a stage message");
+    serde_json::to_value(message).expect("json")
 }
 
 async fn state_at_end(engine: &StepFunctions, execution: &str) -> String {

@@ -16,6 +16,7 @@ use astrolift_dispatch::message::Source;
 use astrolift_dispatch::render::key_hash;
 use astrolift_dispatch::report::{ResultReporter, TerminalResult};
 use astrolift_dispatch::stage_deadlines::enforce_deadlines;
+use astrolift_dispatch::step_functions::StepFunctions;
 use astrolift_dispatch::workflow::{RecordingDispatcher, RunProgress, stage_key, start_run};
 use astrolift_manifest::Limits;
 use astrolift_store::BoxFuture;
@@ -37,6 +38,8 @@ struct Subject {
     state: Arc<dyn StateStore>,
     queue: MemoryDispatchQueue,
     reporter: Option<RecordingReporter>,
+    /// Runs on Step Functions (the callbacks answer task tokens) when set.
+    engine: Option<StepFunctions>,
     _dir: tempfile::TempDir,
 }
 
@@ -71,6 +74,7 @@ impl Subject {
             state: Arc::new(state),
             queue: MemoryDispatchQueue::new(),
             reporter: Some(RecordingReporter::default()),
+            engine: None,
             _dir: dir,
         };
         register_agents(subject.state.as_ref()).await;
@@ -138,6 +142,7 @@ impl Subject {
             limits: &limits(),
             now: NOW + 10,
             reporter: self.reporter.as_ref().map(|r| r as &dyn ResultReporter),
+            engine: self.engine.as_ref(),
         };
         handle_callback(context, task_id, &headers, body).await
     }
@@ -281,10 +286,15 @@ async fn two_stage_workflow(subject: &Subject) -> WorkflowRecord {
 /// A run of [`two_stage_workflow`], started with `{"issue": 7}`.
 async fn start_two_stage_run(subject: &Subject) -> RunProgress {
     let record = two_stage_workflow(subject).await;
+    start_run_of(subject, &record).await
+}
+
+/// A run of the stored workflow `record` on the state-store engine, with `{"issue": 7}`.
+async fn start_run_of(subject: &Subject, record: &WorkflowRecord) -> RunProgress {
     start_run(
         subject.state.as_ref(),
         &subject.dispatcher(),
-        &record,
+        record,
         &json!({"issue": 7}),
         NOW,
         &limits(),
@@ -576,4 +586,121 @@ async fn a_packager_callback_records_its_layers_and_refuses_a_malformed_result()
     // Built: the next request reuses it.
     let reused = request_layers(context, &twice[..1]).await.expect("store");
     assert_eq!(reused, [LayerOutcome::Reused]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn on_step_functions_a_stage_callback_answers_its_token_and_a_state_run_still_advances() {
+    use astrolift_dispatch::execution::{StageMessageOutcome, dispatch_stage_message};
+    use astrolift_dispatch::state_machine::compile;
+    use astrolift_dispatch::testing::{MotoStages, next_stage_message};
+    use astrolift_dispatch::workflow::create_run;
+
+    let Some(endpoint) = astrolift_store::testing::aws_endpoint(
+        "on_step_functions_a_stage_callback_answers_its_token_and_a_state_run_still_advances",
+    ) else {
+        return;
+    };
+    let mut subject = Subject::new().await;
+    let record = two_stage_workflow(&subject).await;
+    let name = astrolift_store::testing::unique_name("callbacks");
+    let MotoStages { sdk, sqs, queue } = MotoStages::start(&endpoint, &name)
+        .await
+        .expect("moto's Step Functions and a stage queue");
+    let engine = StepFunctions::new(
+        aws_sdk_sfn::Client::new(&sdk),
+        "arn:aws:iam::123456789012:role/astrolift-state-machines",
+    );
+    subject.engine = Some(engine.clone());
+    let workflow = serde_json::from_str(&record.definition).expect("a workflow");
+    let machine = compile(&workflow, &queue).expect("compiles");
+    let arn = engine
+        .put_state_machine(&name, &machine.definition)
+        .await
+        .expect("created");
+    let run = create_run(subject.state.as_ref(), &record, &json!({"issue": 7}), NOW)
+        .await
+        .expect("a run");
+    let input = json!({"run_id": run.id, "input": {"issue": 7}});
+    let execution = engine
+        .start_execution(&arn, &run.id, &input)
+        .await
+        .expect("started");
+
+    // Each stage: its message dispatches it, its callback answers its token.
+    for stage in ["collect", "report"] {
+        let message = next_stage_message(&sqs, &queue)
+            .await
+            .expect("a stage message");
+        assert_eq!(message.stage, stage);
+        let dispatcher = subject.dispatcher();
+        let outcome = dispatch_stage_message(
+            subject.state.as_ref(),
+            &dispatcher,
+            &engine,
+            &message,
+            NOW + 1,
+            &limits(),
+        )
+        .await
+        .expect("dispatched");
+        let StageMessageOutcome::Dispatched { dispatch_id, .. } = outcome else {
+            panic!("{outcome:?}");
+        };
+        let task = subject
+            .state
+            .tasks()
+            .get_dispatch_task(&dispatch_id)
+            .await
+            .expect("read")
+            .expect("its task");
+        subject.render_with(&task.task_id, KEY).await;
+        let running = subject
+            .call(&task.task_id, KEY, &report("running", json!({})))
+            .await;
+        assert_eq!(running.status, 202, "{:?}", running.body);
+        let done = report("succeeded", json!({"summary": stage}));
+        let answer = subject.call(&task.task_id, KEY, &done).await;
+        assert_eq!(answer.status, 200, "{:?}", answer.body);
+        assert_eq!(answer.body["workflow_run"], json!(run.id));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while engine.execution_state(&execution).await.expect("describe") == "RUNNING" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the execution did not end"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        engine.execution_state(&execution).await.expect("describe"),
+        "SUCCEEDED"
+    );
+
+    // A run of the state-store engine on the same process still advances on its callbacks.
+    let progress = start_run_of(&subject, &record).await;
+    let (_, first) = &progress.dispatched[0];
+    let task = subject
+        .state
+        .tasks()
+        .get_dispatch_task(first)
+        .await
+        .expect("read")
+        .expect("its task");
+    subject.render_with(&task.task_id, KEY).await;
+    let answer = subject
+        .call(&task.task_id, KEY, &report("succeeded", json!({"x": 1})))
+        .await;
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    let advanced = subject
+        .state
+        .workflows()
+        .get_workflow_run(&progress.run.id)
+        .await
+        .expect("read")
+        .expect("run");
+    assert_eq!(
+        advanced.stages["report"].status.as_str(),
+        "dispatched",
+        "{advanced:#?}"
+    );
 }
