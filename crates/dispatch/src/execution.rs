@@ -70,7 +70,12 @@ pub async fn dispatch_stage_message(
     limits: &Limits,
 ) -> Result<StageMessageOutcome, ExecutionError> {
     for _ in 0..MAX_ATTEMPTS {
-        let run = read_run(state, &message.run_id).await?;
+        let run = match read_run(state, &message.run_id).await {
+            Err(WorkflowError::UnknownRun(run_id)) => {
+                return refuse(engine, message, format!("there is no run {run_id}")).await;
+            }
+            run => run?,
+        };
         if run.status != RunStatus::Running {
             return Ok(StageMessageOutcome::Ended);
         }

@@ -55,6 +55,7 @@ use astrolift_dispatch::dispatch::Origin;
 use astrolift_dispatch::dispatch::{
     DispatchError, DispatchQueue, DispatchRequest, delivery_key, record_and_queue,
 };
+use astrolift_dispatch::execution::{StageMessage, dispatch_stage_message};
 use astrolift_dispatch::layers::attach_layers;
 use astrolift_dispatch::message::Source;
 use astrolift_dispatch::report::{ReportSubject, ResultReporter, report_target};
@@ -191,6 +192,54 @@ impl TriggerService {
             engine: self.engine.as_ref(),
         };
         astrolift_dispatch::callback::handle_callback(context, task_id, headers, body).await
+    }
+
+    /// One message of the stage queue (docs/reference.md §5.6): the stage attempt a Step
+    /// Functions execution waits on, dispatched with the service's queue, content and
+    /// callback route ([`astrolift_dispatch::execution::dispatch_stage_message`]). `Err`
+    /// when a retry of the message may succeed (a store, the queue or Step Functions
+    /// unavailable); a body that is not a stage message, or a service without the engine,
+    /// is logged and dropped.
+    pub async fn stage_message(&self, body: &str) -> Result<(), String> {
+        let Some(engine) = &self.engine else {
+            tracing::warn!(
+                "a stage message, but ASTROLIFT_WORKFLOW_ENGINE is not stepfunctions: dropped"
+            );
+            return Ok(());
+        };
+        let message: StageMessage = match serde_json::from_str(body) {
+            Ok(message) => message,
+            Err(error) => {
+                tracing::warn!(%error, "not a stage message: dropped");
+                return Ok(());
+            }
+        };
+        let dispatcher = astrolift_dispatch::workflow::RecordingDispatcher {
+            state: self.state.as_ref(),
+            queue: Some(self.queue.as_ref()),
+            content: self.content.as_ref(),
+            callback_base: self.callback_base.as_deref(),
+        };
+        let state = self.state.as_ref();
+        match dispatch_stage_message(
+            state,
+            &dispatcher,
+            engine,
+            &message,
+            now_seconds(),
+            &self.limits,
+        )
+        .await
+        {
+            Ok(outcome) => {
+                tracing::info!(run_id = %message.run_id, stage = %message.stage, ?outcome, "stage message");
+                Ok(())
+            }
+            Err(error) => {
+                tracing::warn!(run_id = %message.run_id, stage = %message.stage, %error, "a stage message was not dispatched");
+                Err(error.to_string())
+            }
+        }
     }
 
     /// How many times a binding's programs were compiled since `new`.

@@ -26,8 +26,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use astrolift_bot::layers::LayerPackager;
 use astrolift_cli::render::plural;
+use astrolift_dispatch::engine::{StepFunctionsSettings, WorkflowEngine};
+use astrolift_dispatch::state_machine::state_machine_name;
+use astrolift_dispatch::step_functions::{StepFunctions, execution_arn, state_machine_arn};
 use astrolift_dispatch::workflow::{
-    RunProgress, cancel_run, report_stage, stage_statuses, start_run,
+    RunProgress, cancel_run, create_run, report_stage, stage_statuses, start_run,
 };
 use astrolift_manifest::Limits;
 use astrolift_store::StateStore;
@@ -97,6 +100,9 @@ pub fn dispatch(request: WorkflowDispatch<'_>) -> anyhow::Result<ExitCode> {
         let stores = request.stores.stores().await?;
         let state = &stores.state;
         let record = find_workflow(state.as_ref(), request.name, request.repository).await?;
+        if let WorkflowEngine::StepFunctions(settings) = WorkflowEngine::from_env()? {
+            return start_execution_run(state.as_ref(), &settings, &record, &input, &request).await;
+        }
         let deps = LayerPackager::from_env(&stores, None).await?;
         let dispatcher = deps.stage_dispatcher(state.as_ref());
         let progress = start_run(
@@ -127,6 +133,82 @@ pub fn dispatch(request: WorkflowDispatch<'_>) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// `dispatch --workflow` on the Step Functions engine (docs/reference.md §5.6): the run is
+/// stored, then its execution started on the workflow's state machine, named by the run id;
+/// `--tail` prints the execution's status until it ends.
+async fn start_execution_run(
+    state: &dyn StateStore,
+    settings: &StepFunctionsSettings,
+    record: &WorkflowRecord,
+    input: &Value,
+    request: &WorkflowDispatch<'_>,
+) -> anyhow::Result<ExitCode> {
+    let arn = record.state_machine_arn.as_deref().with_context(|| {
+        format!(
+            "workflow {} has no state machine yet: the next sync of {} that applies makes it",
+            record.name, record.repository
+        )
+    })?;
+    let engine = StepFunctions::from_env(settings.role_arn.clone()).await;
+    let run = create_run(state, record, input, now()).await?;
+    let execution = engine
+        .start_execution(arn, &run.id, &json!({"run_id": run.id, "input": input}))
+        .await?;
+    let mut shown = run_json(&run);
+    shown["execution_arn"] = json!(execution);
+    outln!("{shown}")?;
+    if !request.tail {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let deadline = Instant::now() + request.timeout;
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        let status = engine.execution_state(&execution).await?;
+        if status != last {
+            outln!("{}", json!({"run_id": run.id, "execution": status}))?;
+            last = status;
+        }
+        match last.as_str() {
+            "RUNNING" => tokio::time::sleep(Duration::from_secs(1)).await,
+            "SUCCEEDED" => return Ok(ExitCode::SUCCESS),
+            _ => return Ok(ExitCode::from(EXIT_FINDINGS)),
+        }
+    }
+    eprintln!(
+        "workflow run {} has not ended after {} s",
+        run.id,
+        request.timeout.as_secs()
+    );
+    Ok(ExitCode::from(EXIT_FINDINGS))
+}
+
+/// `workflow-run cancel` on the Step Functions engine: the run's execution is stopped (its
+/// ARN follows from the state machine of the run's content), before the run is cancelled.
+async fn stop_execution(
+    state: &dyn StateStore,
+    settings: &StepFunctionsSettings,
+    run_id: &str,
+) -> anyhow::Result<()> {
+    let run = read_run(state, run_id).await?;
+    if run.status != RunStatus::Running {
+        return Ok(());
+    }
+    let hash = run.content_hash.trim_start_matches("sha256:");
+    let name = state_machine_name(&settings.prefix, &run.repository, &run.workflow, hash)?;
+    let engine = StepFunctions::from_env(settings.role_arn.clone()).await;
+    let region = astrolift_store::load_sdk_config()
+        .await
+        .region()
+        .map(|r| r.to_string());
+    let machine = state_machine_arn(&settings.role_arn, region.as_deref(), &name)
+        .context("ASTROLIFT_STATE_MACHINE_ROLE_ARN names no account, or no AWS region is set")?;
+    let cause = "cancelled by `astrolift workflow-run cancel`";
+    engine
+        .stop_execution(&execution_arn(&machine, &run.id), cause)
+        .await?;
+    Ok(())
+}
+
 pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     runtime()?.block_on(async {
         let state = args.stores.state().await?;
@@ -144,6 +226,9 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
 pub fn cancel(args: CancelArgs) -> anyhow::Result<ExitCode> {
     runtime()?.block_on(async {
         let state = args.stores.state().await?;
+        if let WorkflowEngine::StepFunctions(settings) = WorkflowEngine::from_env()? {
+            stop_execution(state.as_ref(), &settings, &args.run_id).await?;
+        }
         let progress = cancel_run(state.as_ref(), &args.run_id, now()).await?;
         match args.format {
             ListFormat::Json => {

@@ -364,3 +364,93 @@ fn check_human_lists_workflows_and_configs() {
     assert_eq!(again.code, 0, "{}", again.stdout);
     insta::assert_snapshot!([rows(&first), rows(&again)].concat().join("\n"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn on_step_functions_a_run_is_an_execution_and_cancel_stops_it() {
+    use astrolift_dispatch::state_machine::{compile, state_machine_name};
+    use astrolift_dispatch::step_functions::StepFunctions;
+    use astrolift_dispatch::testing::{MotoStages, next_stage_message};
+    use astrolift_store::StateStore;
+    use astrolift_store::state::SqliteStateStore;
+
+    let Some(endpoint) = astrolift_store::testing::aws_endpoint(
+        "on_step_functions_a_run_is_an_execution_and_cancel_stops_it",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    registered(dir.path());
+    let name = astrolift_store::testing::unique_name("cli-runs");
+    let moto = MotoStages::start(&endpoint, &name)
+        .await
+        .expect("moto's Step Functions and a stage queue");
+    let role = "arn:aws:iam::123456789012:role/astrolift-state-machines";
+    let prefix = "astrolift-cli-";
+    // What the sync function does on this engine: the machine of the workflow's content.
+    let state = SqliteStateStore::open(dir.path().join("state.db"))
+        .await
+        .expect("sqlite");
+    let mut record = state
+        .workflows()
+        .get_workflow("local/repo", "triage")
+        .await
+        .expect("read")
+        .expect("registered");
+    let hash = record.content_hash.trim_start_matches("sha256:").to_owned();
+    let machine_name =
+        state_machine_name(prefix, &record.repository, &record.name, &hash).expect("a name");
+    let workflow = serde_json::from_str(&record.definition).expect("a workflow");
+    let machine = compile(&workflow, &moto.queue).expect("compiles");
+    let engine = StepFunctions::new(aws_sdk_sfn::Client::new(&moto.sdk), role);
+    let arn = engine
+        .put_state_machine(&machine_name, &machine.definition)
+        .await
+        .expect("created");
+    let version = record.version;
+    record.state_machine_arn = Some(arn);
+    record.version += 1;
+    state
+        .workflows()
+        .put_workflow(&record, Some(version))
+        .await
+        .expect("recorded");
+
+    let on_sfn = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_astrolift"))
+            .args(args)
+            .envs(stores_env(dir.path()))
+            .env("ASTROLIFT_WORKFLOW_ENGINE", "stepfunctions")
+            .env("ASTROLIFT_STAGE_QUEUE_URL", &moto.queue)
+            .env("ASTROLIFT_STATE_MACHINE_ROLE_ARN", role)
+            .env("ASTROLIFT_STATE_MACHINE_PREFIX", prefix)
+            .env_remove("ASTROLIFT_DISPATCH_QUEUE_URL")
+            .output()
+            .expect("the astrolift binary runs");
+        run_of(output)
+    };
+    let input = r#"{"issue":"OPS-1"}"#;
+    let started = on_sfn(&["dispatch", "--workflow", "triage", "--input", input]);
+    assert_eq!(started.code, 0, "{}", started.stderr);
+    let run = json(&started.stdout);
+    let run_id = run["run_id"].as_str().expect("a run id").to_owned();
+    let execution = run["execution_arn"]
+        .as_str()
+        .expect("an execution")
+        .to_owned();
+    assert!(execution.ends_with(&format!(":{run_id}")), "{run}");
+    let first = next_stage_message(&moto.sqs, &moto.queue)
+        .await
+        .expect("the first stage's message");
+    assert_eq!(
+        (first.run_id.as_str(), first.stage.as_str()),
+        (run_id.as_str(), "collect")
+    );
+
+    let cancelled = on_sfn(&["workflow-run", "cancel", &run_id, "--format", "json"]);
+    assert_eq!(cancelled.code, 0, "{}", cancelled.stderr);
+    assert_eq!(json(&cancelled.stdout)["status"], "cancelled");
+    assert_eq!(
+        engine.execution_state(&execution).await.expect("describe"),
+        "ABORTED"
+    );
+}

@@ -25,7 +25,6 @@ use astrolift_store::testing::{aws_endpoint, unique_name};
 use astrolift_store::{BlobStore, BoxFuture, StateStore};
 use astrolift_sync::{Mode, Stores, SyncRequest, sync};
 use astrolift_trigger::{SecretError, SecretResolver, TriggerService};
-use lambda_http::Body;
 use secrecy::SecretString;
 
 const REPO: &str = "acme/support-agents";
@@ -151,20 +150,19 @@ async fn run_events(service: &Arc<TriggerService>, trigger_id: &str, replay: boo
     assert!(all.len() >= 3, "{all:?}");
     for (name, event, expected) in all {
         let event = event.replace(EVENT_TRIGGER_ID, trigger_id);
-        let request = lambda_http::request::from_str(&event)
-            .unwrap_or_else(|e| panic!("{name}: not a Lambda HTTP event: {e}"));
-        let response = astrolift_fn_trigger::handle(service, request).await;
-        let body = match response.body() {
-            Body::Text(text) => text.clone(),
-            Body::Empty => String::new(),
-            other => panic!("{name}: unexpected body {other:?}"),
-        };
+        let event: serde_json::Value = serde_json::from_str(&event).expect("JSON");
+        // The entry point Lambda calls: the function-URL response event.
+        let response = astrolift_fn_trigger::handle_invocation(service, event)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: not handled: {e}"));
+        assert_eq!(response["isBase64Encoded"], false, "{name}: {response}");
+        let body = response["body"].as_str().unwrap_or_default().to_owned();
         let wanted = if replay && expected == 202 {
             200
         } else {
             expected
         };
-        assert_eq!(response.status().as_u16(), wanted, "{name}: {body}");
+        assert_eq!(response["statusCode"], wanted, "{name}: {body}");
         assert!(!body.contains(HOOK_SECRET), "{name}: {body}");
         if expected == 202 {
             let answer: serde_json::Value = serde_json::from_str(&body).expect("JSON");
@@ -172,6 +170,33 @@ async fn run_events(service: &Arc<TriggerService>, trigger_id: &str, replay: boo
         }
     }
     dispatched
+}
+
+#[tokio::test]
+async fn a_stage_batch_is_handled_as_one_and_what_is_not_a_stage_message_is_dropped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state: Arc<dyn StateStore> = Arc::new(
+        SqliteStateStore::open(dir.path().join("state.db"))
+            .await
+            .expect("sqlite"),
+    );
+    let service = service(state, Arc::new(MemoryDispatchQueue::new()));
+    let batch = serde_json::json!({"Records": [
+        {"messageId": "m-1", "body": "not json", "eventSource": "aws:sqs"},
+        {"messageId": "m-2", "body": r#"{"run_id":"run-1","stage":"s","task_token":"t"}"#,
+         "eventSource": "aws:sqs"},
+    ]});
+    let answer = astrolift_fn_trigger::handle_invocation(&service, batch)
+        .await
+        .expect("handled");
+    // Without the Step Functions engine nothing waits on a stage message: both are dropped.
+    assert_eq!(answer, serde_json::json!({"batchItemFailures": []}));
+    assert!(
+        astrolift_fn_trigger::handle_invocation(&service, serde_json::json!({"x": 1}))
+            .await
+            .is_err(),
+        "neither a request nor a batch"
+    );
 }
 
 #[test]
