@@ -1,7 +1,7 @@
 //! The Step Functions engine at sync (docs/reference.md §5.6), with Step Functions on moto:
 //! an applying sync puts each workflow's state machine and records its ARN, and the check
 //! run says so; the same commit again asks Step Functions nothing; a changed workflow gets
-//! a new machine and the old one, idle, is deleted.
+//! a new machine and the old one, idle, is deleted; an orphaned workflow's machine too.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -16,6 +16,7 @@ use crate::support::{
 };
 
 const NEXT_SHA: &str = "cccccccccccccccccccccccccccccccccccccccc";
+const GONE_SHA: &str = "dddddddddddddddddddddddddddddddddddddddd";
 const ROLE: &str = "arn:aws:iam::123456789012:role/astrolift-state-machines";
 
 /// The monorepo with the workflow `triage` of `stages` (TOML `[[stages]]` tables).
@@ -108,12 +109,41 @@ async fn an_applying_sync_puts_each_workflows_state_machine_once() {
     let new_arn = moved.state_machine_arn.clone().expect("a new machine");
     assert_ne!(new_arn, arn);
     assert!(moved.retired_state_machines.is_empty(), "{moved:#?}");
+    let sfn = aws_sdk_sfn::Client::new(&sdk);
+    let described = |arn: String| {
+        let sfn = sfn.clone();
+        async move {
+            sfn.describe_state_machine()
+                .state_machine_arn(arn)
+                .send()
+                .await
+        }
+    };
     assert!(
-        client
-            .execution_state(&format!("{arn}:none"))
-            .await
-            .is_err(),
-        "the old machine is gone"
+        described(new_arn.clone()).await.is_ok(),
+        "the new machine exists"
+    );
+    assert!(described(arn).await.is_err(), "the old machine is gone");
+
+    // The workflow's file removed: orphaned, and its machine, idle, is deleted.
+    let gone_tree = tempfile::tempdir().expect("temp dir");
+    copy_dir(&examples("monorepo"), gone_tree.path());
+    github.add_repo("octo", "agents", "main", GONE_SHA, gone_tree.path());
+    github.add_commit("octo", "agents", GONE_SHA, &[NEXT_SHA]);
+    let mut gone = push_job("d-sm-4");
+    gone.head_sha = GONE_SHA.into();
+    gone.before = Some(NEXT_SHA.into());
+    assert!(runner.run(&gone).await.expect("synced").applied);
+    let orphaned = workflow(&stores).await;
+    assert_eq!(
+        orphaned.status,
+        astrolift_store::state::WorkflowStatus::Orphaned
+    );
+    assert_eq!(orphaned.state_machine_arn, None, "{orphaned:#?}");
+    assert!(orphaned.retired_state_machines.is_empty(), "{orphaned:#?}");
+    assert!(
+        described(new_arn).await.is_err(),
+        "the orphaned workflow's machine is gone"
     );
 }
 

@@ -182,8 +182,8 @@ async fn start_execution_run(
     Ok(ExitCode::from(EXIT_FINDINGS))
 }
 
-/// `workflow-run cancel` on the Step Functions engine: the run's execution is stopped (its
-/// ARN follows from the state machine of the run's content), before the run is cancelled.
+/// `workflow-run cancel` on the Step Functions engine: the run's execution is stopped,
+/// before the run is cancelled.
 async fn stop_execution(
     state: &dyn StateStore,
     settings: &StepFunctionsSettings,
@@ -193,20 +193,27 @@ async fn stop_execution(
     if run.status != RunStatus::Running {
         return Ok(());
     }
+    let execution = execution_of(settings, &run).await?;
+    let engine = StepFunctions::from_env(settings.role_arn.clone()).await;
+    let cause = "cancelled by `astrolift workflow-run cancel`";
+    engine.stop_execution(&execution, cause).await?;
+    Ok(())
+}
+
+/// The ARN of `run`'s execution: on the state machine of the run's content, named by its id.
+async fn execution_of(
+    settings: &StepFunctionsSettings,
+    run: &WorkflowRun,
+) -> anyhow::Result<String> {
     let hash = run.content_hash.trim_start_matches("sha256:");
     let name = state_machine_name(&settings.prefix, &run.repository, &run.workflow, hash)?;
-    let engine = StepFunctions::from_env(settings.role_arn.clone()).await;
     let region = astrolift_store::load_sdk_config()
         .await
         .region()
         .map(|r| r.to_string());
     let machine = state_machine_arn(&settings.role_arn, region.as_deref(), &name)
         .context("ASTROLIFT_STATE_MACHINE_ROLE_ARN names no account, or no AWS region is set")?;
-    let cause = "cancelled by `astrolift workflow-run cancel`";
-    engine
-        .stop_execution(&execution_arn(&machine, &run.id), cause)
-        .await?;
-    Ok(())
+    Ok(execution_arn(&machine, &run.id))
 }
 
 pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
@@ -217,6 +224,12 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         let mut shown = run_json(&run);
         for (stage, attempts) in attempts_json(&reports) {
             shown["stages"][stage]["attempts"] = attempts;
+        }
+        if let WorkflowEngine::StepFunctions(settings) = WorkflowEngine::from_env()? {
+            let arn = execution_of(&settings, &run).await?;
+            let engine = StepFunctions::from_env(settings.role_arn.clone()).await;
+            let status = engine.execution_state(&arn).await?;
+            shown["execution"] = json!({"arn": arn, "status": status});
         }
         outln!("{shown}")?;
         Ok(ExitCode::SUCCESS)

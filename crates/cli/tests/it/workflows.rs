@@ -385,7 +385,9 @@ async fn on_step_functions_a_run_is_an_execution_and_cancel_stops_it() {
         .await
         .expect("moto's Step Functions and a stage queue");
     let role = "arn:aws:iam::123456789012:role/astrolift-state-machines";
-    let prefix = "astrolift-cli-";
+    // A prefix of this run's own: the machine's name is otherwise the same on every run.
+    let prefix = format!("{}-", astrolift_store::testing::unique_name("cli"));
+    let prefix = prefix.as_str();
     // What the sync function does on this engine: the machine of the workflow's content.
     let state = SqliteStateStore::open(dir.path().join("state.db"))
         .await
@@ -446,6 +448,14 @@ async fn on_step_functions_a_run_is_an_execution_and_cancel_stops_it() {
         (run_id.as_str(), "collect")
     );
 
+    let shown = on_sfn(&["workflow-run", "show", &run_id]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let shown = json(&shown.stdout);
+    assert_eq!(
+        (&shown["execution"]["arn"], &shown["execution"]["status"]),
+        (&serde_json::json!(execution), &serde_json::json!("RUNNING")),
+        "{shown}"
+    );
     let cancelled = on_sfn(&["workflow-run", "cancel", &run_id, "--format", "json"]);
     assert_eq!(cancelled.code, 0, "{}", cancelled.stderr);
     assert_eq!(json(&cancelled.stdout)["status"], "cancelled");

@@ -10,6 +10,7 @@
 mod containment_cases;
 #[path = "../../../../tests/schemas/dispatch.rs"]
 mod dispatch_schema;
+mod executions;
 mod lambda_chain;
 mod release;
 mod stack;
@@ -27,7 +28,7 @@ use astrolift_sync::{Mode, Stores, SyncRequest, sync};
 use astrolift_trigger::{SecretError, SecretResolver, TriggerService};
 use secrecy::SecretString;
 
-const REPO: &str = "acme/support-agents";
+pub(crate) const REPO: &str = "acme/support-agents";
 const HOOK_REF: &str = "secret://agents/jira-hook";
 const HOOK_SECRET: &str = "local-jira-hook-secret";
 /// The trigger id in `events/trigger-generic.json` and
@@ -37,7 +38,7 @@ const EVENT_TRIGGER_ID: &str = "trg_0b8d43dfcfdfe8d8daf3c24e";
 
 /// `secret://agents/jira-hook` only.
 #[derive(Debug)]
-struct TestSecrets;
+pub(crate) struct TestSecrets;
 
 impl SecretResolver for TestSecrets {
     fn resolve<'a>(
@@ -120,6 +121,20 @@ async fn apply_monorepo(blobs: Arc<dyn BlobStore>, state: Arc<dyn StateStore>) {
         .await
         .expect("the sync runs");
     assert!(report.applied, "{report:?}");
+}
+
+/// SQLite state and directory blobs in a temp dir, with `examples/monorepo` applied.
+pub(crate) async fn registered_on_sqlite() -> (Arc<dyn StateStore>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let blobs: Arc<dyn BlobStore> =
+        Arc::new(FsBlobStore::new(dir.path().join("blobs")).expect("blob dir"));
+    let state: Arc<dyn StateStore> = Arc::new(
+        SqliteStateStore::open(dir.path().join("state.db"))
+            .await
+            .expect("sqlite"),
+    );
+    apply_monorepo(blobs, state.clone()).await;
+    (state, dir)
 }
 
 fn service(state: Arc<dyn StateStore>, queue: Arc<dyn DispatchQueue>) -> Arc<TriggerService> {
@@ -240,15 +255,7 @@ fn only_post_on_the_trigger_and_callback_routes_is_served() {
 
 #[tokio::test]
 async fn every_trigger_event_on_sqlite() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let blobs: Arc<dyn BlobStore> =
-        Arc::new(FsBlobStore::new(dir.path().join("blobs")).expect("blob dir"));
-    let state: Arc<dyn StateStore> = Arc::new(
-        SqliteStateStore::open(dir.path().join("state.db"))
-            .await
-            .expect("sqlite"),
-    );
-    apply_monorepo(blobs, state.clone()).await;
+    let (state, _dir) = registered_on_sqlite().await;
     let trigger_id = jira_trigger_id(state.as_ref()).await;
     let queue = Arc::new(MemoryDispatchQueue::new());
     let service = service(state, queue.clone());
