@@ -21,6 +21,8 @@
 //!   requests, `author_association`), judged on the delivery's envelope
 //!   (`astrolift_forge::webhook::Envelope`, read once by `forge`).
 //! - [`idempotency`]: the idempotency key of a verified request.
+//! - [`replay`]: a kept request's outcome through the registered and the head's binding,
+//!   compared (the class, the counts, and the differing paths by shape, never by value).
 //! - Everything after the record is `astrolift-dispatch`'s (crates/dispatch):
 //!   the dispatch record and queue, the message and its content, prompts, the
 //!   runtime environment, the outbox, callbacks, reports and workflow runs.
@@ -73,6 +75,7 @@
 mod error;
 mod evaluate;
 pub mod idempotency;
+pub mod replay;
 pub mod secrets;
 pub mod service;
 pub mod trust;
