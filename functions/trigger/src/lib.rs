@@ -83,28 +83,33 @@ pub enum Invocation {
 }
 
 impl Invocation {
-    /// An object whose `Records` come from SQS is a stage batch; anything else must be a
-    /// function-URL request.
-    pub fn parse(event: Value) -> Result<Self, String> {
-        let from_sqs = event["Records"]
-            .as_array()
-            .and_then(|records| records.first())
-            .is_some_and(|record| record["eventSource"] == "aws:sqs");
-        if from_sqs {
-            return serde_json::from_value(event)
+    /// An event with `Records` is a stage batch; anything else must be a function-URL
+    /// request. `event` is the invocation's JSON text, parsed once into what it is (a
+    /// probe reads only whether `Records` is there).
+    pub fn parse(event: &str) -> Result<Self, String> {
+        #[derive(serde::Deserialize)]
+        struct Probe {
+            #[serde(rename = "Records")]
+            records: Option<serde::de::IgnoredAny>,
+        }
+        let probe: Probe =
+            serde_json::from_str(event).map_err(|error| format!("not JSON: {error}"))?;
+        if probe.records.is_some() {
+            return serde_json::from_str(event)
                 .map(Invocation::Stages)
                 .map_err(|error| format!("not an SQS batch: {error}"));
         }
-        lambda_http::request::from_str(&event.to_string())
+        lambda_http::request::from_str(event)
             .map(|request| Invocation::Http(Box::new(request)))
             .map_err(|error| format!("not a function-URL request: {error}"))
     }
 }
 
-/// Handles one invocation: a stage batch's partial response, or the function-URL response.
+/// Handles one invocation (its JSON text): a stage batch's partial response, or the
+/// function-URL response.
 pub async fn handle_invocation(
     service: &Arc<TriggerService>,
-    event: Value,
+    event: &str,
 ) -> Result<Value, String> {
     match Invocation::parse(event)? {
         Invocation::Stages(batch) => {

@@ -18,9 +18,11 @@ fn main() -> Result<(), Error> {
 async fn run() -> Result<(), Error> {
     astrolift_fn_trigger::init_logging();
     let service = Arc::new(astrolift_fn_trigger::service_from_env().await?);
-    let handler = lambda_http::service_fn(|event: LambdaEvent<serde_json::Value>| {
-        let service = Arc::clone(&service);
-        async move { astrolift_fn_trigger::handle_invocation(&service, event.payload).await }
-    });
+    let handler = lambda_http::service_fn(
+        |event: LambdaEvent<Box<serde_json::value::RawValue>>| {
+            let service = Arc::clone(&service);
+            async move { astrolift_fn_trigger::handle_invocation(&service, event.payload.get()).await }
+        },
+    );
     lambda_http::lambda_runtime::run(handler).await
 }

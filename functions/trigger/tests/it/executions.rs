@@ -147,10 +147,12 @@ impl Stack {
         if records.is_empty() {
             return 0;
         }
-        let answer =
-            astrolift_fn_trigger::handle_invocation(&self.service, json!({ "Records": records }))
-                .await
-                .expect("handled");
+        let answer = astrolift_fn_trigger::handle_invocation(
+            &self.service,
+            &json!({ "Records": records }).to_string(),
+        )
+        .await
+        .expect("handled");
         assert_eq!(answer, json!({"batchItemFailures": []}));
         for message in received.messages() {
             self.moto
@@ -178,7 +180,7 @@ impl Stack {
                                "time": "29/Nov/2026:19:00:00 +0000", "timeEpoch": 1795978800000u64},
             "body": report.to_string(), "isBase64Encoded": false,
         });
-        let answer = astrolift_fn_trigger::handle_invocation(&self.service, event)
+        let answer = astrolift_fn_trigger::handle_invocation(&self.service, &event.to_string())
             .await
             .expect("handled");
         let body = serde_json::from_str(answer["body"].as_str().unwrap_or_default())

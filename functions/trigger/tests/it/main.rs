@@ -167,7 +167,7 @@ async fn run_events(service: &Arc<TriggerService>, trigger_id: &str, replay: boo
         let event = event.replace(EVENT_TRIGGER_ID, trigger_id);
         let event: serde_json::Value = serde_json::from_str(&event).expect("JSON");
         // The entry point Lambda calls: the function-URL response event.
-        let response = astrolift_fn_trigger::handle_invocation(service, event)
+        let response = astrolift_fn_trigger::handle_invocation(service, &event.to_string())
             .await
             .unwrap_or_else(|e| panic!("{name}: not handled: {e}"));
         assert_eq!(response["isBase64Encoded"], false, "{name}: {response}");
@@ -201,13 +201,13 @@ async fn a_stage_batch_is_handled_as_one_and_what_is_not_a_stage_message_is_drop
         {"messageId": "m-2", "body": r#"{"run_id":"run-1","stage":"s","task_token":"t"}"#,
          "eventSource": "aws:sqs"},
     ]});
-    let answer = astrolift_fn_trigger::handle_invocation(&service, batch)
+    let answer = astrolift_fn_trigger::handle_invocation(&service, &batch.to_string())
         .await
         .expect("handled");
     // Without the Step Functions engine nothing waits on a stage message: both are dropped.
     assert_eq!(answer, serde_json::json!({"batchItemFailures": []}));
     assert!(
-        astrolift_fn_trigger::handle_invocation(&service, serde_json::json!({"x": 1}))
+        astrolift_fn_trigger::handle_invocation(&service, "{\"x\": 1}")
             .await
             .is_err(),
         "neither a request nor a batch"
