@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
 use crate::answer::Answer;
-use crate::execution::answer_stage_callback;
+use crate::execution::{answer_token, stage_token};
 use crate::layers::{
     PackagerResult, packager_layer_key, parse_packager_result, record_packager_result,
 };
@@ -120,7 +120,7 @@ async fn accept(
         ReportOutcome::AlreadyFinished(task) => (task, false),
     };
     let answered = match context.engine {
-        Some(engine) => answer_token(context, engine, &task).await?,
+        Some(engine) => answer_execution(context, engine, &task).await?,
         None => None,
     };
     let workflow_run = match answered {
@@ -374,7 +374,7 @@ async fn advance_workflow(
 /// stage report (for the next stages' payloads), then the token is answered; `running` is its
 /// heartbeat. Returns the run's id; `None` for any other dispatch, a run of the state-store
 /// engine included (it advances as on that engine).
-async fn answer_token(
+async fn answer_execution(
     context: CallbackContext<'_>,
     engine: &StepFunctions,
     task: &DispatchTask,
@@ -426,10 +426,15 @@ async fn answer_token(
             .await
             .map_err(|error| unavailable(&error.to_string()))?;
     }
+    // The run read above: its token of this attempt, if the attempt is still the current one.
+    let token = run.as_ref().and_then(|run| stage_token(run, &attempt));
     let error = task.result.as_deref().unwrap_or(task.status.as_str());
-    let answer = answer_stage_callback(context.state, engine, &attempt, task.status, error)
-        .await
-        .map_err(|error| unavailable(&error.to_string()))?;
+    let answer = match token {
+        Some(token) => answer_token(engine, token, &attempt.stage, task.status, error)
+            .await
+            .map_err(|error| unavailable(&error.to_string()))?,
+        None => None,
+    };
     tracing::info!(task_id = %task.task_id, run_id = %attempt.run_id, stage = %attempt.stage, ?answer, "stage token answered");
     Ok(Some(attempt.run_id))
 }

@@ -186,19 +186,32 @@ pub async fn answer_stage_callback(
     error: &str,
 ) -> Result<Option<TaskAnswer>, ExecutionError> {
     let run = read_run(state, &attempt.run_id).await?;
-    let Some(slot) = run.stages.get(&attempt.stage) else {
+    let Some(token) = stage_token(&run, attempt) else {
         return Ok(None);
     };
-    let Some(token) = slot
-        .task_token
+    Ok(answer_token(engine, token, &attempt.stage, status, error).await?)
+}
+
+/// The task token `run` keeps for `attempt`, when it is the stage's current attempt.
+pub fn stage_token<'r>(run: &'r WorkflowRun, attempt: &StageAttempt) -> Option<&'r str> {
+    let slot = run.stages.get(&attempt.stage)?;
+    slot.task_token
         .as_deref()
         .filter(|_| slot.attempt == attempt.attempt)
-    else {
-        return Ok(None);
-    };
+}
+
+/// Answers `token` of stage `stage` with a callback's `status`: a heartbeat, success with
+/// `{"stage","status"}`, or failure with `error`; `None` for `queued`, which says nothing.
+pub async fn answer_token(
+    engine: &StepFunctions,
+    token: &str,
+    stage: &str,
+    status: TaskStatus,
+    error: &str,
+) -> Result<Option<TaskAnswer>, EngineError> {
     let answer = match status {
         TaskStatus::Succeeded => {
-            let output = json!({"stage": attempt.stage, "status": status.as_str()});
+            let output = json!({"stage": stage, "status": status.as_str()});
             engine.send_task_success(token, &output).await?
         }
         TaskStatus::Failed | TaskStatus::Cancelled => {
