@@ -232,7 +232,8 @@ pub async fn reconcile(
     options: ReconcileOptions,
     progress: &dyn ReconcileProgress,
 ) -> Result<ReconcileReport, JobError> {
-    let targets = targets(state).await?;
+    let registrations = state.list_registrations().await?;
+    let targets = targets(state, &registrations).await?;
     progress.planned(targets.len());
     let pass = Pass {
         state,
@@ -254,7 +255,6 @@ pub async fn reconcile(
         .collect()
         .await;
     let mut report = ReconcileReport::of(outcomes);
-    let registrations = state.list_registrations().await?;
     report.totals.previews_torn_down =
         crate::previews::tear_down_stale(state, github, &registrations, now()).await?;
     if let Some(stages) = stages {
@@ -281,10 +281,12 @@ pub async fn reconcile(
 /// The registered refs (one per repository and ref), then the skill sources and the
 /// catalogue that are not registered refs themselves (those follow their dependents when
 /// their own sync runs).
-async fn targets(state: &dyn StateStore) -> Result<Vec<Target>, JobError> {
-    let registrations = state.list_registrations().await?;
+async fn targets(
+    state: &dyn StateStore,
+    registrations: &[RepoRegistration],
+) -> Result<Vec<Target>, JobError> {
     let mut registered: BTreeMap<(String, String), Vec<&RepoRegistration>> = BTreeMap::new();
-    for registration in &registrations {
+    for registration in registrations {
         let key = (
             registration.repository.clone(),
             registration.registered_ref.clone(),
