@@ -183,7 +183,8 @@ async fn start_execution_run(
 }
 
 /// `workflow-run cancel` on the Step Functions engine: the run's execution is stopped,
-/// before the run is cancelled.
+/// before the run is cancelled. An execution that has ended is refused like a finished run
+/// (exit 2): the run record does not follow the execution to its end.
 async fn stop_execution(
     state: &dyn StateStore,
     settings: &StepFunctionsSettings,
@@ -193,27 +194,30 @@ async fn stop_execution(
     if run.status != RunStatus::Running {
         return Ok(());
     }
-    let execution = execution_of(settings, &run).await?;
-    let engine = StepFunctions::from_env(settings.role_arn.clone()).await;
+    let (engine, execution) = execution_of(settings, &run).await?;
+    let status = engine.execution_state(&execution).await?;
+    if status != "RUNNING" {
+        bail!("workflow run {run_id} cannot be cancelled: its execution is {status}");
+    }
     let cause = "cancelled by `astrolift workflow-run cancel`";
     engine.stop_execution(&execution, cause).await?;
     Ok(())
 }
 
-/// The ARN of `run`'s execution: on the state machine of the run's content, named by its id.
+/// The engine's client and the ARN of `run`'s execution: on the state machine of the run's
+/// content, named by its id. The AWS configuration is loaded once, for both.
 async fn execution_of(
     settings: &StepFunctionsSettings,
     run: &WorkflowRun,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<(StepFunctions, String)> {
     let hash = run.content_hash.trim_start_matches("sha256:");
     let name = state_machine_name(&settings.prefix, &run.repository, &run.workflow, hash)?;
-    let region = astrolift_store::load_sdk_config()
-        .await
-        .region()
-        .map(|r| r.to_string());
+    let sdk = astrolift_store::load_sdk_config().await;
+    let region = sdk.region().map(|r| r.to_string());
     let machine = state_machine_arn(&settings.role_arn, region.as_deref(), &name)
         .context("ASTROLIFT_STATE_MACHINE_ROLE_ARN names no account, or no AWS region is set")?;
-    Ok(execution_arn(&machine, &run.id))
+    let engine = StepFunctions::new(aws_sdk_sfn::Client::new(&sdk), settings.role_arn.clone());
+    Ok((engine, execution_arn(&machine, &run.id)))
 }
 
 pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
@@ -226,8 +230,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
             shown["stages"][stage]["attempts"] = attempts;
         }
         if let WorkflowEngine::StepFunctions(settings) = WorkflowEngine::from_env()? {
-            let arn = execution_of(&settings, &run).await?;
-            let engine = StepFunctions::from_env(settings.role_arn.clone()).await;
+            let (engine, arn) = execution_of(&settings, &run).await?;
             let status = engine.execution_state(&arn).await?;
             shown["execution"] = json!({"arn": arn, "status": status});
         }

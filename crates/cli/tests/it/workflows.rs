@@ -463,4 +463,23 @@ async fn on_step_functions_a_run_is_an_execution_and_cancel_stops_it() {
         engine.execution_state(&execution).await.expect("describe"),
         "ABORTED"
     );
+
+    // A run whose execution ended without it: refused, as a finished run is.
+    let other = on_sfn(&["dispatch", "--workflow", "triage", "--input", input]);
+    let other = json(&other.stdout);
+    let other_execution = other["execution_arn"].as_str().expect("an execution");
+    engine
+        .stop_execution(other_execution, "stopped in the console")
+        .await
+        .expect("stopped");
+    let other_id = other["run_id"].as_str().expect("a run id");
+    let refused = on_sfn(&["workflow-run", "cancel", other_id]);
+    assert_eq!(refused.code, 2, "{}", refused.stdout);
+    assert!(
+        refused
+            .stderr
+            .contains("cannot be cancelled: its execution is "),
+        "{}",
+        refused.stderr
+    );
 }
