@@ -259,6 +259,10 @@ impl StateStore for FaultyStateStore {
     fn previews(&self) -> &dyn crate::state::PreviewStore {
         self.inner.previews()
     }
+
+    fn kept_requests(&self) -> &dyn crate::state::KeptRequestStore {
+        self.inner.kept_requests()
+    }
 }
 
 impl RegistrationStore for FaultyStateStore {

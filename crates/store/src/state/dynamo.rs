@@ -38,6 +38,7 @@ mod dispatches;
 mod env_specs;
 mod installations;
 mod jobs;
+mod kept_requests;
 mod layers;
 mod previews;
 mod registrations;
@@ -1264,6 +1265,10 @@ impl StateStore for DynamoStateStore {
     }
 
     fn previews(&self) -> &dyn super::previews::PreviewStore {
+        self
+    }
+
+    fn kept_requests(&self) -> &dyn super::kept_requests::KeptRequestStore {
         self
     }
 }

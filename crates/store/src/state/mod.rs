@@ -1,6 +1,6 @@
 //! Registration state: repositories, agents, audit history, deliveries, triggers, dispatches
-//! and their tasks, where remote skills come from, the heads reconcile last saw, and pull
-//! requests' previews.
+//! and their tasks, where remote skills come from, the heads reconcile last saw, pull
+//! requests' previews, and the requests trigger bindings keep for replay.
 
 pub mod agents;
 pub mod bindings;
@@ -12,6 +12,7 @@ mod dynamo;
 pub mod env_specs;
 pub mod installations;
 pub mod jobs;
+pub mod kept_requests;
 pub mod layers;
 mod model;
 mod open;
@@ -41,6 +42,9 @@ pub use dynamo::DynamoStateStore;
 pub use env_specs::EnvSpecStore;
 pub use installations::InstallationStore;
 pub use jobs::{DeliveryMark, JobJson, JobRecord, JobState, JobStore};
+pub use kept_requests::{
+    KEPT_REQUEST_TTL, KeptOutcome, KeptRequest, KeptRequestStore, MAX_KEPT_BODY, MAX_KEPT_REQUESTS,
+};
 pub use layers::{DependencyFileRef, Layer, LayerBuild, LayerRequest, LayerStatus, LayerStore};
 pub use model::*;
 pub use open::{open_state_store, state_store_from_url};

@@ -30,6 +30,7 @@ mod env_specs;
 mod error;
 mod installations;
 mod jobs;
+mod kept_requests;
 mod layers;
 mod outbox;
 mod previews;
@@ -219,6 +220,9 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
         .map_err(sql_error)?;
     connection
         .execute_batch(previews::SCHEMA)
+        .map_err(sql_error)?;
+    connection
+        .execute_batch(kept_requests::SCHEMA)
         .map_err(sql_error)?;
     connection
         .execute_batch(layers::SCHEMA)
@@ -485,6 +489,10 @@ impl StateStore for SqliteStateStore {
     }
 
     fn previews(&self) -> &dyn super::previews::PreviewStore {
+        self
+    }
+
+    fn kept_requests(&self) -> &dyn super::kept_requests::KeptRequestStore {
         self
     }
 

@@ -12,6 +12,7 @@ use super::dispatches::DispatchStore;
 use super::env_specs::EnvSpecStore;
 use super::installations::InstallationStore;
 use super::jobs::JobStore;
+use super::kept_requests::KeptRequestStore;
 use super::layers::LayerStore;
 use super::model::*;
 use super::outbox::DispatchOutbox;
@@ -124,6 +125,10 @@ pub trait StateStore:
     /// Pull requests' previews of agents and their `preview-closed` events
     /// ([`previews`](super::previews)).
     fn previews(&self) -> &dyn PreviewStore;
+
+    /// The last accepted requests of each trigger binding, kept for replay
+    /// ([`kept_requests`](super::kept_requests)).
+    fn kept_requests(&self) -> &dyn KeptRequestStore;
 
     /// The dispatch outbox kept inside the store ([`outbox`](super::outbox)): SQLite's; `None` for a
     /// store without one (DynamoDB, whose dispatches go to SQS).

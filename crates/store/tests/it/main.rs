@@ -66,6 +66,7 @@ mod env_spec_contract;
 mod fs_blob;
 mod installation_contract;
 mod job_contract;
+mod kept_request_contract;
 mod layer_contract;
 mod locations;
 mod outbox_contract;

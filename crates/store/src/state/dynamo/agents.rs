@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::state::agents::AgentStore;
+use crate::state::kept_requests::purge_deleted_bindings;
 
 impl AgentStore for DynamoStateStore {
     fn get_agent<'a>(&'a self, agent: &'a AgentKey) -> BoxFuture<'a, StoreResult<Option<Agent>>> {
@@ -77,6 +78,8 @@ impl AgentStore for DynamoStateStore {
                 report.agents_written += chunk.agents.len();
                 report.items_written += items;
                 report.transactions += 1;
+                // Committed: a later transaction failing does not undo this one.
+                purge_deleted_bindings(self, &changes.agents[chunk.agents.clone()]).await;
             }
             Ok(report)
         })

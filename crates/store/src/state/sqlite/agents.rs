@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::state::agents::AgentStore;
+use crate::state::kept_requests::purge_deleted_bindings;
 
 impl AgentStore for SqliteStateStore {
     fn get_agent<'a>(&'a self, key: &'a AgentKey) -> BoxFuture<'a, StoreResult<Option<Agent>>> {
@@ -48,11 +49,14 @@ impl AgentStore for SqliteStateStore {
                 return Ok(ApplyReport::default());
             }
             let agents_written = changes.agents.len();
-            let items_written = self
-                .with_connection(move |c| apply_in_transaction(c, &changes))
+            let (items_written, changes) = self
+                .with_connection(move |c| {
+                    apply_in_transaction(c, &changes).map(|written| (written, changes))
+                })
                 .await?;
             self.counters.wrote(items_written);
             self.counters.transaction();
+            purge_deleted_bindings(self, &changes.agents).await;
             Ok(ApplyReport {
                 agents_written,
                 items_written,
