@@ -41,5 +41,8 @@ mod serve_process;
 mod suggest;
 mod suggested_commands;
 mod support;
+mod trigger_replay;
+#[path = "../../../../tests/trigger-replay/cases.rs"]
+mod trigger_replay_cases;
 mod triggers;
 mod workflows;

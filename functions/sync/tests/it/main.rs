@@ -11,3 +11,6 @@ mod previews;
 mod reconcile;
 mod reports;
 mod support;
+mod trigger_replay;
+#[path = "../../../../tests/trigger-replay/cases.rs"]
+mod trigger_replay_cases;
