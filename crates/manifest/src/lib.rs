@@ -48,6 +48,7 @@ pub mod remote_ref;
 pub mod remote_skill;
 pub mod reserved_env;
 pub mod resolved;
+pub mod samples;
 pub mod schema;
 pub mod skill;
 pub mod toml_walk;
@@ -82,6 +83,7 @@ pub fn catalogue() -> Vec<&'static Code> {
         workspace::CODES,
         yaml::CODES,
         triggers::CODES,
+        samples::CODES,
         env_spec::CODES,
         workflow::CODES,
         import_codes::CODES,

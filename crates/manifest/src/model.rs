@@ -37,6 +37,10 @@ pub struct AgentManifest {
     /// [`SkillRef::remote_reference`]: the line resolution reports its failures on.
     #[serde(skip)]
     pub reference_spans: BTreeMap<String, crate::diagnostic::Span>,
+    /// Where each binding of [`Self::triggers`] is written, by name: the span of its
+    /// `name` value, the line a finding about the binding (a check-run warning) is on.
+    #[serde(skip)]
+    pub trigger_spans: BTreeMap<String, crate::diagnostic::Span>,
 }
 
 /// The agent's brief and the context files its relative links name.

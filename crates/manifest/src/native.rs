@@ -230,7 +230,11 @@ impl<'i> ManifestReader<'_, 'i, '_> {
         let workload = self.workloads(table);
         let environment = self.environment(table);
         let secrets = self.secrets(table);
-        let triggers = triggers::validate_triggers(self.file, table);
+        let root = triggers::SampleRoot {
+            tree: self.tree,
+            dir: &self.dir,
+        };
+        let bindings = triggers::read_triggers(self.file, table, Some(root));
         let agent = AgentManifest {
             manifest: discovered.manifest.clone(),
             dir: self.dir.clone(),
@@ -243,8 +247,9 @@ impl<'i> ManifestReader<'_, 'i, '_> {
             environment,
             secrets,
             package,
-            triggers,
+            triggers: bindings.specs,
             reference_spans,
+            trigger_spans: bindings.spans,
         };
         NativeManifest { agent, name_span }
     }

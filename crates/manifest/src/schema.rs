@@ -142,6 +142,15 @@ struct TriggerSchema {
     /// GitHub only: report the terminal result back as a comment on the issue or pull
     /// request, or as a check run on the pull request's head.
     report: Option<ReportSchema>,
+    /// A folder of sample requests (`NAME.json`, each with an optional
+    /// `NAME.expected.json`), relative to the manifest's directory; at most 100 samples.
+    samples: Option<String>,
+    /// How many accepted requests are kept for replay. Default 20; 0 keeps none.
+    #[schemars(range(min = 0, max = 20))]
+    keep_deliveries: Option<u32>,
+    /// A pull request's replay may show payload values (private repositories only).
+    /// Default false.
+    replay_values: Option<bool>,
 }
 
 #[derive(Debug, JsonSchema)]

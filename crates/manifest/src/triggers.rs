@@ -17,21 +17,31 @@
 //! `github` trigger may set `allow_untrusted = true` to fire for fork pull
 //! requests and senders who are not owners, members or collaborators.
 //!
+//! A binding may also name `samples = "PATH"`, a folder of sample requests relative to
+//! the manifest's directory (checked here: a folder of the repository with at most
+//! [`crate::samples::MAX_SAMPLES`] samples; read by [`crate::samples`], evaluated by
+//! `astrolift-trigger`), `keep_deliveries` (how many accepted requests the service keeps
+//! for replay, 0 to [`MAX_KEEP_DELIVERIES`], default [`DEFAULT_KEEP_DELIVERIES`]) and
+//! `replay_values = true` (a pull request's replay may show payload values; private
+//! repositories only, enforced where the replay is shown). docs/reference.md §5.5.
+//!
 //! Validated as a format here; executed by the trigger runtime. `filter` and
 //! `payload` are compiled with [`crate::jq`]; a jq error becomes a diagnostic
 //! at the exact line and column inside the TOML string, whatever its quoting
 //! (`'…'`, `"…"` with escapes, `'''…'''`, `"""…"""`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 use toml::de::{DeTable, DeValue};
 
 use crate::config::is_secret_ref;
-use crate::diagnostic::{Code, Severity};
-use crate::paths::{SLUG_RULE, is_slug};
+use crate::diagnostic::{Code, Severity, Span};
+use crate::paths::{self, PathProblem, SLUG_RULE, is_slug};
+use crate::samples::{self, MAX_SAMPLES};
 use crate::toml_walk::{TomlFile, key_span};
+use crate::tree::SourceTree;
 use astrolift_jq::{JqErrorKind, JqProgram};
 
 pub const INVALID_NAME: Code = Code::new(
@@ -110,6 +120,32 @@ pub const JQ_UNDEFINED: Code = Code::new(
     "`filter` or `payload` uses an undefined or removed jq function or variable (`env`, `$ENV`, `input`…).",
 );
 
+pub const INVALID_SAMPLES: Code = Code::new(
+    "trigger/invalid-samples",
+    Severity::Error,
+    "`samples` is not a folder of the repository (relative to the manifest's directory), or holds more than 100 samples.",
+);
+pub const INVALID_KEEP_DELIVERIES: Code = Code::new(
+    "trigger/invalid-keep-deliveries",
+    Severity::Error,
+    "`keep_deliveries` is not an integer from 0 to 20.",
+);
+pub const SAMPLE_MISMATCH: Code = Code::new(
+    "trigger/sample-mismatch",
+    Severity::Error,
+    "A sample request's outcome differs from what its `NAME.expected.json` pins.",
+);
+pub const SAMPLE_UNPINNED: Code = Code::new(
+    "trigger/sample-unpinned",
+    Severity::Notice,
+    "A sample request without `NAME.expected.json`: what it did is reported, never compared.",
+);
+pub const SAMPLE_NOT_EVALUATED: Code = Code::new(
+    "trigger/sample-not-evaluated",
+    Severity::Warning,
+    "A sample request could not be evaluated: every jq evaluation slot of the process stayed taken.",
+);
+
 /// The codes of this module, for the catalogue.
 pub const CODES: &[&Code] = &[
     &INVALID_NAME,
@@ -127,6 +163,11 @@ pub const CODES: &[&Code] = &[
     &INVALID_TOLERANCE,
     &JQ_SYNTAX,
     &JQ_UNDEFINED,
+    &INVALID_SAMPLES,
+    &INVALID_KEEP_DELIVERIES,
+    &SAMPLE_MISMATCH,
+    &SAMPLE_UNPINNED,
+    &SAMPLE_NOT_EVALUATED,
 ];
 
 pub(crate) const TRIGGER_KEYS: &[&str] = &[
@@ -139,6 +180,9 @@ pub(crate) const TRIGGER_KEYS: &[&str] = &[
     "env_spec",
     "allow_untrusted",
     "report",
+    "samples",
+    "keep_deliveries",
+    "replay_values",
 ];
 const SOURCES: &[&str] = &["generic", "github"];
 const VERIFY_KINDS: &[&str] = &["hmac-sha256", "github", "token"];
@@ -154,6 +198,10 @@ const HMAC_KEYS: &[&str] = &[
 pub const DEFAULT_TOLERANCE_SECONDS: u64 = 300;
 /// The largest `verify.tolerance_seconds`: a day.
 pub const MAX_TOLERANCE_SECONDS: u64 = 86_400;
+/// How many accepted requests a binding keeps for replay when it does not say.
+pub const DEFAULT_KEEP_DELIVERIES: u32 = 20;
+/// The most accepted requests a binding may keep for replay.
+pub const MAX_KEEP_DELIVERIES: u32 = 20;
 const GITHUB_KEYS: &[&str] = &["kind"];
 const TOKEN_KEYS: &[&str] = &["kind", "header", "secret"];
 
@@ -213,6 +261,26 @@ pub struct TriggerSpec {
     /// pull request it came from. Not serialized when absent (binding digests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<ReportKind>,
+    /// A folder of sample requests, relative to the manifest's directory, as written
+    /// (see [`crate::samples`]). Not serialized when absent (binding digests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<String>,
+    /// How many accepted requests the service keeps for replay, 0 to
+    /// [`MAX_KEEP_DELIVERIES`]; `None` is [`DEFAULT_KEEP_DELIVERIES`]
+    /// ([`TriggerSpec::deliveries_kept`]). Not serialized when absent (binding digests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_deliveries: Option<u32>,
+    /// A pull request's replay of this binding may show payload values (on private
+    /// repositories only). Not serialized when `false` (binding digests).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub replay_values: bool,
+}
+
+impl TriggerSpec {
+    /// How many accepted requests the service keeps for replay.
+    pub fn deliveries_kept(&self) -> u32 {
+        self.keep_deliveries.unwrap_or(DEFAULT_KEEP_DELIVERIES)
+    }
 }
 
 /// Where a GitHub-sourced dispatch's terminal result is reported back.
@@ -246,26 +314,66 @@ fn is_false(value: &bool) -> bool {
     !*value
 }
 
-/// Validates the `[[triggers]]` of one manifest's root table. Returns the
-/// entries that are complete enough to bind (name and source known); every
-/// problem is reported in `file`.
+/// Validates the `[[triggers]]` of one manifest's root table without its tree: a
+/// `samples` folder is checked as a path only (relative, POSIX). Returns the entries that are complete
+/// enough to bind (name and source known); every problem is reported in `file`.
 pub fn validate_triggers<'i>(file: &mut TomlFile<'i>, root: &DeTable<'i>) -> Vec<TriggerSpec> {
+    read_triggers(file, root, None).specs
+}
+
+/// Where a manifest's `samples` folders are looked for: its tree and its directory.
+#[derive(Clone, Copy)]
+pub struct SampleRoot<'t> {
+    pub tree: &'t dyn SourceTree,
+    /// Repo-relative directory of the manifest ("" for the root).
+    pub dir: &'t str,
+}
+
+impl std::fmt::Debug for SampleRoot<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SampleRoot")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The bindings of one manifest and where each is written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TriggerBindings {
+    /// The entries complete enough to bind (name and source known), in order.
+    pub specs: Vec<TriggerSpec>,
+    /// Each binding's name to the span of its `name` value (the first, for a duplicate).
+    pub spans: BTreeMap<String, Span>,
+}
+
+/// Validates the `[[triggers]]` of one manifest's root table. With `samples`, each
+/// `samples` folder must exist in the tree and hold at most [`MAX_SAMPLES`] samples, and
+/// an expected file without its sample is a warning; every problem is reported in `file`.
+pub fn read_triggers<'i>(
+    file: &mut TomlFile<'i>,
+    root: &DeTable<'i>,
+    samples: Option<SampleRoot<'_>>,
+) -> TriggerBindings {
     let mut names = BTreeSet::new();
-    let mut out = Vec::new();
+    let mut out = TriggerBindings::default();
     for (table, range) in file.table_array(root, "triggers") {
-        if let Some(spec) = trigger(file, table, range, &mut names) {
-            out.push(spec);
+        if let Some((spec, at)) = trigger(file, table, range, &mut names, samples) {
+            let span = file.span(at);
+            out.spans.entry(spec.name.clone()).or_insert(span);
+            out.specs.push(spec);
         }
     }
     out
 }
 
+/// One entry, with the range of its `name` value.
 fn trigger<'i>(
     file: &mut TomlFile<'i>,
     table: &DeTable<'i>,
     range: Range<usize>,
     names: &mut BTreeSet<String>,
-) -> Option<TriggerSpec> {
+    samples: Option<SampleRoot<'_>>,
+) -> Option<(TriggerSpec, Range<usize>)> {
     file.check_keys(table, TRIGGER_KEYS, "a `[[triggers]]` entry");
     let name = trigger_name(file, table, range.clone(), names);
     let source = trigger_source(file, table, range.clone());
@@ -276,8 +384,14 @@ fn trigger<'i>(
     let env_spec = file.str(table, "env_spec").map(|(s, _)| s.to_owned());
     let allow_untrusted = allow_untrusted(file, table, source);
     let report = trigger_report(file, table, source, &events);
-    Some(TriggerSpec {
-        name: name?,
+    let samples = sample_folder(file, table, samples);
+    let keep_deliveries = keep_deliveries(file, table);
+    let replay_values = file
+        .bool(table, "replay_values")
+        .is_some_and(|(value, _)| value);
+    let (name, name_range) = name?;
+    let spec = TriggerSpec {
+        name,
         source: source?,
         events,
         verify,
@@ -286,7 +400,97 @@ fn trigger<'i>(
         env_spec,
         allow_untrusted,
         report,
-    })
+        samples,
+        keep_deliveries,
+        replay_values,
+    };
+    Some((spec, name_range))
+}
+
+/// `samples = "PATH"`: a folder relative to the manifest's directory, inside the
+/// repository; with the tree, one that exists and holds at most [`MAX_SAMPLES`] samples.
+fn sample_folder<'i>(
+    file: &mut TomlFile<'i>,
+    table: &DeTable<'i>,
+    root: Option<SampleRoot<'_>>,
+) -> Option<String> {
+    let item = table.get("samples")?;
+    let range = item.span();
+    let DeValue::String(value) = item.get_ref() else {
+        let found = item.get_ref().type_str();
+        file.report(
+            &INVALID_SAMPLES,
+            range,
+            format!("`samples` must be a string naming a folder, found {found}"),
+        );
+        return None;
+    };
+    let problem = match paths::normalize_relative(value) {
+        Ok(_) | Err(PathProblem::ParentDir) => None,
+        Err(problem) => Some(problem.to_string()),
+    };
+    let message = match (problem, root) {
+        (Some(problem), _) => format!("`samples` `{value}` {problem}"),
+        (None, None) => return Some(value.to_string()),
+        (None, Some(root)) => match samples::sample_folder(root.dir, value) {
+            None => format!("`samples` `{value}` climbs above the repository's root"),
+            Some(folder) => match folder_problem(root.tree, &folder) {
+                None => {
+                    file.diagnostics
+                        .extend(samples::orphan_expected(root.tree, &folder));
+                    return Some(value.to_string());
+                }
+                Some(problem) => format!("`samples` `{value}` {problem}"),
+            },
+        },
+    };
+    file.report(&INVALID_SAMPLES, range, message).help = Some(format!(
+        "name a folder of the repository, relative to the manifest's directory, holding at most \
+         {MAX_SAMPLES} `NAME.json` samples, each with an optional `NAME.expected.json`"
+    ));
+    None
+}
+
+/// Why the repo-relative `folder` cannot be a samples folder, if it cannot.
+fn folder_problem(tree: &dyn SourceTree, folder: &str) -> Option<String> {
+    if !tree.is_dir(folder) {
+        let shown = if folder.is_empty() { "." } else { folder };
+        return Some(format!(
+            "is not a folder of the repository (looked for `{shown}`)"
+        ));
+    }
+    let count = samples::count_samples(tree, folder);
+    (count > MAX_SAMPLES).then(|| format!("holds {count} samples, over the limit of {MAX_SAMPLES}"))
+}
+
+/// `keep_deliveries`: an integer from 0 to [`MAX_KEEP_DELIVERIES`].
+fn keep_deliveries<'i>(file: &mut TomlFile<'i>, table: &DeTable<'i>) -> Option<u32> {
+    let item = table.get("keep_deliveries")?;
+    let message = match item.get_ref() {
+        DeValue::Integer(integer) => {
+            let digits: String = integer.as_str().chars().filter(|c| *c != '_').collect();
+            let shown = match i64::from_str_radix(&digits, integer.radix()) {
+                Ok(n) => match u32::try_from(n) {
+                    Ok(n) if n <= MAX_KEEP_DELIVERIES => return Some(n),
+                    _ => n.to_string(),
+                },
+                Err(_) => integer.as_str().to_owned(),
+            };
+            format!(
+                "`keep_deliveries` is {shown}; it must be an integer from 0 to {MAX_KEEP_DELIVERIES}"
+            )
+        }
+        other => format!(
+            "`keep_deliveries` must be an integer from 0 to {MAX_KEEP_DELIVERIES}, found {}",
+            other.type_str()
+        ),
+    };
+    file.report(&INVALID_KEEP_DELIVERIES, item.span(), message)
+        .help = Some(format!(
+        "`keep_deliveries` is how many accepted requests are kept for replay (default \
+         {DEFAULT_KEEP_DELIVERIES}; 0 keeps none)"
+    ));
+    None
 }
 
 /// `report = "comment" | "check"`: on `github` triggers whose every event
@@ -397,7 +601,7 @@ fn trigger_name<'i>(
     table: &DeTable<'i>,
     range: Range<usize>,
     names: &mut BTreeSet<String>,
-) -> Option<String> {
+) -> Option<(String, Range<usize>)> {
     let Some((name, name_range)) = file.str(table, "name") else {
         if table.get("name").is_none() {
             file.missing(range, "name", "a `[[triggers]]` entry");
@@ -415,11 +619,11 @@ fn trigger_name<'i>(
     if !names.insert(name.to_owned()) {
         file.report(
             &DUPLICATE_NAME,
-            name_range,
+            name_range.clone(),
             format!("another trigger of this agent is already named `{name}`"),
         );
     }
-    Some(name.to_owned())
+    Some((name.to_owned(), name_range))
 }
 
 fn trigger_source<'i>(

@@ -90,6 +90,9 @@ fn bench(c: &mut Criterion) {
         env_spec: None,
         allow_untrusted: false,
         report: None,
+        samples: None,
+        keep_deliveries: None,
+        replay_values: false,
     };
     let binding = CompiledBinding::from_spec("t-bench", spec).unwrap_or_else(|e| panic!("{e}"));
     let secrets = Secrets(HashMap::from([(

@@ -8,6 +8,7 @@ mod fixtures;
 mod props;
 mod remote_skills;
 mod rules;
+mod samples;
 mod scale;
 mod seeds;
 mod support;

@@ -29,6 +29,7 @@ pub fn manifest(name: &str, dir: &str) -> AgentManifest {
         secrets: Default::default(),
         triggers: Vec::new(),
         reference_spans: Default::default(),
+        trigger_spans: Default::default(),
         package: PackageSpec {
             declared: true,
             root: dir.to_owned(),

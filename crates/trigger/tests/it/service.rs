@@ -46,6 +46,9 @@ pub fn trigger(name: &str, source: TriggerSource, verify: Option<Verify>) -> Tri
         env_spec: None,
         allow_untrusted: false,
         report: None,
+        samples: None,
+        keep_deliveries: None,
+        replay_values: false,
     }
 }
 

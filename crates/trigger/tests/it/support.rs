@@ -92,6 +92,9 @@ pub fn spec(verify: Option<Verify>, filter: Option<&str>, payload: Option<&str>)
         env_spec: None,
         allow_untrusted: false,
         report: None,
+        samples: None,
+        keep_deliveries: None,
+        replay_values: false,
     }
 }
 

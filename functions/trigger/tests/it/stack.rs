@@ -87,6 +87,9 @@ fn generic(name: &str, verify: Verify) -> TriggerSpec {
         env_spec: None,
         allow_untrusted: false,
         report: None,
+        samples: None,
+        keep_deliveries: None,
+        replay_values: false,
     }
 }
 
