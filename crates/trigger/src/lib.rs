@@ -23,6 +23,10 @@
 //! - [`idempotency`]: the idempotency key of a verified request.
 //! - [`replay`]: a kept request's outcome through the registered and the head's binding,
 //!   compared (the class, the counts, and the differing paths by shape, never by value).
+//! - [`samples`]: a binding's `samples` folder evaluated in the sandbox, one sample at a
+//!   time, each compared with its `NAME.expected.json` (`trigger/sample-mismatch`) or
+//!   reported unpinned (`trigger/sample-unpinned`): what `validate`, `check` and the
+//!   check run show.
 //! - Everything after the record is `astrolift-dispatch`'s (crates/dispatch):
 //!   the dispatch record and queue, the message and its content, prompts, the
 //!   runtime environment, the outbox, callbacks, reports and workflow runs.
@@ -76,6 +80,7 @@ mod error;
 mod evaluate;
 pub mod idempotency;
 pub mod replay;
+pub mod samples;
 pub mod secrets;
 pub mod service;
 pub mod trust;

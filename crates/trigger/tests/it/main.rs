@@ -11,6 +11,7 @@ mod message;
 mod outbox;
 mod render;
 mod runaway;
+mod samples;
 mod service;
 mod support;
 mod tenancy;
