@@ -44,6 +44,8 @@
 //!   each, `If-None-Match` with the kept `ETag`; bounded concurrency; an installation low on
 //!   rate limit skipped) → a `reconcile` sync job in its push lane where the head is not
 //!   the synced commit; a skill source or the catalogue that moved re-syncs its dependents.
+//! - [`samples`]: the sync's sample checker: each binding's sample requests evaluated
+//!   in the jq sandbox (`astrolift_trigger::samples`).
 //! - [`skills`]: the sync's skill fetcher: a skill repository read as the
 //!   installation that covers it, each (repository, ref) once per sync.
 //! - [`commit_order`]: the sync's ancestry oracle, from GitHub's compare API
@@ -119,6 +121,7 @@ pub mod report;
 pub mod retry;
 pub mod routes;
 pub mod runner;
+pub mod samples;
 pub mod skills;
 pub mod sqs_dead_letter;
 pub mod state_machines;

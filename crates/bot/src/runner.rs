@@ -381,6 +381,9 @@ impl SyncRunner {
                 limits: self.limits,
             })),
             previews: previews::preview_request(job, &registrations),
+            samples: Some(Arc::new(crate::samples::SandboxSamples {
+                limits: self.limits,
+            })),
         };
         let (mut report, tree) = self.sync_off_the_async_workers(tree, request).await?;
         self.request_layers(&mut report).await?;

@@ -42,6 +42,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         validate: ValidateOptions::default(),
         skills: None,
         previews: None,
+        samples: None,
     };
     let first = timed_run(&tree, &request, &stores).await?;
     let noop = timed_run(&tree, &request, &stores).await?;

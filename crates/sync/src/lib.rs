@@ -33,6 +33,9 @@
 //!   resolve against those trees (an agent's aliases are its project's), a
 //!   failing reference fails its agent, and a resolved skill is packaged and
 //!   pinned (commit and content hash) in the snapshot.
+//! - **Samples checked with validation** ([`samples`]). The caller's [`samples::SampleChecker`]
+//!   evaluates every binding's sample requests right after validation; a mismatch fails its
+//!   agent as a validation error does.
 //! - **Per-manifest registrations.** Registrations are keyed by (repository,
 //!   manifest path): an apply writes exactly the manifests the registrations it
 //!   applies cover ([`Mode::Apply`]), each under its registration's project; a
@@ -70,6 +73,7 @@ pub mod plan;
 pub mod previews;
 pub mod report;
 mod request;
+pub mod samples;
 mod scope;
 pub mod skills;
 mod upload;

@@ -48,7 +48,14 @@ pub async fn sync(
             .project_of(manifest)
             .or_else(|| scope.is_unregistered_check().then(|| fallback.clone()))
     };
-    let validation = validate_repository(tree, &request.validate);
+    let mut validation = validate_repository(tree, &request.validate);
+    if let Some(samples) = &request.samples {
+        let found = samples.check(tree, &validation.agents).await;
+        if !found.is_empty() {
+            validation.diagnostics.extend(found);
+            diagnostic::sort(&mut validation.diagnostics);
+        }
+    }
     let projects = validation
         .agents
         .iter()

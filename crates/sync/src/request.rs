@@ -9,6 +9,7 @@ use astrolift_store::{BlobKey, BlobStore, StateStore};
 
 use crate::order::CommitOrder;
 use crate::report::{Coverage, Mode};
+use crate::samples::SampleChecker;
 use crate::skills::SkillFetcher;
 
 /// The stores a sync reads and writes.
@@ -46,6 +47,9 @@ pub struct SyncRequest {
     /// A pull-request head whose registrations have previews: the sync records them
     /// ([`crate::previews`]). `None` for every other sync.
     pub previews: Option<PreviewRequest>,
+    /// Evaluates the bindings' sample requests right after validation (see
+    /// [`crate::samples`]); `None`: samples are not evaluated.
+    pub samples: Option<Arc<dyn SampleChecker>>,
 }
 
 /// The snapshot blob `hash`, parsed; `None` when it is missing or unreadable.

@@ -144,6 +144,7 @@ async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Re
         },
         skills,
         previews: None,
+        samples: Some(Arc::new(astrolift_bot::samples::SandboxSamples { limits })),
     };
     let progress = Progress::bar("packaging", "agents", args.format == CheckFormat::Human);
     let mut report = sync(tree, &request, &stores, &|done, total| {

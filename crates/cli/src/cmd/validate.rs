@@ -8,6 +8,8 @@
 //! only when a manifest has a remote reference and credentials are set); each manifest's
 //! project is that of the registration of `--repo` covering it, else `--project-id`.
 //! Where something is missing each reference is the warning `skill/unresolved`, with why.
+//! Each trigger binding's `samples` are evaluated in the jq sandbox and compared with
+//! their expected files, as `check` and the check run do (docs/reference.md §5.5).
 //!
 //! With `--fix`, every fix is applied first (see [`super::fix`]), one line per
 //! fix goes to stderr (stdout stays the report, parseable in every format),
@@ -32,6 +34,7 @@ use astrolift_store::state::covering_registration;
 use astrolift_store::state_store_from_url;
 use astrolift_sync::SkillFetcher;
 use astrolift_sync::skills::check_remote_skills;
+use astrolift_trigger::samples::check_samples;
 
 use super::stores::runtime;
 
@@ -113,6 +116,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let found = runtime()?.block_on(remote_skills(&args, &validation.agents, limits))?;
         validation.diagnostics.extend(found);
     }
+    // Each binding's sample requests, evaluated in the jq sandbox as the check run does
+    // (docs/reference.md §5.5): a mismatch is an error like any other.
+    if validation.agents.iter().any(has_samples) {
+        let found = runtime()?.block_on(check_samples(&tree, &validation.agents, &limits));
+        validation.diagnostics.extend(found);
+    }
     diagnostic::sort(&mut validation.diagnostics);
     let agents = validation.summaries();
     let report = Report {
@@ -166,6 +175,10 @@ fn nothing_to_fix(dir: &Path, tree: &DirTree, options: &ValidateOptions) -> Stri
             )
         }
     }
+}
+
+fn has_samples(manifest: &AgentManifest) -> bool {
+    manifest.triggers.iter().any(|t| t.samples.is_some())
 }
 
 fn has_remote_skills(manifest: &AgentManifest) -> bool {

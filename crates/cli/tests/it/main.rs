@@ -33,6 +33,7 @@ mod reference;
 mod registry;
 mod remote_skills;
 mod renderers;
+mod samples;
 mod sarif_github;
 mod sarif_schema;
 mod sentinel;

@@ -162,6 +162,7 @@ pub async fn run_pushed(
         validate: ValidateOptions::default(),
         skills: None,
         previews: None,
+        samples: None,
     };
     sync(tree, &request, stores, &|_, _| {}).await
 }

@@ -83,6 +83,7 @@ async fn run(stores: &Stores, tree: &CountingTree, mode: Mode) -> Report {
         validate: ValidateOptions::default(),
         skills: None,
         previews: None,
+        samples: None,
     };
     let report = sync(tree, &request, stores, &|_, _| {})
         .await

@@ -116,6 +116,7 @@ async fn apply_monorepo(blobs: Arc<dyn BlobStore>, state: Arc<dyn StateStore>) {
         validate: ValidateOptions::default(),
         skills: None,
         previews: None,
+        samples: None,
     };
     let report = sync(&tree, &request, &Stores { blobs, state }, &|_, _| {})
         .await
