@@ -54,7 +54,7 @@ mod pulls;
 mod repos;
 mod tarball;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -136,6 +136,8 @@ pub(crate) struct State {
     pub rate_limit_remaining: HashMap<u64, u64>,
     /// Repository ids a test set, by `(owner, repo)` (others are derived from the name).
     pub repo_ids: HashMap<(String, String), u64>,
+    /// Repositories `GET /repos/{owner}/{repo}` says are private.
+    pub private_repos: HashSet<(String, String)>,
 }
 
 /// An installation's REST budget an hour, as GitHub's `X-RateLimit-Limit` says.
@@ -259,6 +261,17 @@ impl FakeGitHub {
     pub fn set_repo_id(&self, owner: &str, repo: &str, id: u64) {
         let key = (owner.to_owned(), repo.to_owned());
         self.state.lock().repo_ids.insert(key, id);
+    }
+
+    /// Makes `GET /repos/{owner}/{repo}` say `private`.
+    pub fn set_private(&self, owner: &str, repo: &str, private: bool) {
+        let key = (owner.to_owned(), repo.to_owned());
+        let mut state = self.state.lock();
+        if private {
+            state.private_repos.insert(key);
+        } else {
+            state.private_repos.remove(&key);
+        }
     }
 
     /// The id `GET /repos/{owner}/{repo}` answers for `owner/repo`.

@@ -36,7 +36,7 @@ pub(crate) async fn repository(
         "name": repo,
         "full_name": format!("{owner}/{repo}"),
         "owner": { "login": owner },
-        "private": false,
+        "private": state.private_repos.contains(&key),
         "default_branch": "main",
         "url": format!("{}/repos/{owner}/{repo}", state.base_url),
     });
