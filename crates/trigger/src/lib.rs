@@ -21,8 +21,12 @@
 //!   requests, `author_association`), judged on the delivery's envelope
 //!   (`astrolift_forge::webhook::Envelope`, read once by `forge`).
 //! - [`idempotency`]: the idempotency key of a verified request.
+//! - `keep`: the service keeps each binding's last accepted requests (`202`, `204`) in the
+//!   state store for replay; best effort, never logged, never changing the answer.
 //! - [`replay`]: a kept request's outcome through the registered and the head's binding,
-//!   compared (the class, the counts, and the differing paths by shape, never by value).
+//!   compared (the class, the counts, and the differing paths by shape, never by value);
+//!   [`replayer`] evaluates a changed binding's kept requests through both, in the sandbox,
+//!   one at a time, at most 8 bindings a replay.
 //! - [`samples`]: a binding's `samples` folder evaluated in the sandbox, one sample at a
 //!   time, each compared with its `NAME.expected.json` (`trigger/sample-mismatch`) or
 //!   reported unpinned (`trigger/sample-unpinned`): what `validate`, `check` and the
@@ -79,7 +83,9 @@
 mod error;
 mod evaluate;
 pub mod idempotency;
+mod keep;
 pub mod replay;
+pub mod replayer;
 pub mod samples;
 pub mod secrets;
 pub mod service;

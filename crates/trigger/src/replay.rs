@@ -165,6 +165,31 @@ pub enum PathChange {
     },
 }
 
+impl PathChange {
+    /// `PATH added (string of 6)`, `PATH removed (…)`, `PATH changed (string of 6 → number)`,
+    /// with the path as `path` shows it (plain, or a Markdown code span).
+    pub fn describe(&self, path: impl Fn(&str) -> String) -> String {
+        match self {
+            PathChange::Added { path: at, new } => format!("{} added ({new})", path(at)),
+            PathChange::Removed { path: at, old } => format!("{} removed ({old})", path(at)),
+            PathChange::Changed { path: at, old, new } => {
+                format!("{} changed ({old} → {new})", path(at))
+            }
+        }
+    }
+}
+
+impl PayloadDiff {
+    /// Every path's [`PathChange::describe`], `; `-separated, with the count of the rest.
+    pub fn describe(&self, path: impl Fn(&str) -> String) -> String {
+        let mut parts: Vec<String> = self.paths.iter().map(|c| c.describe(&path)).collect();
+        if self.more > 0 {
+            parts.push(format!("and {} more", self.more));
+        }
+        parts.join("; ")
+    }
+}
+
 /// The paths of a payload that differ, at most [`MAX_DIFF_PATHS`], in path order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct PayloadDiff {

@@ -45,7 +45,7 @@
 //! kept; a binding whose definition changed under the same snapshot is
 //! recompiled too. [`TriggerService::compilations`] counts compilations.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -73,6 +73,7 @@ use serde_json::{Value, json};
 use crate::error::TriggerError;
 use crate::evaluate::{CompiledBinding, Outcome, evaluate_verified, within_limit};
 use crate::idempotency::idempotency_key;
+use crate::keep::{Answered, keep};
 use crate::secrets::SecretResolver;
 use crate::trust::{Trust, judge};
 use crate::verify::{now_seconds, verify_request};
@@ -290,7 +291,11 @@ impl TriggerService {
             Err(error) => return trigger_error_response(trigger_id, &error),
         };
         let outcome = evaluate_verified(&ready.compiled, body, &self.limits).await;
-        self.finish(&ready, outcome, &key, &Origin::TRUSTED).await
+        let answer = self.finish(&ready, outcome, &key, &Origin::TRUSTED).await;
+        // A generic request's programs read only its body: no header is kept.
+        self.keep(&ready, &answer, BTreeMap::new(), body, &key)
+            .await;
+        answer
     }
 
     /// The GitHub-sourced bindings of `repository` whose `events` match,
@@ -379,7 +384,31 @@ impl TriggerService {
         };
         let outcome = evaluate_verified(&ready.compiled, event.body, &self.limits).await;
         let key = delivery_key(&trigger_id, event.delivery_id);
-        Some(self.finish(&ready, outcome, &key, &origin).await)
+        let answer = self.finish(&ready, outcome, &key, &origin).await;
+        let headers = BTreeMap::from([("x-github-event".to_owned(), event.event_name.to_owned())]);
+        self.keep(&ready, &answer, headers, event.body, &key).await;
+        Some(answer)
+    }
+
+    /// Keeps an answered request for replay ([`crate::keep`]).
+    async fn keep(
+        &self,
+        ready: &Ready,
+        answer: &Answer,
+        headers: BTreeMap<String, String>,
+        body: &[u8],
+        key: &str,
+    ) {
+        let answered = Answered {
+            binding: &ready.binding,
+            compiled: &ready.compiled,
+            answer,
+            headers,
+            body,
+            key,
+            at: std::time::SystemTime::now(),
+        };
+        keep(self.state.as_ref(), answered).await;
     }
 
     /// The generic binding `trigger_id`, if it exists and its agent is

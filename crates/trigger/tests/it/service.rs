@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use crate::support::{FixedSecrets, HOOK_SECRET, fixture, headers, hmac_verify, limits, signed};
 
 pub const REPO: &str = "Codertocat/Hello-World";
-const MANIFEST: &str = "agents/triage/astrolift.toml";
+pub const MANIFEST: &str = "agents/triage/astrolift.toml";
 const SNAPSHOT: &str = "snap-triage-1";
 pub const JIRA: &str = "trg_jira";
 pub const GITHUB: &str = "trg_new_issue";
@@ -52,7 +52,7 @@ pub fn trigger(name: &str, source: TriggerSource, verify: Option<Verify>) -> Tri
     }
 }
 
-fn jira_spec() -> TriggerSpec {
+pub fn jira_spec() -> TriggerSpec {
     let mut spec = trigger(
         "jira-high-priority",
         TriggerSource::Generic,
@@ -165,7 +165,7 @@ fn service(state: Arc<dyn StateStore>, queue: Arc<dyn DispatchQueue>) -> Trigger
     TriggerService::new(state, secrets, queue, limits())
 }
 
-async fn sqlite() -> Fixture {
+pub async fn sqlite() -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let state: Arc<dyn StateStore> = Arc::new(
         SqliteStateStore::open(dir.path().join("state.db"))
@@ -175,7 +175,7 @@ async fn sqlite() -> Fixture {
     fixture_over(state, Some(dir)).await
 }
 
-async fn dynamo(test: &str) -> Option<Fixture> {
+pub async fn dynamo(test: &str) -> Option<Fixture> {
     aws_endpoint(test)?;
     let store = DynamoStateStore::from_env(&unique_name("trigger"))
         .await
@@ -220,7 +220,7 @@ pub fn assert_names_nothing_internal(response: &Answer) {
     }
 }
 
-async fn post(fx: &Fixture, id: &str, body: &[u8]) -> Answer {
+pub async fn post(fx: &Fixture, id: &str, body: &[u8]) -> Answer {
     let response = fx.service.handle(id, &signed(body), body).await;
     assert_no_secret(&response);
     assert_names_nothing_internal(&response);
