@@ -849,6 +849,7 @@ mod tests {
             skill_sources: Default::default(),
             layer_needs: Vec::new(),
             previews: None,
+            trigger_changes: Vec::new(),
         }
     }
 

@@ -128,6 +128,7 @@ pub mod state_machines;
 pub mod suggest;
 pub mod suggestions;
 pub mod telemetry;
+pub mod trigger_replay;
 pub mod triggers;
 
 pub use ingress::{Answer, EventFanOut, FanOutSummary, GithubDelivery, Ingress};

@@ -41,6 +41,7 @@ use crate::skills::GitHubSkillFetcher;
 use crate::state_machines::{self, StepFunctionsEngine};
 use crate::suggest::{PullRequest, drop_suggested_annotations, post_suggestions, warn_not_posted};
 use crate::telemetry::{self, Metric};
+use crate::trigger_replay;
 
 /// The check run's name (docs/reference.md §9).
 pub const CHECK_NAME: &str = "Astrolift";
@@ -274,6 +275,26 @@ impl SyncRunner {
         }
         if let Some(previews) = &report.previews {
             output.summary = format!("{}\n\n{}", output.summary, previews::section(previews));
+        }
+        if !report.trigger_changes.is_empty() {
+            let state = self.stores.state.as_ref();
+            let changes = &report.trigger_changes;
+            let replay = trigger_replay::replay_changes(
+                state,
+                &installation,
+                &repo,
+                changes,
+                &self.limits,
+                now(),
+            )
+            .await;
+            if !replay.is_empty() {
+                let section = trigger_replay::section(&replay);
+                output.summary = format!("{}\n\n{section}", output.summary);
+                output
+                    .annotations
+                    .extend(trigger_replay::annotations(&replay));
+            }
         }
         if let (Some(engine), true) = (&self.workflow_engine, report.applied) {
             let state = self.stores.state.as_ref();

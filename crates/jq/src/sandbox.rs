@@ -13,8 +13,9 @@
 //! (`catch_unwind`, bounded replacements of natives) can contain them all.
 //! Evaluation therefore runs in **worker processes** (`pool`):
 //!
-//! - Every binary that evaluates triggers (`astrolift`, the `webhook` and
-//!   `trigger` functions) calls [`init`] first thing in `main`. In a worker
+//! - Every binary that evaluates triggers (`astrolift`, and the `webhook`,
+//!   `trigger` and `sync` functions: the sync function replays triggers and
+//!   evaluates samples on a check) calls [`init`] first thing in `main`. In a worker
 //!   (started by the pool with `ASTROLIFT_JQ_WORKER=1`) it serves and exits;
 //!   otherwise it makes the process evaluate in workers of its own executable.
 //! - A worker runs with an empty environment, an address-space limit

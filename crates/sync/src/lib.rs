@@ -76,6 +76,7 @@ mod request;
 pub mod samples;
 mod scope;
 pub mod skills;
+pub mod trigger_changes;
 mod upload;
 pub mod workflows;
 pub mod workspaces;

@@ -20,6 +20,7 @@ use crate::report::{LayerRequest, Report, ReportCounts};
 use crate::request::{Stores, SyncRequest, read_snapshot};
 use crate::scope::Scope;
 use crate::skills::{SkillContext, resolve_skills};
+use crate::trigger_changes::changed_bindings;
 use crate::upload::{StoredVersion, artifacts_for, dependency_file_refs, upload_version};
 use crate::workflows::{WorkflowContext, apply_workflows, plan_workflows};
 use crate::workspaces::{WorkspaceContext, apply_workspaces, plan_workspaces};
@@ -92,6 +93,9 @@ pub async fn sync(
     add_drift(&mut planned, &packaging, stores.blobs.as_ref()).await;
     let diagnostics = packaging.diagnostics.iter().cloned().chain(workflow_errors);
     let mut report = new_report(request, &planned, diagnostics.collect());
+    if !applying {
+        report.trigger_changes = changed_bindings(&packaging.candidates, &bindings);
+    }
     report.skill_sources = skill_sources;
     report.uncovered = scope.uncovered(
         &request.repository,
@@ -256,6 +260,7 @@ fn new_report(
         skill_sources: BTreeMap::new(),
         layer_needs: Vec::new(),
         previews: None,
+        trigger_changes: Vec::new(),
     }
 }
 

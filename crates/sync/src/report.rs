@@ -112,6 +112,11 @@ pub struct Report {
     /// layers"). Empty for a check. Not part of the JSON report.
     #[serde(skip)]
     pub layer_needs: Vec<LayerRequest>,
+    /// The registered trigger bindings this check's head changes: what the check run
+    /// replays (docs/reference.md §9, "Trigger replay"). Empty for an apply. Not part of
+    /// the JSON report.
+    #[serde(skip)]
+    pub trigger_changes: Vec<crate::trigger_changes::BindingChange>,
     /// The previews this sync of a pull-request head recorded (docs/reference.md §17);
     /// absent from other syncs.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -7,8 +7,15 @@ use astrolift_bot::telemetry;
 use astrolift_fn_sync::{Invocation, SyncFunction};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 
+fn main() -> Result<(), Error> {
+    // First of all: as a jq worker process this serves and exits; otherwise a check's
+    // trigger replay and samples evaluate in worker processes.
+    astrolift_jq::sandbox::init();
+    run()
+}
+
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn run() -> Result<(), Error> {
     telemetry::init_logging();
     let function = match SyncFunction::from_env(&Environment::new()).await {
         Ok(function) => function,
