@@ -161,6 +161,10 @@ enum AgentsCommand {
 enum TriggersCommand {
     /// List registered trigger bindings with their URL paths.
     List(cmd::triggers::ListArgs),
+    /// Replay a binding's kept requests through the registered binding and the one in DIR.
+    Replay(cmd::replay::ReplayArgs),
+    /// Delete a binding's kept requests.
+    Purge(cmd::triggers::PurgeArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -230,6 +234,8 @@ fn main() -> ExitCode {
         Command::History(args) => cmd::registry::history(args),
         Command::Teardown(args) => cmd::registry::teardown(args),
         Command::Triggers(TriggersCommand::List(args)) => cmd::triggers::list(args),
+        Command::Triggers(TriggersCommand::Replay(args)) => cmd::replay::run(args),
+        Command::Triggers(TriggersCommand::Purge(args)) => cmd::triggers::purge(args),
         Command::Trigger(TriggerCommand::Test(args)) => cmd::triggers::test(args),
         Command::Dispatch(DispatchCli {
             command: Some(DispatchCommand::List(args)),

@@ -14,6 +14,7 @@ pub mod package;
 pub mod reconcile;
 pub mod registry;
 pub mod render;
+pub mod replay;
 pub mod serve;
 mod serve_limits;
 pub mod skill_sources;

@@ -1,6 +1,8 @@
 //! Trigger bindings from the command line:
 //! - `astrolift triggers list [--format human|json]`: the registered bindings
 //!   and the path `serve` and the trigger function answer (docs/reference.md §3);
+//! - `astrolift triggers purge TRIGGER_ID`: deletes the binding's kept requests
+//!   (`triggers replay` is [`super::replay`]);
 //! - `astrolift trigger test AGENT TRIGGER --body FILE [--header K:V]... [DIR]`:
 //!   one request evaluated locally against the manifest, with the payload and
 //!   the rendered runtime environment, secrets masked;
@@ -144,6 +146,31 @@ pub fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
                 )?;
             }
         }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PurgeArgs {
+    /// The binding's id (`trg_…`, as `triggers list` prints it).
+    trigger_id: String,
+    #[command(flatten)]
+    stores: StoreArgs,
+}
+
+/// `triggers purge`: deletes a binding's kept requests (docs/reference.md §10, "Kept requests").
+pub fn purge(args: PurgeArgs) -> anyhow::Result<ExitCode> {
+    runtime()?.block_on(async {
+        let state = args.stores.state().await?;
+        let purged = state
+            .kept_requests()
+            .purge_kept_requests(&args.trigger_id)
+            .await?;
+        outln!(
+            "purged {} of {}",
+            astrolift_cli::render::plural(purged, "kept request"),
+            args.trigger_id
+        )?;
         Ok(ExitCode::SUCCESS)
     })
 }

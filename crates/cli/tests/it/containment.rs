@@ -133,6 +133,68 @@ async fn release_serve_answers_after_every_hostile_program() {
     assert!(longest <= 2 * SMALL, "a {longest}-byte log line");
 }
 
+/// A trigger replay through a RELEASE `astrolift triggers replay` (docs/reference.md §3): the
+/// benign binding's kept requests, replayed through each hostile program as the working
+/// copy's version of that binding, are each a bounded `error` (or, for `fromjson?`, a changed
+/// payload), never a crash; the output stays small, names no value, and serve keeps serving.
+#[tokio::test(flavor = "multi_thread")]
+async fn release_replay_reports_every_hostile_head_program() {
+    let Some(binary) = release_binary("astrolift") else {
+        return;
+    };
+    let (mut server, ids) = serve(&binary).await;
+    let cases = cases();
+    for n in 0..3 {
+        let (status, _, text) = post(
+            &server,
+            &ids,
+            "benign",
+            body_of(&cases["benign"]),
+            &format!("kept-{n}"),
+        )
+        .await;
+        assert_eq!(status, 202, "{text}");
+    }
+    let benign_id = ids["benign"].as_str().expect("an id").to_owned();
+    let manifest = std::fs::read_to_string(cases::repo().join("astrolift.toml")).expect("reads");
+    for case in cases["hostile"].as_array().expect("cases") {
+        let name = case["trigger"].as_str().expect("trigger");
+        let head = tempfile::tempdir().expect("temp dir");
+        crate::support::copy_tree(&cases::repo(), head.path());
+        let swapped = manifest
+            .replace("name = \"benign\"", "name = \"benign-before\"")
+            .replace(&format!("name = \"{name}\""), "name = \"benign\"");
+        std::fs::write(head.path().join("astrolift.toml"), swapped).expect("writes");
+        let output = std::process::Command::new(&binary)
+            .args(["triggers", "replay", &benign_id])
+            .arg(head.path())
+            .args(["--format", "json", "--state", &server.state_url()])
+            .output()
+            .expect("runs");
+        let run = crate::support::run_of(output);
+        assert!(
+            run.code == 0 || run.code == 1,
+            "{name}: {} {}",
+            run.code,
+            run.stderr
+        );
+        assert!(
+            run.stdout.len() <= SMALL,
+            "{name}: {} bytes",
+            run.stdout.len()
+        );
+        let replay: Value = serde_json::from_str(&run.stdout).expect("json");
+        let counts = &replay["counts"];
+        let replayed = replay["replayed"].as_u64().expect("replayed");
+        let skipped = replay["skipped"].as_u64().unwrap_or(0);
+        assert_eq!(replayed + skipped, 3, "{name}: {replay}");
+        let lost = counts["error"].as_u64().unwrap_or(0) + counts["changed"].as_u64().unwrap_or(0);
+        assert_eq!(lost, replayed, "{name}: {replay}");
+        assert!(server.is_running(), "serve ended after replaying {name}");
+    }
+    server.stop();
+}
+
 /// CPU time (user + system, clock ticks) of `pid`, of its reaped children,
 /// and of its live children, from /proc; and the live children's count.
 fn cpu_ticks(pid: u32) -> (u64, usize) {
