@@ -4,6 +4,9 @@
 //! - a repository the caller cannot see (unknown, or not covered by the token's
 //!   installation) is `404 Not Found`;
 //! - a ref that names no commit is `422` with `No commit found for SHA: <ref>`;
+//! - a commit's `commit` carries its `message`, `tree`, `author` and `committer` (with their
+//!   `date`s) and `parents` its parents: as made through the Git Data API, or for a commit
+//!   `add_repo` serves, a fixed date and the parents the test gave it;
 //! - `Accept: application/vnd.github.sha` answers the bare sha as `text/plain`;
 //! - the repository installation is asked with the App JWT; a repository the App is not
 //!   installed on is `404 Not Found`;
@@ -67,11 +70,13 @@ pub(crate) async fn commit(
         );
         return (StatusCode::OK, answer, found.sha).into_response();
     }
+    let (commit, parents) =
+        crate::git_data::commit_fields(&state, &owner, &repo, &found.sha, &git_ref);
     let body = json!({
         "sha": found.sha,
         "url": format!("{}/repos/{owner}/{repo}/commits/{}", state.base_url, found.sha),
-        "commit": { "message": format!("{git_ref} at {}", found.sha), "tree": { "sha": found.sha } },
-        "parents": [],
+        "commit": commit,
+        "parents": parents,
         "files": [],
     });
     json_response(StatusCode::OK, body, answer)

@@ -30,7 +30,16 @@
 //! - `GET /repos/{owner}/{repo}`: the repository's id (set by the test, or derived from
 //!   its name);
 //! - `GET /repos/{owner}/{repo}/installation` (App JWT): the installation the
-//!   test put the repository in ([`FakeGitHub::install_repo`]), 404 otherwise.
+//!   test put the repository in ([`FakeGitHub::install_repo`]), 404 otherwise;
+//! - the Git Data API (`POST .../git/blobs`, `.../git/trees`, `.../git/commits`,
+//!   `GET .../git/ref/heads/{branch}`, `POST .../git/refs`, `PATCH .../git/refs/heads/{branch}`):
+//!   commits made through it are served like [`FakeGitHub::add_repo`]'s, on the same refs
+//!   ([`FakeGitHub::branch_head`], [`FakeGitHub::commit`]);
+//! - `GET` and `POST /repos/{owner}/{repo}/pulls` (filtered by `state`, `head` and `base`;
+//!   422 for a second open pull request of a head) and `PATCH .../pulls/{n}` (title, body,
+//!   state), kept for the test ([`FakeGitHub::pull_requests`]). The writes of both answer 403
+//!   `Resource not accessible by integration` where the installation has not granted
+//!   `contents: write` ([`FakeGitHub::deny_contents_write`]).
 //!
 //! Any number of repositories can be served ([`FakeGitHub::add_repo`]); adding a
 //! ref again moves it to the new commit, as a push does. A repository put in an
@@ -50,6 +59,7 @@ pub mod comments;
 mod commits;
 mod compare;
 mod faults;
+mod git_data;
 mod pulls;
 mod repos;
 mod tarball;
@@ -69,6 +79,7 @@ use serde_json::{Value, json};
 pub use checks::FakeCheckRun;
 pub use comments::{APP_BOT_LOGIN, FakeComment, FakeReaction, REACTION_CONTENTS};
 pub use faults::{Fault, FaultKind, RecordedRequest};
+pub use git_data::FakeCommit;
 pub use pulls::{FakeHeadRepo, FakePullRequest, FakePullRequestFile, FakeReview};
 
 /// The App id the fake accepts JWTs for.
@@ -90,6 +101,8 @@ pub const EXAMPLE_CATALOGUE_SHA: &str = "522222222222222222222222222222222222222
 /// A repository commit the fake can serve.
 #[derive(Debug, Clone)]
 pub(crate) struct FakeRepo {
+    /// A branch name or `refs/...`; empty for a commit made through the Git Data API that no
+    /// ref names (it is served by its sha).
     pub git_ref: String,
     pub sha: String,
     pub fixture: PathBuf,
@@ -138,6 +151,13 @@ pub(crate) struct State {
     pub repo_ids: HashMap<(String, String), u64>,
     /// Repositories `GET /repos/{owner}/{repo}` says are private.
     pub private_repos: HashSet<(String, String)>,
+    /// The Git objects made through the Git Data API, by `(owner, repo)`.
+    pub git: HashMap<(String, String), git_data::GitObjects>,
+    /// Repositories whose installation has not granted `contents: write`.
+    pub contents_write_denied: HashSet<(String, String)>,
+    /// Where the files of commits made through the Git Data API are written (made on the
+    /// first one, removed with the server).
+    pub scratch_dir: Option<PathBuf>,
 }
 
 /// An installation's REST budget an hour, as GitHub's `X-RateLimit-Limit` says.
@@ -174,6 +194,9 @@ pub struct FakeGitHub {
 impl Drop for FakeGitHub {
     fn drop(&mut self) {
         self.server.abort();
+        if let Some(dir) = self.state.lock().scratch_dir.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
@@ -552,6 +575,49 @@ impl FakeGitHub {
     pub fn reactions(&self) -> Vec<FakeReaction> {
         self.state.lock().reactions.clone()
     }
+
+    /// `owner/repo`'s installation has not granted `contents: write`: the Git Data writes and
+    /// the pull-request writes answer 403 `Resource not accessible by integration`; reads
+    /// still work.
+    pub fn deny_contents_write(&self, owner: &str, repo: &str) {
+        let key = (owner.to_owned(), repo.to_owned());
+        self.state.lock().contents_write_denied.insert(key);
+    }
+
+    /// Grants `contents: write` again (the default).
+    pub fn allow_contents_write(&self, owner: &str, repo: &str) {
+        let key = (owner.to_owned(), repo.to_owned());
+        self.state.lock().contents_write_denied.remove(&key);
+    }
+
+    /// The commit branch `branch` of `owner/repo` points at: set by
+    /// [`add_repo`](Self::add_repo) or through the Git Data API, whichever was last.
+    pub fn branch_head(&self, owner: &str, repo: &str, branch: &str) -> Option<String> {
+        git_data::branch_head(&self.state.lock(), owner, repo, branch)
+    }
+
+    /// Commit `sha` of `owner/repo` with its tree's files: one made through the Git Data API,
+    /// or one [`add_repo`](Self::add_repo) serves (read from its fixture); `None` for an
+    /// unknown one (or a fixture that cannot be read).
+    pub fn commit(&self, owner: &str, repo: &str, sha: &str) -> Option<FakeCommit> {
+        git_data::inspect_commit(&mut self.state.lock(), owner, repo, sha)
+            .ok()
+            .flatten()
+    }
+
+    /// The pull requests of `owner/repo` by number, lowest first: those a test set and those
+    /// created through the API.
+    pub fn pull_requests(&self, owner: &str, repo: &str) -> Vec<(u64, FakePullRequest)> {
+        let state = self.state.lock();
+        let mut pulls: Vec<(u64, FakePullRequest)> = state
+            .pull_requests
+            .iter()
+            .filter(|((o, r, _), _)| o == owner && r == repo)
+            .map(|((_, _, number), pull)| (*number, pull.clone()))
+            .collect();
+        pulls.sort_by_key(|(number, _)| *number);
+        pulls
+    }
 }
 
 fn router(state: Shared) -> Router {
@@ -599,8 +665,33 @@ fn router(state: Shared) -> Router {
             post(comments::react),
         )
         .route(
+            "/repos/{owner}/{repo}/git/blobs",
+            post(git_data::create_blob),
+        )
+        .route(
+            "/repos/{owner}/{repo}/git/trees",
+            post(git_data::create_tree),
+        )
+        .route(
+            "/repos/{owner}/{repo}/git/commits",
+            post(git_data::create_commit),
+        )
+        .route(
+            "/repos/{owner}/{repo}/git/ref/{*git_ref}",
+            get(git_data::get_ref),
+        )
+        .route("/repos/{owner}/{repo}/git/refs", post(git_data::create_ref))
+        .route(
+            "/repos/{owner}/{repo}/git/refs/{*git_ref}",
+            patch(git_data::update_ref),
+        )
+        .route(
+            "/repos/{owner}/{repo}/pulls",
+            get(pulls::list_pulls).post(pulls::create_pull),
+        )
+        .route(
             "/repos/{owner}/{repo}/pulls/{number}",
-            get(pulls::pull_request),
+            get(pulls::pull_request).patch(pulls::update_pull),
         )
         .route(
             "/repos/{owner}/{repo}/pulls/{number}/files",
@@ -682,6 +773,37 @@ pub(crate) fn repo_refusal(
     issued_for
         .filter(|id| *id != covering)
         .map(|_| github_error(StatusCode::NOT_FOUND, "Not Found", docs))
+}
+
+/// [`repo_refusal`], then GitHub's 403 for a write to a repository whose installation has not
+/// granted `contents: write` ([`FakeGitHub::deny_contents_write`]).
+pub(crate) fn write_refusal(
+    state: &State,
+    headers: &HeaderMap,
+    owner: &str,
+    repo: &str,
+    docs: &str,
+) -> Option<Response> {
+    if let Some(refused) = repo_refusal(state, headers, owner, repo, docs) {
+        return Some(refused);
+    }
+    let key = (owner.to_owned(), repo.to_owned());
+    state.contents_write_denied.contains(&key).then(|| {
+        let message = "Resource not accessible by integration";
+        github_error(StatusCode::FORBIDDEN, message, docs)
+    })
+}
+
+/// GitHub's `422 Validation Failed` with its `errors` (each `{resource, field, code}`, or
+/// `{resource, code: "custom", message}`).
+pub(crate) fn validation_failed(errors: Value, docs: &str) -> Response {
+    let body = json!({
+        "message": "Validation Failed",
+        "errors": errors,
+        "documentation_url": docs,
+        "status": "422",
+    });
+    json_response(StatusCode::UNPROCESSABLE_ENTITY, body, HeaderMap::new())
 }
 
 pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {

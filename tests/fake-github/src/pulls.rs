@@ -1,5 +1,6 @@
 //! Pull requests: `GET .../pulls/{n}`, `GET .../pulls/{n}/files`,
-//! `GET .../pulls/{n}/reviews` and `POST .../pulls/{n}/reviews`.
+//! `GET .../pulls/{n}/reviews` and `POST .../pulls/{n}/reviews`; and the list, creation and
+//! update of pull requests: `GET` and `POST .../pulls`, `PATCH .../pulls/{n}`.
 //!
 //! A pull request is answered with GitHub's fields: `number`, `state` (`open`, `closed`),
 //! `merged` (and `merged_at`, `closed_at`), `head` (`sha`, `ref`, `repo`: the base
@@ -16,9 +17,20 @@
 //! line of the diff: `path` a file with a patch, `line` (and `start_line`,
 //! in the same hunk) on the side named. Otherwise 422 `Unprocessable
 //! Entity` with GitHub's `errors`, e.g. `["Line could not be resolved"]`.
+//!
+//! A pull request is created from a branch of the repository itself (its head follows the
+//! branch when the Git Data API moves it) and refused as GitHub refuses one: `422 Validation
+//! Failed` with `errors` for a missing title, head or base (`missing_field`), an unknown head
+//! or base branch (`invalid`), no commits between them, or an open pull request of that head
+//! into that base (`A pull request already exists for owner:branch.`). Its writes answer 403
+//! `Resource not accessible by integration` where the installation has not granted
+//! `contents: write`. The list is newest first; its `head` filter is `owner:branch` (a value
+//! without the owner is ignored, as GitHub ignores it).
+
+use std::collections::HashMap;
 
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State as AxumState};
+use axum::extract::{Path, Query, RawQuery, State as AxumState};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
@@ -167,6 +179,10 @@ pub struct FakePullRequest {
     pub head_repo: FakeHeadRepo,
     /// Who opened it.
     pub user_login: String,
+    /// `None`: answered as `Pull request <n>`.
+    pub title: Option<String>,
+    /// `None`: answered as `null`.
+    pub body: Option<String>,
 }
 
 impl Default for FakePullRequest {
@@ -181,6 +197,8 @@ impl Default for FakePullRequest {
             base_ref: "main".to_owned(),
             head_repo: FakeHeadRepo::Base,
             user_login: "mona".to_owned(),
+            title: None,
+            body: None,
         }
     }
 }
@@ -302,7 +320,16 @@ fn pull_json(state: &State, owner: &str, repo: &str, number: u64, pull: &FakePul
             Value::Null
         }
     };
-    let user = json!({ "login": pull.user_login, "id": 9_100, "type": "User" });
+    let user_type = if pull.user_login.ends_with("[bot]") {
+        "Bot"
+    } else {
+        "User"
+    };
+    let user = json!({ "login": pull.user_login, "id": 9_100, "type": user_type });
+    let title = pull
+        .title
+        .clone()
+        .unwrap_or_else(|| format!("Pull request {number}"));
     json!({
         "url": format!("{}/repos/{owner}/{repo}/pulls/{number}", state.base_url),
         "id": 1_000_000 + number,
@@ -312,9 +339,9 @@ fn pull_json(state: &State, owner: &str, repo: &str, number: u64, pull: &FakePul
         "number": number,
         "state": pull.state,
         "locked": false,
-        "title": format!("Pull request {number}"),
+        "title": title,
         "user": user,
-        "body": null,
+        "body": pull.body,
         "created_at": "2026-12-01T10:00:00Z",
         "updated_at": "2026-12-01T10:00:00Z",
         "closed_at": at(closed),
@@ -617,13 +644,20 @@ pub(crate) fn paginated(
             .find(|(key, _)| *key == name)
             .and_then(|(_, value)| value.parse::<usize>().ok())
     };
+    // The other parameters (a list's filters) stay in every link, as GitHub keeps them.
+    let kept: String = query
+        .into_iter()
+        .flat_map(|query| query.split('&'))
+        .filter(|pair| !matches!(pair.split('=').next(), Some("" | "per_page" | "page")))
+        .map(|pair| format!("{pair}&"))
+        .collect();
     let per_page = param("per_page").unwrap_or(30).clamp(1, 100);
     let page = param("page").unwrap_or(1).max(1);
     let last = items.len().div_ceil(per_page).max(1);
     let start = (page - 1).saturating_mul(per_page).min(items.len());
     let end = (start + per_page).min(items.len());
     let link = |n: usize, rel: &str| {
-        format!("<{base_url}{path}?per_page={per_page}&page={n}>; rel=\"{rel}\"")
+        format!("<{base_url}{path}?{kept}per_page={per_page}&page={n}>; rel=\"{rel}\"")
     };
     let mut links = Vec::new();
     if page > 1 {
@@ -647,4 +681,439 @@ pub(crate) fn paginated(
         Value::Array(items[start..end].to_vec()),
         headers,
     )
+}
+
+const LIST_PULLS_DOCS: &str = "https://docs.github.com/rest/pulls/pulls#list-pull-requests";
+const CREATE_PULL_DOCS: &str = "https://docs.github.com/rest/pulls/pulls#create-a-pull-request";
+const UPDATE_PULL_DOCS: &str = "https://docs.github.com/rest/pulls/pulls#update-a-pull-request";
+
+/// Open pull requests of branch `branch` of `owner/repo` (from the repository itself) move
+/// their head to `sha`, as a push to the branch moves them.
+pub(crate) fn follow_branch(state: &mut State, owner: &str, repo: &str, branch: &str, sha: &str) {
+    for ((o, r, _), pull) in state.pull_requests.iter_mut() {
+        let follows = o == owner
+            && r == repo
+            && pull.state == "open"
+            && pull.head_ref == branch
+            && pull.head_repo == FakeHeadRepo::Base;
+        if follows {
+            sha.clone_into(&mut pull.head_sha);
+        }
+    }
+}
+
+/// The login of the head of `pull`: the base repository's owner, or the fork's.
+fn head_owner<'p>(pull: &'p FakePullRequest, owner: &'p str) -> &'p str {
+    match &pull.head_repo {
+        FakeHeadRepo::Base => owner,
+        FakeHeadRepo::Fork { full_name, .. } => full_name.split('/').next().unwrap_or_default(),
+        FakeHeadRepo::Deleted => "ghost",
+    }
+}
+
+/// `GET /repos/{owner}/{repo}/pulls`: newest first, filtered by `state` (`open` unless
+/// said, `closed`, `all`), `head` (`owner:branch`; GitHub ignores a value without the
+/// `owner:` part) and `base`, paginated.
+pub(crate) async fn list_pulls(
+    AxumState(state): AxumState<Shared>,
+    Path((owner, repo)): Path<(String, String)>,
+    Query(params): Query<HashMap<String, String>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let state = state.lock();
+    if let Some(refused) = crate::repo_refusal(&state, &headers, &owner, &repo, LIST_PULLS_DOCS) {
+        return refused;
+    }
+    let wanted = params.get("state").map_or("open", String::as_str);
+    if !matches!(wanted, "open" | "closed" | "all") {
+        let errors = json!([{ "resource": "PullRequest", "field": "state", "code": "invalid" }]);
+        return crate::validation_failed(errors, LIST_PULLS_DOCS);
+    }
+    let head = params.get("head").and_then(|head| head.split_once(':'));
+    let base = params.get("base");
+    let mut numbers: Vec<u64> = state
+        .pull_requests
+        .iter()
+        .filter(|((o, r, _), pull)| {
+            *o == owner
+                && *r == repo
+                && (wanted == "all" || pull.state == wanted)
+                && head.is_none_or(|(login, branch)| {
+                    head_owner(pull, &owner) == login && pull.head_ref == branch
+                })
+                && base.is_none_or(|base| pull.base_ref == *base)
+        })
+        .map(|((_, _, number), _)| *number)
+        .collect();
+    numbers.sort_unstable_by(|a, b| b.cmp(a));
+    let items: Vec<Value> = numbers
+        .iter()
+        .filter_map(|number| {
+            let pull = state
+                .pull_requests
+                .get(&(owner.clone(), repo.clone(), *number))?;
+            Some(pull_json(&state, &owner, &repo, *number, pull))
+        })
+        .collect();
+    let path = format!("/repos/{owner}/{repo}/pulls");
+    paginated(&items, query.as_deref(), &state.link_base_url, &path)
+}
+
+/// A request body that is a JSON object (else GitHub answers `400 Problems parsing JSON`).
+fn json_object(body: &[u8]) -> Option<Map<String, Value>> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(body)) => Some(body),
+        _ => None,
+    }
+}
+
+/// GitHub's `custom` validation error for a pull request.
+fn custom(message: &str, docs: &str) -> Response {
+    let errors = json!([{ "resource": "PullRequest", "code": "custom", "message": message }]);
+    crate::validation_failed(errors, docs)
+}
+
+/// An open pull request of `head` into `base` of `owner/repo` from the repository itself.
+fn open_pull_of(state: &State, owner: &str, repo: &str, head: &str, base: &str) -> Option<u64> {
+    state
+        .pull_requests
+        .iter()
+        .find(|((o, r, _), pull)| {
+            o == owner
+                && r == repo
+                && pull.state == "open"
+                && pull.head_ref == head
+                && pull.base_ref == base
+                && pull.head_repo == FakeHeadRepo::Base
+        })
+        .map(|((_, _, number), _)| *number)
+}
+
+/// `POST /repos/{owner}/{repo}/pulls` (`title`, `head`, `base`, `body`): a pull request of a
+/// branch of the repository itself (`branch` or `owner:branch`) into another, opened by the
+/// token's bot. Refused like GitHub: a missing field, an unknown head or base (`invalid`), no
+/// commits between them, or an open pull request of that head into that base already
+/// (`A pull request already exists for owner:branch.`).
+pub(crate) async fn create_pull(
+    AxumState(state): AxumState<Shared>,
+    Path((owner, repo)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let mut state = state.lock();
+    if let Some(refused) = crate::write_refusal(&state, &headers, &owner, &repo, CREATE_PULL_DOCS) {
+        return refused;
+    }
+    if !state.repos.contains_key(&(owner.clone(), repo.clone())) {
+        return github_error(StatusCode::NOT_FOUND, "Not Found", CREATE_PULL_DOCS);
+    }
+    let Some(body) = json_object(&body) else {
+        let message = "Problems parsing JSON";
+        return github_error(StatusCode::BAD_REQUEST, message, CREATE_PULL_DOCS);
+    };
+    let text = |field: &str| body.get(field).and_then(Value::as_str);
+    let field_error = |field: &str, code: &str| {
+        let errors = json!([{ "resource": "PullRequest", "field": field, "code": code }]);
+        crate::validation_failed(errors, CREATE_PULL_DOCS)
+    };
+    let Some(title) = text("title").filter(|title| !title.trim().is_empty()) else {
+        return field_error("title", "missing_field");
+    };
+    let (Some(head), Some(base)) = (text("head"), text("base")) else {
+        let missing = if text("head").is_none() {
+            "head"
+        } else {
+            "base"
+        };
+        return field_error(missing, "missing_field");
+    };
+    let head_branch = match head.split_once(':') {
+        None => head,
+        Some((login, branch)) if login == owner => branch,
+        Some(_) => return field_error("head", "invalid"),
+    };
+    let Some(head_sha) = crate::git_data::branch_head(&state, &owner, &repo, head_branch) else {
+        return field_error("head", "invalid");
+    };
+    let Some(base_sha) = crate::git_data::branch_head(&state, &owner, &repo, base) else {
+        return field_error("base", "invalid");
+    };
+    if head_sha == base_sha {
+        let message = format!("No commits between {base} and {head_branch}");
+        return custom(&message, CREATE_PULL_DOCS);
+    }
+    if open_pull_of(&state, &owner, &repo, head_branch, base).is_some() {
+        let message = format!("A pull request already exists for {owner}:{head_branch}.");
+        return custom(&message, CREATE_PULL_DOCS);
+    }
+    let by_app = crate::bearer(&headers)
+        .and_then(|token| state.tokens.get(token))
+        .is_some_and(|issued| issued.installation_id.is_some());
+    let user_login = if by_app {
+        crate::APP_BOT_LOGIN
+    } else {
+        "github-actions[bot]"
+    };
+    let number = 1 + state
+        .pull_requests
+        .keys()
+        .filter(|(o, r, _)| *o == owner && *r == repo)
+        .map(|(_, _, number)| *number)
+        .max()
+        .unwrap_or(0);
+    let pull = FakePullRequest {
+        title: Some(title.to_owned()),
+        body: text("body").map(str::to_owned),
+        user_login: user_login.to_owned(),
+        ..FakePullRequest::open(head_branch, &head_sha, base)
+    };
+    let answer = pull_json(&state, &owner, &repo, number, &pull);
+    state
+        .pull_requests
+        .insert((owner.clone(), repo.clone(), number), pull);
+    let location = format!("{}/repos/{owner}/{repo}/pulls/{number}", state.base_url);
+    let mut answer_headers = HeaderMap::new();
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        answer_headers.insert("location", value);
+    }
+    json_response(StatusCode::CREATED, answer, answer_headers)
+}
+
+/// `PATCH /repos/{owner}/{repo}/pulls/{number}` (`title`, `body`, `state`): the fields given
+/// change; `state` is `open` or `closed` (a merged pull request stays closed, and one is not
+/// reopened while another of its head and base is open).
+pub(crate) async fn update_pull(
+    AxumState(state): AxumState<Shared>,
+    Path((owner, repo, number)): Path<Key>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let mut state = state.lock();
+    if let Some(refused) = crate::write_refusal(&state, &headers, &owner, &repo, UPDATE_PULL_DOCS) {
+        return refused;
+    }
+    let key: Key = (owner.clone(), repo.clone(), number);
+    let Some(pull) = state.pull_requests.get(&key).cloned() else {
+        return github_error(StatusCode::NOT_FOUND, "Not Found", UPDATE_PULL_DOCS);
+    };
+    let Some(body) = json_object(&body) else {
+        let message = "Problems parsing JSON";
+        return github_error(StatusCode::BAD_REQUEST, message, UPDATE_PULL_DOCS);
+    };
+    let mut updated = pull.clone();
+    if let Some(title) = body.get("title").and_then(Value::as_str) {
+        updated.title = Some(title.to_owned());
+    }
+    match body.get("body") {
+        Some(Value::String(text)) => updated.body = Some(text.clone()),
+        Some(Value::Null) => updated.body = None,
+        _ => {}
+    }
+    match body.get("state").and_then(Value::as_str) {
+        None => {}
+        Some("closed") => updated.state = "closed".to_owned(),
+        Some("open") if pull.state == "open" => {}
+        Some("open") if pull.merged => {
+            return custom(
+                "state cannot be changed. The pull request cannot be reopened.",
+                UPDATE_PULL_DOCS,
+            );
+        }
+        Some("open") => {
+            let (head, base) = (&pull.head_ref, &pull.base_ref);
+            let other = open_pull_of(&state, &owner, &repo, head, base);
+            if other.is_some() && pull.head_repo == FakeHeadRepo::Base {
+                let message = format!("A pull request already exists for {owner}:{head}.");
+                return custom(&message, UPDATE_PULL_DOCS);
+            }
+            updated.state = "open".to_owned();
+        }
+        Some(_) => {
+            let errors =
+                json!([{ "resource": "PullRequest", "field": "state", "code": "invalid" }]);
+            return crate::validation_failed(errors, UPDATE_PULL_DOCS);
+        }
+    }
+    let answer = pull_json(&state, &owner, &repo, number, &updated);
+    state.pull_requests.insert(key, updated);
+    json_response(StatusCode::OK, answer, HeaderMap::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::git_data::tests::{Answer, Api, MAIN, OWNER, REPO};
+
+    const BRANCH: &str = "astrolift/lock-update";
+
+    /// `api` with branch [`BRANCH`] one commit ahead of `main`: its head.
+    async fn with_branch(api: &Api) -> String {
+        let sha = api
+            .commit(Some(MAIN), &[("astrolift.lock", "1")], &[MAIN])
+            .await;
+        let create = json!({ "ref": format!("refs/heads/{BRANCH}"), "sha": sha });
+        assert_eq!(api.post("git/refs", create).await.status, 201);
+        sha
+    }
+
+    fn open_body() -> serde_json::Value {
+        json!({ "title": "Update skills", "head": BRANCH, "base": "main", "body": "dates" })
+    }
+
+    #[tokio::test]
+    async fn a_pull_request_is_created_listed_and_updated() {
+        let api = Api::start().await;
+        let head = with_branch(&api).await;
+        let created = api.post("pulls", open_body()).await;
+        assert_eq!(created.status, 201, "{created:?}");
+        let number = created.body["number"].as_u64().expect("a number");
+        assert_eq!(created.body["state"], "open");
+        assert_eq!(created.body["head"]["ref"], BRANCH);
+        assert_eq!(created.body["head"]["sha"], head.as_str());
+        assert_eq!(created.body["base"]["ref"], "main");
+        assert_eq!(created.body["body"], "dates");
+        assert_eq!(created.body["user"]["type"], "Bot");
+        assert_eq!(
+            created.body["html_url"],
+            format!("https://github.com/{OWNER}/{REPO}/pull/{number}")
+        );
+        assert!(created.location.is_some());
+
+        let again = api.post("pulls", open_body()).await;
+        assert_eq!(again.status, 422);
+        assert_eq!(again.message(), "Validation Failed");
+        assert_eq!(
+            again.body["errors"][0]["message"],
+            format!("A pull request already exists for {OWNER}:{BRANCH}.")
+        );
+
+        let list = |query: &'static str| {
+            let api = &api;
+            async move {
+                let path = format!("/repos/{OWNER}/{REPO}/pulls?{query}");
+                let answer = api.send("GET", &path, None).await;
+                assert_eq!(answer.status, 200, "{answer:?}");
+                let numbers: Vec<u64> = answer
+                    .body
+                    .as_array()
+                    .expect("a list")
+                    .iter()
+                    .filter_map(|p| p["number"].as_u64())
+                    .collect();
+                numbers
+            }
+        };
+        assert_eq!(list("head=octo%3Aastrolift%2Flock-update").await, [number]);
+        assert_eq!(
+            list("head=octo:astrolift/lock-update&state=open").await,
+            [number]
+        );
+        assert!(list("head=someone:astrolift/lock-update").await.is_empty());
+        // Without `owner:` GitHub ignores the filter.
+        assert_eq!(list("head=nothing-like-it").await, [number]);
+        assert!(list("state=closed").await.is_empty());
+
+        let path = format!("/repos/{OWNER}/{REPO}/pulls/{number}");
+        let updated = api
+            .send("PATCH", &path, Some(json!({ "body": "new dates" })))
+            .await;
+        assert_eq!(updated.status, 200, "{updated:?}");
+        assert_eq!(updated.body["body"], "new dates");
+        assert_eq!(updated.body["title"], "Update skills");
+        let pulls = api.fake.pull_requests(OWNER, REPO);
+        assert_eq!(pulls.len(), 1);
+        assert_eq!(pulls[0].1.body.as_deref(), Some("new dates"));
+
+        // The pull request follows its branch.
+        let next = api
+            .commit(Some(&head), &[("astrolift.lock", "2")], &[&head])
+            .await;
+        let update = format!("/repos/{OWNER}/{REPO}/git/refs/heads/{BRANCH}");
+        let moved = api
+            .send("PATCH", &update, Some(json!({ "sha": next })))
+            .await;
+        assert_eq!(moved.status, 200);
+        let read = api.send("GET", &path, None).await;
+        assert_eq!(read.body["head"]["sha"], next.as_str());
+
+        let closed = api
+            .send("PATCH", &path, Some(json!({ "state": "closed" })))
+            .await;
+        assert_eq!(closed.body["state"], "closed");
+        assert!(list("").await.is_empty());
+        assert_eq!(list("state=closed").await, [number]);
+        assert_eq!(list("state=all").await, [number]);
+        let reopened = api.post("pulls", open_body()).await;
+        assert_eq!(reopened.status, 201);
+        assert_eq!(reopened.body["number"], number + 1);
+        let conflict = api
+            .send("PATCH", &path, Some(json!({ "state": "open" })))
+            .await;
+        assert_eq!(conflict.status, 422);
+        let bad_state = api
+            .send("PATCH", &path, Some(json!({ "state": "merged" })))
+            .await;
+        assert_eq!(bad_state.status, 422);
+        let absent = format!("/repos/{OWNER}/{REPO}/pulls/999");
+        let absent = api
+            .send("PATCH", &absent, Some(json!({ "body": "x" })))
+            .await;
+        assert_eq!(absent.status, 404);
+    }
+
+    #[tokio::test]
+    async fn a_pull_request_is_refused_like_github() {
+        let api = Api::start().await;
+        with_branch(&api).await;
+        let field = |answer: &Answer| {
+            let error = &answer.body["errors"][0];
+            (answer.status, error["field"].clone(), error["code"].clone())
+        };
+        let no_title = api
+            .post("pulls", json!({ "head": BRANCH, "base": "main" }))
+            .await;
+        assert_eq!(
+            field(&no_title),
+            (422, json!("title"), json!("missing_field"))
+        );
+        let no_head = api
+            .post(
+                "pulls",
+                json!({ "title": "t", "head": "nowhere", "base": "main" }),
+            )
+            .await;
+        assert_eq!(field(&no_head), (422, json!("head"), json!("invalid")));
+        let fork = api
+            .post(
+                "pulls",
+                json!({ "title": "t", "head": format!("someone:{BRANCH}"), "base": "main" }),
+            )
+            .await;
+        assert_eq!(field(&fork), (422, json!("head"), json!("invalid")));
+        let no_base = api
+            .post(
+                "pulls",
+                json!({ "title": "t", "head": BRANCH, "base": "nowhere" }),
+            )
+            .await;
+        assert_eq!(field(&no_base), (422, json!("base"), json!("invalid")));
+        let same = api
+            .post(
+                "pulls",
+                json!({ "title": "t", "head": "main", "base": "main" }),
+            )
+            .await;
+        assert_eq!(same.status, 422);
+        assert_eq!(
+            same.body["errors"][0]["message"],
+            "No commits between main and main"
+        );
+        let with_owner =
+            json!({ "title": "t", "head": format!("{OWNER}:{BRANCH}"), "base": "main" });
+        assert_eq!(api.post("pulls", with_owner).await.status, 201);
+        let bad_state = format!("/repos/{OWNER}/{REPO}/pulls?state=merged");
+        assert_eq!(api.send("GET", &bad_state, None).await.status, 422);
+    }
 }

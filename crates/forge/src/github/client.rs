@@ -143,6 +143,14 @@ pub enum GitHubError {
 }
 
 impl GitHubError {
+    /// GitHub refused the call as not permitted (a 403 that is not a rate limit): for an
+    /// installation, a permission it has not granted (`Resource not accessible by
+    /// integration`, e.g. a commit without `contents: write`), or a read-only (archived)
+    /// repository.
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self, GitHubError::Status { status, .. } if *status == StatusCode::FORBIDDEN)
+    }
+
     /// The HTTP status GitHub answered, if it answered.
     pub fn status(&self) -> Option<StatusCode> {
         match self {
@@ -201,7 +209,7 @@ pub(crate) enum JsonMethod {
 }
 
 impl JsonMethod {
-    fn method(self) -> Method {
+    pub(crate) fn method(self) -> Method {
         match self {
             JsonMethod::Get => Method::GET,
             JsonMethod::Post => Method::POST,

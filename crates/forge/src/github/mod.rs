@@ -1,7 +1,8 @@
 //! The GitHub REST side, on `octocrab`: App auth, the client, the retry
 //! layer, tarballs, check runs (with requested actions), commit comparison, ref lookup,
 //! repository installations, collaborators' permissions, pull requests (their state, files
-//! and reviews), and issue comments with their reactions.
+//! and reviews; the App's own opened, found and updated), issue comments with their
+//! reactions, and commits through the Git Data API (blobs, trees, commits, branches).
 //!
 //! ```text
 //! let app = GitHubApp::from_env()?;                  // GITHUB_API_URL, GITHUB_APP_ID, key
@@ -20,6 +21,15 @@
 //! gh.create_comment_reaction(&repo, comment_id, REACTION_EYES).await?;  // 201 new, 200 again
 //! gh.create_review(&repo, 7, &NewReview { .. }).await?;       // event COMMENT, ≤ 50 comments
 //! let action = Installation::with_token(config, token)?;      // a workflow's GITHUB_TOKEN
+//! let blob = gh.create_blob(&repo, lock_bytes).await?;         // then a tree over the base,
+//! let tree = gh.create_tree(&repo, Some(base), &[TreeEntry { .. }]).await?;
+//! let commit = gh.create_commit(&repo, "message", &tree, &[base]).await?;
+//! match gh.branch_head(&repo, BRANCH).await? {                 // a commit, then the branch
+//!     None => gh.create_branch(&repo, BRANCH, &commit).await?,
+//!     Some(_) => gh.move_branch(&repo, BRANCH, &commit, true).await?,
+//! }
+//! let open = gh.find_open_pull_request(&repo, owner, BRANCH).await?;  // None: open one
+//! // an error with `is_forbidden()`: the installation has not granted `contents: write`
 //! ```
 
 mod app;
@@ -28,6 +38,7 @@ mod client;
 mod comments;
 mod commits;
 mod compare;
+mod git_data;
 mod layers;
 mod permissions;
 mod pulls;
@@ -52,10 +63,12 @@ pub use client::{
 pub use comments::{IssueComment, REACTION_CONTENTS, REACTION_EYES, Reaction};
 pub use commits::{HeadAnswer, MAX_ETAG_LEN, RefHead};
 pub use compare::CompareStatus;
+pub use git_data::{CommitInfo, FileMode, TreeEntry};
 pub use permissions::RepositoryPermission;
 pub use pulls::{
     COMMENTS_PER_REVIEW, MAX_PAGES, NewReview, PullRequestBase, PullRequestDetails,
-    PullRequestFile, PullRequestHead, PullRequestRepository, Review, ReviewComment, Side,
+    PullRequestFile, PullRequestHead, PullRequestRef, PullRequestRepository, Review, ReviewComment,
+    Side,
 };
 pub use retry::RetryPolicy;
 pub use tarball::TarballDownload;

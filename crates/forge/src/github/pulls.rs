@@ -1,6 +1,8 @@
 //! Pull requests: one pull request's state, head and base
 //! (`GET /repos/{owner}/{repo}/pulls/{number}`), the files it changes (with
-//! their patches), its reviews, and creating a review of comments.
+//! their patches), its reviews, and creating a review of comments; and the App's own pull
+//! requests: the open one of a branch (`GET .../pulls?head=OWNER:BRANCH&state=open`),
+//! opening one (`POST .../pulls`) and changing its title or body (`PATCH .../pulls/{number}`).
 //!
 //! Sent through octocrab's generic JSON calls and forge's retry layer, with
 //! our own lean types: octocrab's typed pull-request API builds routes from
@@ -20,12 +22,18 @@
 //!   batches check-run annotations by 50. More comments are more reviews
 //!   (the caller's choice): ⌈n/50⌉ requests, where review plus single
 //!   review comments would make one request per comment past the first 50.
+//!
+//! Opening or changing a pull request needs the installation's `pull_requests: write`
+//! (GitHub's 403 otherwise, [`GitHubError::is_forbidden`]). GitHub refuses a second open pull
+//! request of one head into one base with a 422 (`A pull request already exists for
+//! OWNER:BRANCH.`): a caller finds the open one first and updates it.
 
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::client::{GitHubError, Installation, JsonMethod, RepoPath, protocol};
+use super::git_data::checked_sha;
 use crate::account::{User, by_a_bot};
 
 /// Comments sent in one review-creation request.
@@ -185,7 +193,130 @@ struct CreateReview<'a> {
     comments: &'a [ReviewComment],
 }
 
+/// A pull request the App opened or found by its branch (the fields it reads).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullRequestRef {
+    pub number: u64,
+    pub html_url: String,
+    /// 40 hex digits, lowercase.
+    pub head_sha: String,
+    /// `None` when it has none.
+    pub body: Option<String>,
+}
+
+/// A pull request as the list, create and update answers give it (the fields we read).
+#[derive(Deserialize)]
+struct PullAnswer {
+    number: u64,
+    html_url: String,
+    head: PullAnswerHead,
+    #[serde(default)]
+    body: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct PullAnswerHead {
+    sha: String,
+}
+
+impl PullAnswer {
+    fn checked(self, method: &http::Method, path: &str) -> Result<PullRequestRef, GitHubError> {
+        Ok(PullRequestRef {
+            number: self.number,
+            html_url: self.html_url,
+            head_sha: checked_sha(method, path, "head.sha", &self.head.sha)?,
+            body: self.body,
+        })
+    }
+}
+
+#[derive(Serialize)]
+struct NewPullRequest<'a> {
+    title: &'a str,
+    head: &'a str,
+    base: &'a str,
+    body: &'a str,
+}
+
+#[derive(Serialize)]
+struct PullRequestEdit<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<&'a str>,
+}
+
 impl Installation {
+    /// The open pull request of branch `branch` of `head_owner` in `repo`
+    /// (`GET /repos/{owner}/{repo}/pulls?head=HEAD_OWNER:BRANCH&state=open`); the newest when
+    /// there are several (one per base), `None` when there is none.
+    pub async fn find_open_pull_request(
+        &self,
+        repo: &RepoPath,
+        head_owner: &str,
+        branch: &str,
+    ) -> Result<Option<PullRequestRef>, GitHubError> {
+        let segments = ["repos", &repo.owner, &repo.name, "pulls"];
+        let mut url = self.app.api_url(&segments);
+        url.query_pairs_mut()
+            .append_pair("head", &format!("{head_owner}:{branch}"))
+            .append_pair("state", "open")
+            .append_pair("per_page", PER_PAGE);
+        let path = url.path().to_owned();
+        let open: Vec<PullAnswer> = self.send(JsonMethod::Get, &url, None::<&()>).await?;
+        open.into_iter()
+            .next()
+            .map(|pull| pull.checked(&http::Method::GET, &path))
+            .transpose()
+    }
+
+    /// Opens a pull request of `head` (a branch of `repo`, or `OWNER:BRANCH`) into `base`
+    /// (`POST /repos/{owner}/{repo}/pulls`).
+    pub async fn create_pull_request(
+        &self,
+        repo: &RepoPath,
+        title: &str,
+        head: &str,
+        base: &str,
+        body: &str,
+    ) -> Result<PullRequestRef, GitHubError> {
+        let segments = ["repos", &repo.owner, &repo.name, "pulls"];
+        let request = NewPullRequest {
+            title,
+            head,
+            base,
+            body,
+        };
+        self.send_pull(JsonMethod::Post, &segments, &request).await
+    }
+
+    /// Changes pull request `number`'s title and body, each when given
+    /// (`PATCH /repos/{owner}/{repo}/pulls/{number}`).
+    pub async fn update_pull_request(
+        &self,
+        repo: &RepoPath,
+        number: u64,
+        title: Option<&str>,
+        body: Option<&str>,
+    ) -> Result<PullRequestRef, GitHubError> {
+        let number = number.to_string();
+        let segments = ["repos", &repo.owner, &repo.name, "pulls", &number];
+        let edit = PullRequestEdit { title, body };
+        self.send_pull(JsonMethod::Patch, &segments, &edit).await
+    }
+
+    /// A write that answers a pull request, its head sha checked.
+    async fn send_pull<B: Serialize + Sync>(
+        &self,
+        method: JsonMethod,
+        segments: &[&str],
+        body: &B,
+    ) -> Result<PullRequestRef, GitHubError> {
+        let answer: PullAnswer = self.send_json(method, segments, Some(body)).await?;
+        let path = self.app.api_url(segments).path().to_owned();
+        answer.checked(&method.method(), &path)
+    }
+
     /// `GET /repos/{owner}/{repo}/pulls/{number}`; `None` when GitHub answers 404 (no such
     /// pull request, or a repository this installation cannot see). A head sha that is not
     /// 40 hex digits is an error.

@@ -6,6 +6,7 @@ mod comments;
 mod commits;
 mod compare;
 mod faults;
+mod git_data;
 mod permissions;
 mod pulls;
 mod tarball;
@@ -123,6 +124,16 @@ fn futures_are_send(gh: Installation, repo: RepoPath) {
     send(gh.pull_request(&repo, 1));
     send(gh.issue_comments(&repo, 1));
     send(gh.create_comment_reaction(&repo, 1, "eyes"));
+    send(gh.create_blob(&repo, b"x"));
+    send(gh.create_tree(&repo, Some(SHA), &[]));
+    send(gh.create_commit(&repo, "m", SHA, &[SHA]));
+    send(gh.branch_head(&repo, "main"));
+    send(gh.create_branch(&repo, "b", SHA));
+    send(gh.move_branch(&repo, "b", SHA, false));
+    send(gh.commit_info(&repo, SHA));
+    send(gh.find_open_pull_request(&repo, "octo", "b"));
+    send(gh.create_pull_request(&repo, "t", "b", "main", "body"));
+    send(gh.update_pull_request(&repo, 1, None, Some("body")));
     let review = astrolift_forge::github::NewReview {
         commit_id: SHA.to_owned(),
         body: "b".to_owned(),
