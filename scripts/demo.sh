@@ -5,7 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-astrolift() { cargo run -q --locked -p astrolift-cli -- "$@"; }
+# `ASTROLIFT_BIN` names an `astrolift` to run instead of building one (the tests' own).
+if [[ -n "${ASTROLIFT_BIN:-}" ]]; then
+  astrolift() { "$ASTROLIFT_BIN" "$@"; }
+else
+  astrolift() { cargo run -q --locked -p astrolift-cli -- "$@"; }
+fi
 
 # The monorepo's triage agent names the env spec `triage-prod` for one of its
 # triggers. Env specs belong to a project and an operator defines them, so the
@@ -14,6 +19,17 @@ astrolift() { cargo run -q --locked -p astrolift-cli -- "$@"; }
 astrolift env-spec upsert triage-prod --project-id local \
   --agent-type claude --runtime claude-code \
   --config-repo local/monorepo --manifest-path config/triage/config.toml
+
+# The examples' catalogue and organization skills (`pr-review@1.2.0`,
+# `steadymd/runbooks/clinical-triage@main`, `platform/runbooks/ci-triage@main`) live in
+# tests/fake-github/skill-repos/, the repositories the tests serve from the fake GitHub.
+# Registered as `file:` sources, the CLI reads them from disk, without App credentials,
+# so no reference is `skill/unresolved` (docs/reference.md §5.1, "Remote skills").
+astrolift catalogue register file:tests/fake-github/skill-repos/catalogue
+for alias in steadymd platform; do
+  astrolift skill-repo register "$alias" file:tests/fake-github/skill-repos/runbooks \
+    --project-id local
+done
 
 for repository in examples/*/; do
   echo "== ${repository%/}"

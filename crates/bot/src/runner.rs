@@ -37,7 +37,7 @@ use crate::layers::LayerPackager;
 use crate::previews;
 use crate::queue::JobQueue;
 use crate::report::GitHubReporter;
-use crate::skills::GitHubSkillFetcher;
+use crate::skills::skill_fetcher;
 use crate::state_machines::{self, StepFunctionsEngine};
 use crate::suggest::{PullRequest, drop_suggested_annotations, post_suggestions, warn_not_posted};
 use crate::telemetry::{self, Metric};
@@ -397,10 +397,13 @@ impl SyncRunner {
                 limits: self.limits,
                 config_paths: self.config_paths(&job.repository).await?,
             },
-            skills: Some(Arc::new(GitHubSkillFetcher {
-                github: self.github.clone(),
-                limits: self.limits,
-            })),
+            // The App never reads a `file:` skill source: that would read this machine's
+            // disk for whoever registered it (docs/reference.md §5.1).
+            skills: Some(Arc::new(skill_fetcher(
+                Some(self.github.clone()),
+                self.limits,
+                false,
+            ))),
             previews: previews::preview_request(job, &registrations),
             samples: Some(Arc::new(crate::samples::SandboxSamples {
                 limits: self.limits,

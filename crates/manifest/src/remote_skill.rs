@@ -94,10 +94,11 @@ pub const CODES: &[&Code] = &[
 pub enum Fetched<'t> {
     /// Its tree at `commit`, the commit the ref named.
     Tree {
-        /// `owner/name`.
+        /// `owner/name`, or `file:PATH` for a local directory.
         repository: String,
-        /// 40 hex digits.
-        commit: String,
+        /// 40 hex digits; `None` for a tree no commit names (a local directory that is not
+        /// a Git checkout, docs/reference.md §5.1).
+        commit: Option<String>,
         tree: &'t dyn SourceTree,
     },
     /// The App is not installed on `repository`, or cannot read it.
@@ -107,7 +108,8 @@ pub enum Fetched<'t> {
     /// It was not fetched: the sync already fetched `limit` skill repositories
     /// ([`Limits::skill_repositories`]).
     OverLimit { limit: usize },
-    /// It could not be asked here; `reason` says why (no App credentials, say).
+    /// It could not be asked here; `reason` says why (no App credentials, say, or a local
+    /// `file:` source where only the CLI reads them).
     Unresolved { reason: String },
 }
 
@@ -154,10 +156,11 @@ pub trait RemoteSkillSources {
 pub struct RemoteSkill {
     /// The reference as the manifest writes it.
     pub reference: String,
-    /// `owner/name` of the repository it was read from.
+    /// `owner/name` of the repository it was read from (`file:PATH` for a local directory).
     pub repository: String,
-    /// The commit it was read at.
-    pub commit: String,
+    /// The commit it was read at; `None` when no commit names the tree (a local directory
+    /// that is not a Git checkout).
+    pub commit: Option<String>,
     /// Its directory in that repository.
     pub dir: String,
     /// Where the package holds it: `skills/<alias>/<path>` or `skills/<name>`.
@@ -298,9 +301,9 @@ fn resolve_org(
     let source = at.tree(fetched)?;
     if !source.tree.is_file(&paths::join(path, skill::SKILL_FILE)) {
         let message = format!(
-            "`{}` has no `{path}/SKILL.md` at {}",
+            "`{}` has no `{path}/SKILL.md`{}",
             source.repository,
-            short(&source.commit)
+            at_commit(source.commit.as_deref())
         );
         at.report(&MISSING_REMOTE_SKILL, message, None);
         return None;
@@ -383,7 +386,7 @@ fn skill_versions(tree: &dyn SourceTree, dir: &str) -> Vec<String> {
 /// A fetched skill repository.
 struct Source<'t> {
     repository: String,
-    commit: String,
+    commit: Option<String>,
     tree: &'t dyn SourceTree,
 }
 
@@ -409,9 +412,9 @@ fn read_remote(
             n => format!(" (and {n} more)"),
         };
         let message = format!(
-            "`{}` at {}: {}:{}:{}: [{}] {}{more}",
+            "`{}`{}: {}:{}:{}: [{}] {}{more}",
             source.repository,
-            short(&source.commit),
+            at_commit(source.commit.as_deref()),
             first.path,
             first.span.line,
             first.span.column,
@@ -425,9 +428,9 @@ fn read_remote(
     if let Some(link) = entries.iter().find(|e| e.kind != EntryKind::File) {
         // As for a local skill: a link or special file fails the agent, never a partial skill.
         let message = format!(
-            "`{}` at {}: `{}` is a symlink or special file; a skill holds regular files only",
+            "`{}`{}: `{}` is a symlink or special file; a skill holds regular files only",
             source.repository,
-            short(&source.commit),
+            at_commit(source.commit.as_deref()),
             link.path
         );
         at.report(&INVALID_REMOTE_SKILL, message, None);
@@ -445,7 +448,10 @@ fn read_remote(
     })
 }
 
-/// The first 7 characters of a commit, as GitHub shows it.
-fn short(commit: &str) -> &str {
-    commit.get(..7).unwrap_or(commit)
+/// ` at <commit>` (its first 7 characters, as GitHub shows it), or nothing for a tree no
+/// commit names (it is read as it is on disk).
+fn at_commit(commit: Option<&str>) -> String {
+    commit.map_or_else(String::new, |commit| {
+        format!(" at {}", commit.get(..7).unwrap_or(commit))
+    })
 }

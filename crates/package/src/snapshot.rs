@@ -30,7 +30,8 @@
 //! entry adds `commit` (what its ref named at sync) and `sha256` (the same listing hash, over
 //! its skill directory in that commit; [`skill_dir_sha256`]). One that was not resolved has
 //! neither, so the snapshot of an agent whose skills are all local, or whose remote skills
-//! are unresolved, is exactly what it was before pins existed.
+//! are unresolved, is exactly what it was before pins existed. One read from a local
+//! directory that is not a Git checkout (a `file:` source) has `sha256` and no `commit`.
 
 use std::collections::BTreeMap;
 
@@ -117,8 +118,11 @@ pub enum SkillSnapshot {
 /// Where a catalogue or organization skill was resolved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SkillPin {
-    /// The commit (40 hex digits) its ref named.
-    pub commit: String,
+    /// The commit (40 hex digits) its ref named; `None` for a local directory that is not a
+    /// Git checkout (docs/reference.md §5.1), whose entry then has `sha256` only. A GitHub
+    /// source always has one, so its entry (and the agent's version) is as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
     /// The listing hash of its skill directory at that commit ([`skill_dir_sha256`]).
     pub sha256: String,
 }

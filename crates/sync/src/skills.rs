@@ -6,10 +6,13 @@
 //! fetched once per (repository, ref) however many agents use it, through the caller's
 //! [`SkillFetcher`] (the bot's asks GitHub as the installation covering the repository),
 //! and every agent's references are resolved against those trees by
-//! [`resolve_remote_skills`]. The crate stays free of GitHub: without a fetcher (a local
-//! run without App credentials) nothing is looked up and every catalogue and organization
-//! reference is the warning `skill/unresolved`, with the reason (docs/reference.md §5.1:
-//! a local run without credentials reports them unresolved, never as errors).
+//! [`resolve_remote_skills`]. The crate stays free of GitHub: without a fetcher nothing is
+//! looked up and every catalogue and organization reference is the warning
+//! `skill/unresolved`, with the reason (docs/reference.md §5.1: a local run without
+//! credentials reports them unresolved, never as errors). A source registered as
+//! `file:PATH` is a local directory, read by [`crate::local_skills`]; the CLI's fetcher
+//! ([`crate::local_skills::RoutedSkillFetcher`]) reads those and leaves every other source to
+//! GitHub, or, without App credentials, unresolved ([`SkillFetcher::offline_reason`]).
 //!
 //! Decisions where the issue is silent:
 //! - an agent covered by no registration has no project, so its organization references
@@ -34,10 +37,16 @@ use astrolift_package::{MountedTree, PayloadTree, RemoteSkillTree};
 use astrolift_store::state::{Catalogue, SkillSource, SkillSourceStore};
 
 use crate::SyncError;
+use crate::local_skills::is_local_source;
 
 /// Why a reference is unresolved without a fetcher.
 pub const NO_FETCHER: &str =
     "no GitHub App credentials are configured here, so skill repositories are not fetched";
+/// Why a `file:` skill source is unresolved where it must not be read: the App's sync (the
+/// functions and `serve`) never reads the disk it runs on for a registration
+/// (docs/reference.md §5.1).
+pub const LOCAL_ONLY: &str = "a `file:` skill source is only read by the local CLI \
+     (`astrolift check` and `astrolift validate`), never by the App";
 /// Why an organization reference of an agent without a project is unresolved.
 pub const NO_PROJECT: &str = "no registration covers this manifest, so it has no project \
      whose skill repositories it could use";
@@ -52,12 +61,21 @@ pub type SkillTree = Arc<dyn PayloadTree + Send + Sync>;
 /// What a [`SkillFetcher`] found for one repository at one ref.
 #[derive(Clone)]
 pub enum SkillFetch {
-    /// The tree of `commit` (40 hex digits), the commit the ref names.
-    Tree { commit: String, tree: SkillTree },
+    /// The tree of `commit` (40 hex digits), the commit the ref names. `None`: no commit
+    /// names the tree (a local directory that is not a Git checkout, read as it is on disk:
+    /// [`crate::local_skills`]); its snapshot entry has no `commit`.
+    Tree {
+        commit: Option<String>,
+        tree: SkillTree,
+    },
     /// The App is not installed on the repository, or cannot read it.
     NotInstalled,
     /// The ref names no commit of the repository.
     UnknownRef,
+    /// It cannot be asked here; `reason` says why ([`NO_FETCHER`] for a GitHub source where
+    /// no App credentials are configured, [`LOCAL_ONLY`] for a `file:` source in the App).
+    /// Each reference to it is the warning `skill/unresolved`, never an error.
+    Unresolved { reason: String },
 }
 
 impl Debug for SkillFetch {
@@ -69,6 +87,10 @@ impl Debug for SkillFetch {
                 .finish_non_exhaustive(),
             SkillFetch::NotInstalled => f.write_str("NotInstalled"),
             SkillFetch::UnknownRef => f.write_str("UnknownRef"),
+            SkillFetch::Unresolved { reason } => f
+                .debug_struct("Unresolved")
+                .field("reason", reason)
+                .finish(),
         }
     }
 }
@@ -79,10 +101,22 @@ pub use crate::error::SkillFetchError;
 pub type SkillFetchFuture<'a> =
     Pin<Box<dyn Future<Output = Result<SkillFetch, SkillFetchError>> + Send + 'a>>;
 
-/// Fetches skill repositories: `repository` (`owner/name`) at `git_ref` (a branch, tag or
-/// sha), resolved to a commit and read at that commit.
+/// Fetches skill repositories: `repository` (`owner/name`, or `file:PATH` for a local
+/// directory) at `git_ref` (a branch, tag or sha), resolved to a commit and read at that
+/// commit.
 pub trait SkillFetcher: Debug + Send + Sync {
     fn fetch<'a>(&'a self, repository: &'a str, git_ref: &'a str) -> SkillFetchFuture<'a>;
+
+    /// `Some(reason)` when this fetcher asks no GitHub (a local run without App
+    /// credentials, whose fetcher reads `file:` sources only): a reference whose source is
+    /// not registered (no catalogue, an alias its project lacks) is then the warning
+    /// `skill/unresolved` with `reason`, as without any fetcher, rather than an error, since
+    /// a local run without credentials reports remote skills unresolved, never as errors
+    /// (docs/reference.md §5.1). `None` (the default): every registration can be read, and
+    /// a missing one is an error.
+    fn offline_reason(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// One agent's resolved remote skills, each with the tree it was read from.
@@ -125,9 +159,9 @@ pub(crate) struct SkillContext<'c> {
 /// (`astrolift validate`): every finding is appended to `diagnostics`, and nothing is
 /// packaged. As a sync resolves them when there are a state store (the aliases and the
 /// catalogue) and a fetcher; otherwise each catalogue and organization reference is the
-/// warning `skill/unresolved`, whose reason is [`NO_FETCHER`] without a fetcher, else
-/// [`NO_STATE`]. `no_project` is the reason for an organization reference of an agent
-/// without a project.
+/// warning `skill/unresolved`, whose reason is [`NO_FETCHER`] without a fetcher, the
+/// fetcher's [`SkillFetcher::offline_reason`] when it asks no GitHub, else [`NO_STATE`].
+/// `no_project` is the reason for an organization reference of an agent without a project.
 pub async fn check_remote_skills(
     agents: &[(&AgentManifest, Option<String>)],
     state: Option<&dyn SkillSourceStore>,
@@ -147,10 +181,9 @@ pub async fn check_remote_skills(
             resolve_skills(agents, &context, diagnostics).await?;
         }
         (_, fetcher) => {
-            let reason = if fetcher.is_none() {
-                NO_FETCHER
-            } else {
-                NO_STATE
+            let reason = match fetcher {
+                None => NO_FETCHER,
+                Some(fetcher) => fetcher.offline_reason().unwrap_or(NO_STATE),
             };
             for (manifest, _) in agents {
                 resolve_remote_skills(manifest, &Offline(reason), limits, diagnostics);
@@ -163,7 +196,8 @@ pub async fn check_remote_skills(
 /// The skill repositories (at the refs named) each agent's references name through a
 /// registration, parallel to the agents: what dependents follow (docs/reference.md §5.1).
 /// Named, not resolved: an agent whose skill failed to resolve still follows the repository
-/// whose next push may fix it. Empty without a fetcher (nothing is looked up).
+/// whose next push may fix it. Empty without a fetcher (nothing is looked up). A `file:`
+/// source is never named: no push moves it, and reconcile asks GitHub for what is named.
 pub(crate) type NamedSources = Vec<BTreeSet<SkillSource>>;
 
 /// Resolves the remote skills of `agents` (each with the project it registers under, if
@@ -220,6 +254,9 @@ struct Sources {
     named: NamedSources,
     /// At most this many are fetched ([`Limits::skill_repositories`]).
     limit: usize,
+    /// Why a reference whose source is not registered is unresolved rather than an error
+    /// ([`SkillFetcher::offline_reason`]).
+    offline: Option<String>,
 }
 
 impl Sources {
@@ -232,6 +269,7 @@ impl Sources {
     ) -> Result<Sources, SyncError> {
         let mut sources = Sources {
             limit: context.limits.skill_repositories,
+            offline: fetcher.offline_reason().map(str::to_owned),
             ..Sources::default()
         };
         let wanted = sources.wanted(agents, context).await?;
@@ -267,10 +305,12 @@ impl Sources {
                     ) => {
                         let repository = self.alias(context, project, repo_alias).await?;
                         if let Some(repository) = repository {
-                            named.insert(SkillSource {
-                                repository: repository.clone(),
-                                git_ref: git_ref.clone(),
-                            });
+                            if !is_local_source(&repository) {
+                                named.insert(SkillSource {
+                                    repository: repository.clone(),
+                                    git_ref: git_ref.clone(),
+                                });
+                            }
                             wanted.insert((repository, git_ref.clone()));
                         }
                     }
@@ -286,7 +326,8 @@ impl Sources {
                     repository: c.repository.clone(),
                     git_ref: c.registered_ref.clone(),
                 };
-                for index in catalogue_wanted {
+                let indices = catalogue_wanted.into_iter();
+                for index in indices.filter(|_| !is_local_source(&c.repository)) {
                     if let Some(named) = self.named.get_mut(index) {
                         named.insert(source.clone());
                     }
@@ -328,7 +369,17 @@ impl Sources {
             },
             Some(SkillFetch::NotInstalled) => Fetched::NotInstalled { repository },
             Some(SkillFetch::UnknownRef) => Fetched::UnknownRef { repository },
+            Some(SkillFetch::Unresolved { reason }) => Fetched::Unresolved {
+                reason: reason.clone(),
+            },
         }
+    }
+
+    /// What a reference whose source is not registered reads as: `None` (an error on it),
+    /// or, when nothing but local sources can be read here, unresolved.
+    fn unregistered(&self) -> Option<Fetched<'_>> {
+        let reason = self.offline.clone()?;
+        Some(Fetched::Unresolved { reason })
     }
 
     /// The tree `skill` was read from.
@@ -361,12 +412,16 @@ impl RemoteSkillSources for AgentSources<'_> {
             });
         };
         let key = (project.to_owned(), alias.to_owned());
-        let repository = self.sources.aliases.get(&key)?.as_deref()?;
-        Some(self.sources.fetched(repository, git_ref))
+        match self.sources.aliases.get(&key) {
+            Some(Some(repository)) => Some(self.sources.fetched(repository, git_ref)),
+            _ => self.sources.unregistered(),
+        }
     }
 
     fn catalogue(&self) -> Option<Fetched<'_>> {
-        let catalogue = self.sources.catalogue.as_ref()?;
+        let Some(catalogue) = self.sources.catalogue.as_ref() else {
+            return self.sources.unregistered();
+        };
         Some(
             self.sources
                 .fetched(&catalogue.repository, &catalogue.registered_ref),
@@ -375,9 +430,9 @@ impl RemoteSkillSources for AgentSources<'_> {
 }
 
 /// Nothing can be asked: every reference is unresolved, for this reason.
-struct Offline(&'static str);
+struct Offline<'r>(&'r str);
 
-impl Offline {
+impl Offline<'_> {
     fn unresolved(&self) -> Option<Fetched<'static>> {
         Some(Fetched::Unresolved {
             reason: self.0.to_owned(),
@@ -385,7 +440,7 @@ impl Offline {
     }
 }
 
-impl RemoteSkillSources for Offline {
+impl RemoteSkillSources for Offline<'_> {
     fn organization(&self, _: &str, _: &str) -> Option<Fetched<'_>> {
         self.unresolved()
     }

@@ -8,6 +8,7 @@ mod durable;
 mod faults;
 mod ingress;
 mod layers;
+mod local_skills;
 mod queue;
 mod reconcile;
 mod redelivery;

@@ -1,7 +1,8 @@
 //! `astrolift check [DIR] [--apply] [--format human|json]`: discover,
 //! validate, package and plan on the configured stores; `--apply` registers.
-//! Catalogue and organization skills are fetched through the App on
-//! `GITHUB_API_URL` when `GITHUB_APP_ID` (and its key) are set.
+//! Catalogue and organization skills registered as `file:PATH` are read from that
+//! directory; the others are fetched through the App on `GITHUB_API_URL` when
+//! `GITHUB_APP_ID` (and its key) are set (docs/reference.md §5.1, "Remote skills").
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -122,12 +123,13 @@ async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Re
         Mode::Check
     };
     let now = now();
-    // Remote skills resolve through the App when its credentials are configured; without
-    // them each reference is a `skill/unresolved` warning that says so.
-    let fetcher = astrolift_bot::skills::fetcher_from_env(&Environment::new(), limits)
+    // A `file:` skill source is read from its directory; the others resolve through the App
+    // when its credentials are configured, and without them each reference is a
+    // `skill/unresolved` warning that says so.
+    let fetcher = astrolift_bot::skills::fetcher_from_env(&Environment::new(), limits, true)
         .await
         .context("cannot use the GitHub App credentials to fetch skill repositories")?;
-    let skills = fetcher.map(|f| Arc::new(f) as Arc<dyn SkillFetcher>);
+    let skills = Some(Arc::new(fetcher) as Arc<dyn SkillFetcher>);
     let request = SyncRequest {
         repository,
         commit: args.commit.clone(),

@@ -5,12 +5,18 @@
 //! Registering reaches no GitHub, like `register-repo`: whether the App can read the
 //! repository is found out when a reference to it is resolved (`skill/repo-not-installed`
 //! on the manifest line, at the next sync or `check`, docs/reference.md §5.1).
+//!
+//! A source may instead be `file:PATH`, a local directory the CLI reads as it is
+//! (`astrolift_sync::local_skills`): `PATH` is made absolute here, relative to the current
+//! directory, with its symlinks resolved, and must be a directory; it is stored as
+//! `file:/abs/path` in the record's `repository`, and listed as it is stored.
 
 use std::process::ExitCode;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use astrolift_manifest::paths::is_slug;
 use astrolift_store::state::{Catalogue, SkillRepo};
+use astrolift_sync::local_skills::LOCAL_SCHEME;
 
 use super::registry::{ListFormat, is_repository_name, print_list, with_state};
 use super::stores::{StoreArgs, now};
@@ -20,8 +26,9 @@ use crate::output::outln;
 pub struct SkillRepoRegisterArgs {
     /// The alias manifests write first in `"ALIAS/path/to/skill@ref"`: a slug.
     alias: String,
-    /// The repository holding the skills, `owner/name`.
-    #[arg(value_name = "OWNER/REPO")]
+    /// The repository holding the skills, `owner/name`, or `file:PATH`, a local directory
+    /// the CLI reads as it is (never the App).
+    #[arg(value_name = "OWNER/REPO|file:PATH")]
     repository: String,
     /// The project whose agents may use the alias (aliases are per project).
     #[arg(long, value_parser = super::project_id)]
@@ -58,8 +65,9 @@ pub struct SkillRepoRemoveArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct CatalogueRegisterArgs {
-    /// The catalogue repository, `owner/name`, holding `skills/<name>/<version>/SKILL.md`.
-    #[arg(value_name = "OWNER/REPO")]
+    /// The catalogue repository, `owner/name`, holding `skills/<name>/<version>/SKILL.md`,
+    /// or `file:PATH`, a local directory the CLI reads as it is (never the App).
+    #[arg(value_name = "OWNER/REPO|file:PATH")]
     repository: String,
     /// The branch whose commit catalogue references resolve at.
     #[arg(long = "ref", default_value = super::DEFAULT_REF)]
@@ -87,7 +95,7 @@ pub fn skill_repo_register(args: SkillRepoRegisterArgs) -> anyhow::Result<ExitCo
             args.alias
         );
     }
-    check_repository(&args.repository)?;
+    let repository = source_repository(&args.repository)?;
     if args.project_id.is_empty() {
         bail!("--project-id must not be empty");
     }
@@ -95,7 +103,7 @@ pub fn skill_repo_register(args: SkillRepoRegisterArgs) -> anyhow::Result<ExitCo
         let repo = SkillRepo {
             project_id: args.project_id.clone(),
             alias: args.alias.clone(),
-            repository: args.repository.clone(),
+            repository: repository.clone(),
             updated_at: now(),
         };
         state.skills().put_skill_repo(&repo).await?;
@@ -144,13 +152,13 @@ pub fn skill_repo_remove(args: SkillRepoRemoveArgs) -> anyhow::Result<ExitCode> 
 }
 
 pub fn catalogue_register(args: CatalogueRegisterArgs) -> anyhow::Result<ExitCode> {
-    check_repository(&args.repository)?;
+    let repository = source_repository(&args.repository)?;
     if args.git_ref.is_empty() {
         bail!("--ref must not be empty");
     }
     with_state(&args.stores, async |state| {
         let catalogue = Catalogue {
-            repository: args.repository.clone(),
+            repository: repository.clone(),
             registered_ref: args.git_ref.clone(),
             updated_at: now(),
         };
@@ -180,11 +188,31 @@ fn print_catalogue(catalogue: &Catalogue, format: ListFormat) -> anyhow::Result<
     Ok(())
 }
 
-fn check_repository(repository: &str) -> anyhow::Result<()> {
-    if !is_repository_name(repository) {
-        bail!("{repository}: expected OWNER/REPO");
+/// The `repository` a source is stored with: `owner/name` as given, or `file:PATH` with
+/// `PATH` made absolute (relative to the current directory, symlinks resolved); a path
+/// that is not a directory, or not UTF-8, is refused.
+fn source_repository(source: &str) -> anyhow::Result<String> {
+    let Some(path) = source.strip_prefix(LOCAL_SCHEME) else {
+        if !is_repository_name(source) {
+            bail!("{source}: expected OWNER/REPO or file:PATH");
+        }
+        return Ok(source.to_owned());
+    };
+    if path.is_empty() {
+        bail!("{source}: expected a directory after `file:`");
     }
-    Ok(())
+    let absolute = std::fs::canonicalize(path)
+        .with_context(|| format!("{source}: cannot find the directory {path}"))?;
+    if !absolute.is_dir() {
+        bail!("{source}: {} is not a directory", absolute.display());
+    }
+    let Some(absolute) = absolute.to_str() else {
+        bail!(
+            "{source}: the path {} is not valid UTF-8",
+            absolute.display()
+        );
+    };
+    Ok(format!("{LOCAL_SCHEME}{absolute}"))
 }
 
 /// `steadymd -> steadymd/runbooks (project p)`.

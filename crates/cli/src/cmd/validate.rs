@@ -2,12 +2,14 @@
 //! [--fix [--dry-run]] [--state URL] [--repo OWNER/REPO] [--project-id ID]`.
 //!
 //! Catalogue and organization skills resolve as `astrolift check` resolves them
-//! (docs/reference.md §5.1, "Remote skills"), through the App on `GITHUB_API_URL` when
-//! `GITHUB_APP_ID` (and its key) are set, against the aliases and catalogue of the state
-//! store `--state` names (no default: `validate` opens a store only when one is named, and
-//! only when a manifest has a remote reference and credentials are set); each manifest's
-//! project is that of the registration of `--repo` covering it, else `--project-id`.
-//! Where something is missing each reference is the warning `skill/unresolved`, with why.
+//! (docs/reference.md §5.1, "Remote skills"): a `file:` source from its directory, the
+//! others through the App on `GITHUB_API_URL` when `GITHUB_APP_ID` (and its key) are set,
+//! against the aliases and catalogue of the state store `--state` names (no default:
+//! `validate` opens a store only when one is named and a manifest has a remote reference,
+//! and, without credentials, only when it exists, since then only its `file:` sources can
+//! be read and a missing `sqlite:` file holds none); each manifest's project is that of the
+//! registration of `--repo` covering it, else `--project-id`. Where something is missing
+//! each reference is the warning `skill/unresolved`, with why.
 //! Each trigger binding's `samples` are evaluated in the jq sandbox and compared with
 //! their expected files, as `check` and the check run do (docs/reference.md §5.5).
 //!
@@ -30,6 +32,7 @@ use astrolift_manifest::paths::{control_character_path_diagnostics, non_utf8_pat
 use astrolift_manifest::{
     Diagnostic, DirTree, Limits, SourceTree, ValidateOptions, diagnostic, validate_repository,
 };
+use astrolift_store::StateLocation;
 use astrolift_store::state::covering_registration;
 use astrolift_store::state_store_from_url;
 use astrolift_sync::SkillFetcher;
@@ -195,12 +198,13 @@ async fn remote_skills(
     agents: &[AgentManifest],
     limits: Limits,
 ) -> anyhow::Result<Vec<Diagnostic>> {
-    let fetcher = fetcher_from_env(&Environment::new(), limits)
+    let fetcher = fetcher_from_env(&Environment::new(), limits, true)
         .await
         .context("cannot use the GitHub App credentials to fetch skill repositories")?;
-    // Opened only when it will be read: without credentials nothing is looked up.
-    let state = match (&args.state, &fetcher) {
-        (Some(url), Some(_)) => Some(
+    // Opened only when it may be read: `validate` never creates a store to find it empty.
+    let offline = fetcher.offline_reason().is_some();
+    let state = match &args.state {
+        Some(url) if !(offline && is_missing_sqlite(url)) => Some(
             state_store_from_url(url)
                 .await
                 .with_context(|| format!("cannot open the state store {url}"))?,
@@ -223,13 +227,18 @@ async fn remote_skills(
     check_remote_skills(
         &agents,
         state.as_deref().map(|s| s.skills()),
-        fetcher.as_ref().map(|f| f as &dyn SkillFetcher),
+        Some(&fetcher as &dyn SkillFetcher),
         &limits,
         NO_PROJECT,
         &mut found,
     )
     .await?;
     Ok(found)
+}
+
+/// True when `url` is `sqlite:PATH` and no file is at `PATH`: a store that holds nothing.
+fn is_missing_sqlite(url: &str) -> bool {
+    matches!(StateLocation::parse(url), Ok(StateLocation::Sqlite(path)) if !path.exists())
 }
 
 /// Human output keeps its colours only where `astrolift_cli::colour` allows them;

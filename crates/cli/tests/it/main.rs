@@ -25,6 +25,7 @@ mod import;
 mod inline;
 mod killed;
 mod layers;
+mod local_skills;
 mod pipes;
 mod previews;
 mod push_bench;

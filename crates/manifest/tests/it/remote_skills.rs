@@ -28,7 +28,7 @@ impl RemoteSkillSources for Sources {
         match (alias, git_ref) {
             ("steadymd", "main") => Some(Fetched::Tree {
                 repository: "steadymd/runbooks".to_owned(),
-                commit: RUNBOOKS_SHA.to_owned(),
+                commit: Some(RUNBOOKS_SHA.to_owned()),
                 tree: &self.runbooks,
             }),
             ("steadymd", _) => Some(Fetched::UnknownRef {
@@ -44,7 +44,7 @@ impl RemoteSkillSources for Sources {
     fn catalogue(&self) -> Option<Fetched<'_>> {
         Some(Fetched::Tree {
             repository: "astrolift/catalogue".to_owned(),
-            commit: CATALOGUE_SHA.to_owned(),
+            commit: Some(CATALOGUE_SHA.to_owned()),
             tree: &self.catalogue,
         })
     }
@@ -106,7 +106,7 @@ fn the_three_forms_resolve_in_manifest_order() {
             (
                 r.reference.as_str(),
                 r.repository.as_str(),
-                r.commit.as_str(),
+                r.commit.as_deref().unwrap_or_default(),
                 r.dir.as_str(),
                 r.package_dir.as_str(),
                 r.skill.name.as_str(),
@@ -199,7 +199,7 @@ fn a_symlink_in_a_remote_skill_is_an_error() {
         fn organization(&self, _: &str, _: &str) -> Option<Fetched<'_>> {
             Some(Fetched::Tree {
                 repository: "steadymd/runbooks".to_owned(),
-                commit: RUNBOOKS_SHA.to_owned(),
+                commit: Some(RUNBOOKS_SHA.to_owned()),
                 tree: &self.0,
             })
         }

@@ -34,7 +34,7 @@ fn resolved() -> RemoteSkill {
     RemoteSkill {
         reference: "steadymd/runbooks/clinical-triage@main".to_owned(),
         repository: "steadymd/runbooks".to_owned(),
-        commit: COMMIT.to_owned(),
+        commit: Some(COMMIT.to_owned()),
         dir: "runbooks/clinical-triage".to_owned(),
         package_dir: "skills/steadymd/runbooks/clinical-triage".to_owned(),
         skill: LocalSkill {

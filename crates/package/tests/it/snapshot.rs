@@ -158,15 +158,12 @@ fn resolved_remote_skills_are_pinned_and_unresolved_ones_unchanged() {
     let slice = astrolift_package::slice(&agent, &tree, &Limits::DEFAULT).expect("slice");
     let output = write_archive(&slice, &tree, std::io::sink()).expect("archive");
     let unpinned = snapshot(&agent, &slice, &tree, &output).expect("snapshot");
-    let none = astrolift_package::snapshot_pinned(
-        &agent,
-        &slice,
-        &tree,
-        &output,
-        &ContentHashes::default(),
-        &SkillPins::new(),
-    )
-    .expect("snapshot");
+    let pinned_by = |pins: &SkillPins| {
+        let hashes = ContentHashes::default();
+        astrolift_package::snapshot_pinned(&agent, &slice, &tree, &output, &hashes, pins)
+            .expect("snapshot")
+    };
+    let none = pinned_by(&SkillPins::new());
     assert_eq!(none.digest(), unpinned.digest());
 
     // The skill directory of a fetched skill repository, hashed like a local skill.
@@ -188,19 +185,11 @@ fn resolved_remote_skills_are_pinned_and_unresolved_ones_unchanged() {
     pins.insert(
         "platform/skills/pager@v3".to_owned(),
         SkillPin {
-            commit: commit.clone(),
+            commit: Some(commit.clone()),
             sha256: sha256.clone(),
         },
     );
-    let pinned = astrolift_package::snapshot_pinned(
-        &agent,
-        &slice,
-        &tree,
-        &output,
-        &ContentHashes::default(),
-        &pins,
-    )
-    .expect("snapshot");
+    let pinned = pinned_by(&pins);
     assert_ne!(pinned.digest(), unpinned.digest());
     let value = serde_json::to_value(&pinned).expect("value");
     assert_eq!(value["skills"][2]["kind"], "org");
@@ -208,6 +197,21 @@ fn resolved_remote_skills_are_pinned_and_unresolved_ones_unchanged() {
     assert_eq!(value["skills"][2]["commit"], commit);
     assert_eq!(value["skills"][2]["sha256"], sha256);
     assert!(value["skills"][1].get("commit").is_none(), "not resolved");
+    // A plain local directory has no commit: its entry has the content hash only, so it
+    // reads differently from an unresolved skill (neither) and a GitHub one (both).
+    pins.insert(
+        "platform/skills/pager@v3".to_owned(),
+        SkillPin {
+            commit: None,
+            sha256: sha256.clone(),
+        },
+    );
+    let local = pinned_by(&pins);
+    let value = serde_json::to_value(&local).expect("value");
+    assert!(value["skills"][2].get("commit").is_none(), "no commit");
+    assert_eq!(value["skills"][2]["sha256"], sha256);
+    assert_ne!(local.digest(), pinned.digest());
+    assert_ne!(local.digest(), unpinned.digest());
 }
 
 /// The packager's own skill (the manifest crate's fixture, verbatim) packages with its
