@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use astrolift_forge::github::{GitHubApp, RepoPath};
+use astrolift_forge::github::{GitHubApp, Installation, RepoPath};
 use astrolift_manifest::Limits;
 use astrolift_package::TarballOptions;
 use astrolift_sync::local_skills::is_local_source;
@@ -102,7 +102,49 @@ impl GitHubSkillFetcher {
             return Ok(SkillFetch::NotInstalled);
         };
         let installation = self.github.installation(id);
-        let commit = match installation.commit_sha(&repo, git_ref).await {
+        fetch_with(&installation, &repo, git_ref, &self.limits).await
+    }
+}
+
+/// Fetches skill repositories with one token (`astrolift lock` with `GITHUB_TOKEN`, a
+/// person's checkout): every repository is read as that token may read it.
+#[derive(Debug, Clone)]
+pub struct TokenSkillFetcher {
+    pub installation: Installation,
+    pub limits: Limits,
+}
+
+impl SkillFetcher for TokenSkillFetcher {
+    fn fetch<'a>(&'a self, repository: &'a str, git_ref: &'a str) -> SkillFetchFuture<'a> {
+        Box::pin(async move {
+            let fetched = async {
+                if is_local_source(repository) {
+                    return Ok(SkillFetch::Unresolved {
+                        reason: LOCAL_ONLY.to_owned(),
+                    });
+                }
+                let repo = RepoPath::parse(repository)?;
+                fetch_with(&self.installation, &repo, git_ref, &self.limits).await
+            };
+            fetched.await.map_err(|error: JobError| SkillFetchError {
+                repository: repository.to_owned(),
+                git_ref: git_ref.to_owned(),
+                retryable: error.is_retryable(),
+                reason: error.to_string(),
+            })
+        })
+    }
+}
+
+/// `repo` at `git_ref`, read as `installation`.
+async fn fetch_with(
+    installation: &Installation,
+    repo: &RepoPath,
+    git_ref: &str,
+    limits: &Limits,
+) -> Result<SkillFetch, JobError> {
+    {
+        let commit = match installation.commit_sha(repo, git_ref).await {
             Ok(Some(commit)) => commit,
             Ok(None) => return Ok(SkillFetch::UnknownRef),
             Err(error) if error.status().is_some_and(|s| s.as_u16() == 404) => {
@@ -112,8 +154,8 @@ impl GitHubSkillFetcher {
         };
         // Smaller bounds than an agent repository's: a sync holds every skill tree it
         // fetched at once.
-        let options = TarballOptions::for_skill_repository(&self.limits);
-        let tree = fetch_tree(&installation, &repo, &commit, options).await?;
+        let options = TarballOptions::for_skill_repository(limits);
+        let tree = fetch_tree(installation, repo, &commit, options).await?;
         Ok(SkillFetch::Tree {
             commit: Some(commit),
             tree: Arc::new(tree),

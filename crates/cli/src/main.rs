@@ -45,6 +45,8 @@ enum Command {
     Package(cmd::package::Args),
     /// Discover, validate, package and plan on the configured stores; --apply registers.
     Check(cmd::check::Args),
+    /// Pin the remote skills of DIR's manifests in astrolift.lock (resolved as validate does).
+    Lock(cmd::lock::Args),
     /// Register a repository (every manifest, or one with --manifest-path): pushes to its ref register agents.
     RegisterRepo(cmd::registry::RegisterRepoArgs),
     /// Remove a registration; its agents stay as they are.
@@ -210,6 +212,7 @@ fn main() -> ExitCode {
         Command::Drift(args) => cmd::drift::run(args),
         Command::Package(args) => cmd::package::run(args),
         Command::Check(args) => cmd::check::run(args),
+        Command::Lock(args) => cmd::lock::run(args),
         Command::RegisterRepo(args) => cmd::registry::register_repo(args),
         Command::UnregisterRepo(args) => cmd::registry::unregister_repo(args),
         Command::EnvSpec(EnvSpecCommand::Upsert(args)) => cmd::registry::env_spec_upsert(args),

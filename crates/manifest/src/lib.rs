@@ -39,6 +39,7 @@ pub mod files;
 pub mod fix;
 pub mod import_codes;
 pub mod limits;
+pub mod lock;
 pub mod model;
 pub mod native;
 pub mod parallel;
@@ -79,6 +80,7 @@ pub fn catalogue() -> Vec<&'static Code> {
         native::CODES,
         skill::CODES,
         remote_skill::CODES,
+        lock::CODES,
         config::CODES,
         workspace::CODES,
         yaml::CODES,

@@ -26,6 +26,7 @@ use std::collections::BTreeSet;
 
 use crate::diagnostic::{Code, Diagnostic, Severity, Span};
 use crate::limits::Limits;
+use crate::lock::{self, LOCK_FILE, LockEntry};
 use crate::model::{AgentManifest, LocalSkill, SkillRef};
 use crate::paths;
 use crate::skill;
@@ -149,6 +150,35 @@ pub trait RemoteSkillSources {
     fn organization(&self, alias: &str, git_ref: &str) -> Option<Fetched<'_>>;
     /// The catalogue at its registered ref; `None` when no catalogue is registered.
     fn catalogue(&self) -> Option<Fetched<'_>>;
+    /// How the repository's lock pins `skill` (written `reference`): [`LockPin::Unlocked`] when
+    /// the repository has no lock (docs/reference.md §5.7).
+    fn pin(&self, _skill: &SkillRef, _reference: &str) -> LockPin<'_> {
+        LockPin::Unlocked
+    }
+    /// The repository of a locked entry at its pinned commit (at its ref for an entry
+    /// without one).
+    fn locked(&self, _entry: &LockEntry) -> Fetched<'_> {
+        Fetched::Unresolved {
+            reason: "the lock is not read here".to_owned(),
+        }
+    }
+}
+
+/// How the repository's lock pins one reference (docs/reference.md §5.7).
+#[derive(Debug, Clone, Copy)]
+pub enum LockPin<'l> {
+    /// The repository has no lock: the reference resolves at its ref.
+    Unlocked,
+    /// Resolved at the entry's commit, then its tree hash verified.
+    Locked(&'l LockEntry),
+    /// The lock has no entry for it (`lock/missing-entry`).
+    Missing,
+    /// The entry's repository is not the one the reference's alias or the catalogue names
+    /// now; `None`: none is registered (`lock/unknown-source`). Nothing is fetched.
+    OtherSource {
+        entry: &'l LockEntry,
+        registered: Option<&'l str>,
+    },
 }
 
 /// A resolved catalogue or organization skill.
@@ -200,18 +230,22 @@ pub fn resolve_remote_skills(
             reference: &reference,
             diagnostics: &mut *diagnostics,
         };
+        let pin = sources.pin(skill, &reference);
+        if !at.pin_allows(pin) {
+            continue;
+        }
         let found = match skill {
             SkillRef::Org {
                 repo_alias,
                 path,
                 git_ref,
-            } => resolve_org(sources, repo_alias, path, git_ref, limits, &mut at),
+            } => resolve_org(sources, pin, repo_alias, path, git_ref, limits, &mut at),
             SkillRef::Catalogue { name, version } => {
-                resolve_catalogue(sources, name, version, limits, &mut at)
+                resolve_catalogue(sources, pin, name, version, limits, &mut at)
             }
             SkillRef::Local { .. } => None,
         };
-        resolved.extend(found);
+        resolved.extend(found.filter(|skill| at.verified(pin, skill, sources, limits)));
     }
     resolved
 }
@@ -224,6 +258,69 @@ struct Reporter<'r> {
 }
 
 impl Reporter<'_> {
+    /// Whether `pin` lets the reference be fetched; its refusal reported.
+    fn pin_allows(&mut self, pin: LockPin<'_>) -> bool {
+        match pin {
+            LockPin::Unlocked | LockPin::Locked(_) => true,
+            LockPin::Missing => {
+                let help =
+                    "pin it: `astrolift lock` (or `astrolift lock --update` to move every pin)";
+                let message = format!("`{LOCK_FILE}` has no entry for it");
+                self.report(&lock::MISSING_ENTRY, message, Some(help));
+                false
+            }
+            LockPin::OtherSource { entry, registered } => {
+                let now = registered.map_or_else(
+                    || "no repository is registered for it now".to_owned(),
+                    |repository| format!("it names `{repository}` now"),
+                );
+                let message = format!(
+                    "`{LOCK_FILE}` line {} pins it in `{}`, but {now}",
+                    entry.span.line, entry.repository
+                );
+                let help =
+                    "re-pin it from the registered source: `astrolift lock --update REFERENCE`";
+                self.report(&lock::UNKNOWN_SOURCE, message, Some(help));
+                false
+            }
+        }
+    }
+
+    /// Whether `skill`, resolved under `pin`, has the locked tree hash; a mismatch (or a
+    /// file that cannot be read to hash it) reported.
+    fn verified(
+        &mut self,
+        pin: LockPin<'_>,
+        skill: &RemoteSkill,
+        sources: &dyn RemoteSkillSources,
+        limits: &Limits,
+    ) -> bool {
+        let LockPin::Locked(entry) = pin else {
+            return true;
+        };
+        let Fetched::Tree { tree, .. } = sources.locked(entry) else {
+            return false;
+        };
+        match lock::tree_hash_of(tree, &skill.dir, &skill.files, limits.package_size) {
+            Ok(hash) if hash == entry.tree_hash => true,
+            Ok(hash) => {
+                let message = format!(
+                    "its files hash to `{hash}`, not the `{}` that `{LOCK_FILE}` line {} pins",
+                    entry.tree_hash, entry.span.line
+                );
+                let help =
+                    "if the change is wanted, re-pin it: `astrolift lock --update REFERENCE`";
+                self.report(&lock::HASH_MISMATCH, message, Some(help));
+                false
+            }
+            Err((path, error)) => {
+                let message = format!("`{path}` cannot be read to verify the lock: {error}");
+                self.report(&lock::HASH_MISMATCH, message, None);
+                false
+            }
+        }
+    }
+
     fn report(&mut self, code: &Code, message: String, help: Option<&str>) {
         let span = self
             .manifest
@@ -286,13 +383,18 @@ impl Reporter<'_> {
 
 fn resolve_org(
     sources: &dyn RemoteSkillSources,
+    pin: LockPin<'_>,
     alias: &str,
     path: &str,
     git_ref: &str,
     limits: &Limits,
     at: &mut Reporter<'_>,
 ) -> Option<RemoteSkill> {
-    let Some(fetched) = sources.organization(alias, git_ref) else {
+    let fetched = match pin {
+        LockPin::Locked(entry) => Some(sources.locked(entry)),
+        _ => sources.organization(alias, git_ref),
+    };
+    let Some(fetched) = fetched else {
         let help = "register it: `astrolift skill-repo register ALIAS OWNER/REPO --project-id P`";
         let message = format!("the agent's project has no skill repository aliased `{alias}`");
         at.report(&UNKNOWN_REPO_ALIAS, message, Some(help));
@@ -321,12 +423,17 @@ fn resolve_org(
 
 fn resolve_catalogue(
     sources: &dyn RemoteSkillSources,
+    pin: LockPin<'_>,
     name: &str,
     version: &str,
     limits: &Limits,
     at: &mut Reporter<'_>,
 ) -> Option<RemoteSkill> {
-    let Some(fetched) = sources.catalogue() else {
+    let fetched = match pin {
+        LockPin::Locked(entry) => Some(sources.locked(entry)),
+        _ => sources.catalogue(),
+    };
+    let Some(fetched) = fetched else {
         let help = "register one: `astrolift catalogue register OWNER/REPO [--ref main]`";
         at.report(
             &NO_CATALOGUE,

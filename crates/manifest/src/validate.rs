@@ -1,5 +1,6 @@
 //! The entry point: validate every agent of a repository.
 
+use crate::lock::{Lock, read_lock, unused_entries};
 use std::collections::HashMap;
 
 use serde::Serialize;
@@ -43,6 +44,9 @@ pub struct Validation {
     /// Repo-relative paths of every discovered workflow file. Their
     /// diagnostics belong to no agent.
     pub workflow_files: Vec<String>,
+    /// `astrolift.lock`, when the repository has one ([`crate::lock`]); its problems are in
+    /// `diagnostics`.
+    pub lock: Option<Lock>,
 }
 
 impl Validation {
@@ -133,6 +137,11 @@ pub fn validate_repository(tree: &dyn SourceTree, options: &ValidateOptions) -> 
     let (workflows, found) =
         workflow::validate_workflows(tree, &options.limits, &discovery.workflows, &agents);
     diagnostics.extend(found);
+    let (lock, found) = read_lock(tree);
+    diagnostics.extend(found);
+    if let Some(lock) = &lock {
+        diagnostics.extend(unused_entries(lock, &agents));
+    }
     diagnostic::sort(&mut diagnostics);
     Validation {
         agents,
@@ -140,6 +149,7 @@ pub fn validate_repository(tree: &dyn SourceTree, options: &ValidateOptions) -> 
         workspace_manifests: discovery.workspace_manifests,
         workflows,
         workflow_files: discovery.workflows,
+        lock,
     }
 }
 

@@ -224,6 +224,7 @@ async fn resolve_and_prepare(
         fetcher: request.skills.as_deref(),
         limits: &request.validate.limits,
         no_project: crate::skills::NO_PROJECT,
+        lock: validation.lock.as_ref(),
     };
     let mut found = Vec::new();
     let (skills, named) = resolve_skills(&agents, &context, &mut found).await?;

@@ -28,9 +28,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use astrolift_manifest::lock::{Lock, LockEntry};
 use astrolift_manifest::model::{AgentManifest, SkillRef};
 use astrolift_manifest::remote_skill::{
-    Fetched, RemoteSkill, RemoteSkillSources, resolve_remote_skills,
+    Fetched, LockPin, RemoteSkill, RemoteSkillSources, resolve_remote_skills,
 };
 use astrolift_manifest::{Diagnostic, Limits};
 use astrolift_package::{MountedTree, PayloadTree, RemoteSkillTree};
@@ -132,6 +133,11 @@ impl Debug for AgentSkills {
 }
 
 impl AgentSkills {
+    /// Each resolved skill with the tree it was read from.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &(RemoteSkill, SkillTree)> {
+        self.0.iter()
+    }
+
     /// `base` with these skills mounted (exactly `base` when there are none).
     pub(crate) fn mount<'t>(&'t self, base: &'t dyn PayloadTree) -> MountedTree<'t> {
         let remote = self
@@ -153,6 +159,9 @@ pub(crate) struct SkillContext<'c> {
     pub limits: &'c Limits,
     /// Why an organization reference of an agent without a project is unresolved.
     pub no_project: &'c str,
+    /// The repository's `astrolift.lock`: each reference is fetched at its pinned commit
+    /// (docs/reference.md §5.7).
+    pub lock: Option<&'c Lock>,
 }
 
 /// Resolves the remote skills of `agents` (each with its project, if known) without a sync
@@ -162,10 +171,12 @@ pub(crate) struct SkillContext<'c> {
 /// warning `skill/unresolved`, whose reason is [`NO_FETCHER`] without a fetcher, the
 /// fetcher's [`SkillFetcher::offline_reason`] when it asks no GitHub, else [`NO_STATE`].
 /// `no_project` is the reason for an organization reference of an agent without a project.
+#[allow(clippy::too_many_arguments)]
 pub async fn check_remote_skills(
     agents: &[(&AgentManifest, Option<String>)],
     state: Option<&dyn SkillSourceStore>,
     fetcher: Option<&dyn SkillFetcher>,
+    lock: Option<&Lock>,
     limits: &Limits,
     no_project: &str,
     diagnostics: &mut Vec<Diagnostic>,
@@ -177,6 +188,7 @@ pub async fn check_remote_skills(
                 fetcher: Some(fetcher),
                 limits,
                 no_project,
+                lock,
             };
             resolve_skills(agents, &context, diagnostics).await?;
         }
@@ -185,8 +197,9 @@ pub async fn check_remote_skills(
                 None => NO_FETCHER,
                 Some(fetcher) => fetcher.offline_reason().unwrap_or(NO_STATE),
             };
+            let offline = Offline { reason, lock };
             for (manifest, _) in agents {
-                resolve_remote_skills(manifest, &Offline(reason), limits, diagnostics);
+                resolve_remote_skills(manifest, &offline, limits, diagnostics);
             }
         }
     }
@@ -218,7 +231,10 @@ pub(crate) async fn resolve_skills(
         .iter()
         .map(|(manifest, project)| {
             let Some(sources) = &sources else {
-                let offline = Offline(NO_FETCHER);
+                let offline = Offline {
+                    reason: NO_FETCHER,
+                    lock: context.lock,
+                };
                 resolve_remote_skills(manifest, &offline, context.limits, diagnostics);
                 return AgentSkills::default();
             };
@@ -226,6 +242,7 @@ pub(crate) async fn resolve_skills(
                 sources,
                 project: project.as_deref(),
                 no_project: context.no_project,
+                lock: context.lock,
             };
             let resolved = resolve_remote_skills(manifest, &view, context.limits, diagnostics);
             AgentSkills(
@@ -290,11 +307,15 @@ impl Sources {
     ) -> Result<BTreeSet<(String, String)>, SyncError> {
         let mut wanted = BTreeSet::new();
         let mut catalogue_wanted = Vec::new();
+        let mut catalogue_skills = Vec::new();
         for (index, (manifest, project)) in agents.iter().enumerate() {
             let mut named = BTreeSet::new();
             for skill in &manifest.skills {
                 match (skill, project) {
-                    (SkillRef::Catalogue { .. }, _) => catalogue_wanted.push(index),
+                    (SkillRef::Catalogue { .. }, _) => {
+                        catalogue_wanted.push(index);
+                        catalogue_skills.push(skill);
+                    }
                     (
                         SkillRef::Org {
                             repo_alias,
@@ -311,7 +332,9 @@ impl Sources {
                                     git_ref: git_ref.clone(),
                                 });
                             }
-                            wanted.insert((repository, git_ref.clone()));
+                            if let Some(at) = fetch_ref(context.lock, skill, &repository, git_ref) {
+                                wanted.insert((repository, at));
+                            }
                         }
                     }
                     _ => {}
@@ -332,7 +355,13 @@ impl Sources {
                         named.insert(source.clone());
                     }
                 }
-                wanted.insert((c.repository.clone(), c.registered_ref.clone()));
+                for skill in catalogue_skills {
+                    if let Some(at) =
+                        fetch_ref(context.lock, skill, &c.repository, &c.registered_ref)
+                    {
+                        wanted.insert((c.repository.clone(), at));
+                    }
+                }
             }
         }
         Ok(wanted)
@@ -402,6 +431,26 @@ struct AgentSources<'s> {
     sources: &'s Sources,
     project: Option<&'s str>,
     no_project: &'s str,
+    lock: Option<&'s Lock>,
+}
+
+impl AgentSources<'_> {
+    /// The repository `skill`'s source names now: its alias's (for the agent's project) or
+    /// the catalogue's.
+    fn registered(&self, skill: &SkillRef) -> Option<&str> {
+        match skill {
+            SkillRef::Catalogue { .. } => self
+                .sources
+                .catalogue
+                .as_ref()
+                .map(|c| c.repository.as_str()),
+            SkillRef::Org { repo_alias, .. } => {
+                let key = (self.project?.to_owned(), repo_alias.clone());
+                self.sources.aliases.get(&key)?.as_deref()
+            }
+            SkillRef::Local { .. } => None,
+        }
+    }
 }
 
 impl RemoteSkillSources for AgentSources<'_> {
@@ -427,15 +476,52 @@ impl RemoteSkillSources for AgentSources<'_> {
                 .fetched(&catalogue.repository, &catalogue.registered_ref),
         )
     }
+
+    fn pin(&self, skill: &SkillRef, reference: &str) -> LockPin<'_> {
+        let Some(lock) = self.lock else {
+            return LockPin::Unlocked;
+        };
+        let Some(entry) = lock.entry(reference) else {
+            return LockPin::Missing;
+        };
+        match self.registered(skill) {
+            Some(repository) if repository == entry.repository => LockPin::Locked(entry),
+            registered => LockPin::OtherSource { entry, registered },
+        }
+    }
+
+    fn locked(&self, entry: &LockEntry) -> Fetched<'_> {
+        self.sources.fetched(&entry.repository, entry.pinned_ref())
+    }
 }
 
-/// Nothing can be asked: every reference is unresolved, for this reason.
-struct Offline<'r>(&'r str);
+/// What `skill` is fetched at from `repository`: its ref without a lock; with one, the
+/// entry's pinned commit when the entry names this repository, else nothing (the pin is
+/// refused when the reference is resolved).
+fn fetch_ref(
+    lock: Option<&Lock>,
+    skill: &SkillRef,
+    repository: &str,
+    git_ref: &str,
+) -> Option<String> {
+    let Some(lock) = lock else {
+        return Some(git_ref.to_owned());
+    };
+    let entry = lock.entry(&skill.remote_reference()?)?;
+    (entry.repository == repository).then(|| entry.pinned_ref().to_owned())
+}
+
+/// Nothing can be asked: every reference is unresolved, for this reason; a reference the
+/// lock does not pin is still `lock/missing-entry`.
+struct Offline<'r> {
+    reason: &'r str,
+    lock: Option<&'r Lock>,
+}
 
 impl Offline<'_> {
     fn unresolved(&self) -> Option<Fetched<'static>> {
         Some(Fetched::Unresolved {
-            reason: self.0.to_owned(),
+            reason: self.reason.to_owned(),
         })
     }
 }
@@ -447,5 +533,12 @@ impl RemoteSkillSources for Offline<'_> {
 
     fn catalogue(&self) -> Option<Fetched<'_>> {
         self.unresolved()
+    }
+
+    fn pin(&self, _: &SkillRef, reference: &str) -> LockPin<'_> {
+        match self.lock {
+            Some(lock) if lock.entry(reference).is_none() => LockPin::Missing,
+            _ => LockPin::Unlocked,
+        }
     }
 }

@@ -77,13 +77,18 @@ fn inside(dir: &Path, path: &str) -> anyhow::Result<PathBuf> {
     Ok(dir.join(relative))
 }
 
-fn write_atomically(target: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+/// Writes `bytes` to a temporary file beside `target` and renames it over `target`, so a
+/// reader sees the old file or the new one, never a part; an existing file's permissions
+/// are kept.
+pub(crate) fn write_atomically(target: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let parent = target.parent().unwrap_or(Path::new("."));
-    let permissions = std::fs::metadata(target)?.permissions();
+    let permissions = std::fs::metadata(target).map(|m| m.permissions()).ok();
     let mut temp = tempfile::NamedTempFile::new_in(parent)?;
     temp.write_all(bytes)?;
     temp.as_file().sync_all()?;
-    std::fs::set_permissions(temp.path(), permissions)?;
+    if let Some(permissions) = permissions {
+        std::fs::set_permissions(temp.path(), permissions)?;
+    }
     temp.persist(target)?;
     Ok(())
 }

@@ -10,6 +10,7 @@ mod fix;
 pub mod import;
 pub mod jobs;
 pub mod layers;
+pub mod lock;
 pub mod package;
 pub mod reconcile;
 pub mod registry;

@@ -27,13 +27,14 @@ use anyhow::Context;
 use astrolift_bot::config::Environment;
 use astrolift_bot::skills::fetcher_from_env;
 use astrolift_cli::render::{self, Format, Report, Style};
+use astrolift_manifest::lock::Lock;
 use astrolift_manifest::model::AgentManifest;
 use astrolift_manifest::paths::{control_character_path_diagnostics, non_utf8_path_diagnostics};
 use astrolift_manifest::{
     Diagnostic, DirTree, Limits, SourceTree, ValidateOptions, diagnostic, validate_repository,
 };
 use astrolift_store::StateLocation;
-use astrolift_store::state::covering_registration;
+use astrolift_store::state::{RepoRegistration, covering_registration};
 use astrolift_store::state_store_from_url;
 use astrolift_sync::SkillFetcher;
 use astrolift_sync::skills::check_remote_skills;
@@ -116,7 +117,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             tree.control_character_paths(),
         ));
     if validation.agents.iter().any(has_remote_skills) {
-        let found = runtime()?.block_on(remote_skills(&args, &validation.agents, limits))?;
+        let found = runtime()?.block_on(remote_skills(
+            &args,
+            &validation.agents,
+            validation.lock.as_ref(),
+            limits,
+        ))?;
         validation.diagnostics.extend(found);
     }
     // Each binding's sample requests, evaluated in the jq sandbox as the check run does
@@ -196,6 +202,7 @@ fn has_remote_skills(manifest: &AgentManifest) -> bool {
 async fn remote_skills(
     args: &Args,
     agents: &[AgentManifest],
+    lock: Option<&Lock>,
     limits: Limits,
 ) -> anyhow::Result<Vec<Diagnostic>> {
     let fetcher = fetcher_from_env(&Environment::new(), limits, true)
@@ -215,25 +222,36 @@ async fn remote_skills(
         (Some(state), Some(repository)) => state.list_repository_registrations(repository).await?,
         _ => Vec::new(),
     };
-    let agents: Vec<(&AgentManifest, Option<String>)> = agents
-        .iter()
-        .map(|manifest| {
-            let registered = covering_registration(&registrations, &manifest.manifest);
-            let project = registered.map(|r| r.project_id.clone());
-            (manifest, project.or_else(|| args.project_id.clone()))
-        })
-        .collect();
+    let agents = with_projects(agents, &registrations, args.project_id.as_deref());
     let mut found = Vec::new();
     check_remote_skills(
         &agents,
         state.as_deref().map(|s| s.skills()),
         Some(&fetcher as &dyn SkillFetcher),
+        lock,
         &limits,
         NO_PROJECT,
         &mut found,
     )
     .await?;
     Ok(found)
+}
+
+/// Each of `agents` with its project: that of the registration (of `registrations`, one
+/// repository's) covering it, else `fallback` (`--project-id`).
+pub(crate) fn with_projects<'a>(
+    agents: &'a [AgentManifest],
+    registrations: &[RepoRegistration],
+    fallback: Option<&str>,
+) -> Vec<(&'a AgentManifest, Option<String>)> {
+    agents
+        .iter()
+        .map(|manifest| {
+            let registered = covering_registration(registrations, &manifest.manifest);
+            let project = registered.map(|r| r.project_id.clone());
+            (manifest, project.or_else(|| fallback.map(str::to_owned)))
+        })
+        .collect()
 }
 
 /// True when `url` is `sqlite:PATH` and no file is at `PATH`: a store that holds nothing.

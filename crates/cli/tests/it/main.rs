@@ -26,6 +26,7 @@ mod inline;
 mod killed;
 mod layers;
 mod local_skills;
+mod lock;
 mod pipes;
 mod previews;
 mod push_bench;

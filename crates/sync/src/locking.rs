@@ -1,0 +1,224 @@
+//! Writing `astrolift.lock` (docs/reference.md §5.7): the entries a lock should hold for a
+//! repository's agents, what `astrolift lock` writes and what an update pull request
+//! commits.
+//!
+//! Every remote reference is resolved at its ref (the lock's pins are not used), through the
+//! caller's fetcher, as a sync resolves it; then, reference by reference:
+//! - a reference the [`Update`] does not move keeps its entry (the pin stays);
+//! - any other gets the entry of what it resolved to: repository, path, ref, commit and the
+//!   tree hash of the skill's files ([`astrolift_manifest::lock::tree_hash_of`]);
+//! - a reference that does not resolve keeps its entry, if it had one, and its findings are
+//!   in [`Relocked::diagnostics`] (the caller writes nothing when one is an error);
+//! - an entry no agent references is dropped.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use astrolift_manifest::lock::{Lock, LockEntry, render_lock, tree_hash_of};
+use astrolift_manifest::model::{AgentManifest, SkillRef};
+use astrolift_manifest::remote_skill::RemoteSkill;
+use astrolift_manifest::{Diagnostic, Limits, Span};
+use astrolift_store::state::SkillSourceStore;
+
+use crate::SyncError;
+use crate::skills::{SkillContext, SkillFetcher, resolve_skills};
+
+/// Which pins a relock moves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Update {
+    /// None: only references without an entry are pinned (`astrolift lock`).
+    Missing,
+    /// Every one (`astrolift lock --update`).
+    All,
+    /// These references (`astrolift lock --update REFERENCE...`).
+    References(BTreeSet<String>),
+    /// The references pinned into one source, `repository` at `git_ref`, whose ref moved
+    /// (an update pull request).
+    Source { repository: String, git_ref: String },
+}
+
+impl Update {
+    fn moves(&self, entry: &LockEntry) -> bool {
+        match self {
+            Update::Missing => false,
+            Update::All => true,
+            Update::References(references) => references.contains(&entry.reference),
+            Update::Source {
+                repository,
+                git_ref,
+            } => entry.repository == *repository && entry.git_ref == *git_ref,
+        }
+    }
+}
+
+/// A pin that moved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MovedPin {
+    pub reference: String,
+    pub repository: String,
+    /// The skill's directory.
+    pub path: String,
+    pub old_commit: Option<String>,
+    pub new_commit: Option<String>,
+}
+
+/// What a relock found.
+#[derive(Debug, Clone, Default)]
+pub struct Relocked {
+    /// The lock's entries, by reference.
+    pub entries: BTreeMap<String, LockEntry>,
+    /// The pins that changed commit or tree hash, by reference.
+    pub moved: Vec<MovedPin>,
+    /// References pinned that had no entry.
+    pub added: usize,
+    /// Entries dropped because no agent references them.
+    pub dropped: usize,
+    /// The findings of resolution.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Relocked {
+    /// The lock's canonical text.
+    pub fn text(&self) -> String {
+        render_lock(self.entries.values())
+    }
+
+    /// Whether a finding is an error (the lock should not be written).
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// What a relock reads from.
+#[derive(Clone, Copy)]
+pub struct RelockSources<'s> {
+    pub state: &'s dyn SkillSourceStore,
+    pub fetcher: &'s dyn SkillFetcher,
+    pub limits: &'s Limits,
+    /// Why an organization reference of an agent without a project is unresolved.
+    pub no_project: &'s str,
+}
+
+impl std::fmt::Debug for RelockSources<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RelockSources")
+            .field("fetcher", &self.fetcher)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The lock `agents` (each with the project it registers under) should have, from `current`
+/// moved as `update` says (see the module docs).
+pub async fn relock(
+    agents: &[(&AgentManifest, Option<String>)],
+    current: Option<&Lock>,
+    update: &Update,
+    sources: &RelockSources<'_>,
+) -> Result<Relocked, SyncError> {
+    let context = SkillContext {
+        state: sources.state,
+        fetcher: Some(sources.fetcher),
+        limits: sources.limits,
+        no_project: sources.no_project,
+        lock: None,
+    };
+    let mut relocked = Relocked::default();
+    let (skills, _) = resolve_skills(agents, &context, &mut relocked.diagnostics).await?;
+    let catalogue_ref = match sources.state.get_catalogue().await? {
+        Some(catalogue) => catalogue.registered_ref,
+        None => String::new(),
+    };
+    let mut resolved: BTreeMap<String, LockEntry> = BTreeMap::new();
+    for ((manifest, _), agent) in agents.iter().zip(&skills) {
+        for (skill, tree) in agent.iter() {
+            let git_ref = ref_of(manifest, skill, &catalogue_ref);
+            let limit = sources.limits.package_size;
+            match tree_hash_of(tree.as_ref(), &skill.dir, &skill.files, limit) {
+                Ok(tree_hash) => {
+                    resolved.insert(skill.reference.clone(), entry_of(skill, git_ref, tree_hash));
+                }
+                Err((path, error)) => relocked.diagnostics.push(Diagnostic::new(
+                    &astrolift_manifest::lock::HASH_MISMATCH,
+                    &manifest.manifest,
+                    manifest
+                        .reference_spans
+                        .get(&skill.reference)
+                        .copied()
+                        .unwrap_or(Span::FILE),
+                    format!(
+                        "skill `{}`: `{path}` cannot be read to hash it: {error}",
+                        skill.reference
+                    ),
+                )),
+            }
+        }
+    }
+    let referenced: BTreeSet<String> = agents
+        .iter()
+        .flat_map(|(manifest, _)| {
+            manifest
+                .skills
+                .iter()
+                .filter_map(SkillRef::remote_reference)
+        })
+        .collect();
+    for reference in referenced {
+        let old = current.and_then(|lock| lock.entry(&reference));
+        let new = resolved.remove(&reference);
+        let entry = match (old, new) {
+            (Some(old), Some(new)) if update.moves(old) => {
+                if old.commit != new.commit || old.tree_hash != new.tree_hash {
+                    relocked.moved.push(MovedPin {
+                        reference: reference.clone(),
+                        repository: new.repository.clone(),
+                        path: new.path.clone(),
+                        old_commit: old.commit.clone(),
+                        new_commit: new.commit.clone(),
+                    });
+                }
+                new
+            }
+            (Some(old), _) => old.clone(),
+            (None, Some(new)) => {
+                relocked.added += 1;
+                new
+            }
+            (None, None) => continue,
+        };
+        relocked.entries.insert(reference, entry);
+    }
+    relocked.dropped = current.map_or(0, |lock| {
+        lock.entries
+            .keys()
+            .filter(|reference| !relocked.entries.contains_key(*reference))
+            .count()
+    });
+    Ok(relocked)
+}
+
+/// The ref `skill` was resolved from: an organization reference's own, or the catalogue's.
+fn ref_of(manifest: &AgentManifest, skill: &RemoteSkill, catalogue_ref: &str) -> String {
+    manifest
+        .skills
+        .iter()
+        .find_map(|written| match written {
+            SkillRef::Org { git_ref, .. }
+                if written.remote_reference().as_deref() == Some(skill.reference.as_str()) =>
+            {
+                Some(git_ref.clone())
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| catalogue_ref.to_owned())
+}
+
+fn entry_of(skill: &RemoteSkill, git_ref: String, tree_hash: String) -> LockEntry {
+    LockEntry {
+        reference: skill.reference.clone(),
+        repository: skill.repository.clone(),
+        path: skill.dir.clone(),
+        git_ref,
+        commit: skill.commit.clone(),
+        tree_hash,
+        span: Span::FILE,
+    }
+}
