@@ -515,8 +515,10 @@ def check_user_yaml():
     """The App manifest, the pre-commit hook and the composite action parse and say what users rely on."""
     app = load_yaml("infra/github-app.yml")
     expected_permissions = {
-        "checks": "write", "contents": "read", "metadata": "read",
-        # Write: suggested fixes are posted as pull-request reviews.
+        "checks": "write", "metadata": "read",
+        # Write: the lock-update pull request's commit (Git Data API).
+        "contents": "write",
+        # Write: suggested fixes as reviews, and the lock-update pull request.
         "pull_requests": "write",
         # Write: replies to comment commands, and their reactions.
         "issues": "write",

@@ -850,6 +850,7 @@ mod tests {
             layer_needs: Vec::new(),
             previews: None,
             trigger_changes: Vec::new(),
+            relocked: None,
         }
     }
 

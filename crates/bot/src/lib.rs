@@ -112,6 +112,7 @@ pub mod ingress;
 pub mod job;
 mod job_error;
 pub mod layers;
+pub mod lock_update;
 mod perform;
 pub mod previews;
 mod pull_requests;

@@ -26,6 +26,7 @@
 //! dispatches the retries that came due ([`astrolift_dispatch::stage_deadlines`],
 //! docs/reference.md §5.6).
 
+use astrolift_sync::local_skills::is_local_source;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
@@ -310,7 +311,10 @@ async fn targets(
         );
         sources.entry(key).or_insert(RefKind::SkillSource);
     }
-    if let Some(catalogue) = state.skills().get_catalogue().await? {
+    // A `file:` catalogue is a local directory no GitHub ref names (docs/reference.md §5.1,
+    // "Local sources"): nothing to compare.
+    let catalogue = state.skills().get_catalogue().await?;
+    if let Some(catalogue) = catalogue.filter(|c| !is_local_source(&c.repository)) {
         let key = (
             catalogue.repository.to_ascii_lowercase(),
             catalogue.registered_ref,

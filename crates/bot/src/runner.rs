@@ -34,6 +34,7 @@ use crate::ingress::now;
 use crate::job::{JobTrigger, ReportJob, SyncJob};
 use crate::job_error::fetch_tree;
 use crate::layers::LayerPackager;
+use crate::lock_update;
 use crate::previews;
 use crate::queue::JobQueue;
 use crate::report::GitHubReporter;
@@ -42,6 +43,7 @@ use crate::state_machines::{self, StepFunctionsEngine};
 use crate::suggest::{PullRequest, drop_suggested_annotations, post_suggestions, warn_not_posted};
 use crate::telemetry::{self, Metric};
 use crate::trigger_replay;
+use astrolift_sync::locking::Update;
 
 /// The check run's name (docs/reference.md §9).
 pub const CHECK_NAME: &str = "Astrolift";
@@ -276,6 +278,27 @@ impl SyncRunner {
         if let Some(previews) = &report.previews {
             output.summary = format!("{}\n\n{}", output.summary, previews::section(previews));
         }
+        if let Some(relocked) = &report.relocked {
+            let target = lock_update::Target {
+                repo: &repo,
+                base_ref: report.git_ref.as_deref().unwrap_or("main"),
+                base_sha: &report.commit,
+            };
+            let proposal =
+                lock_update::propose(&self.github, &installation, target, relocked).await;
+            let proposal = match proposal {
+                Ok(proposal) => proposal,
+                Err(error) => {
+                    self.fail_run(&installation, &repo, run_id, &error.explanation())
+                        .await;
+                    return Err(error);
+                }
+            };
+            tracing::info!(?proposal, "the lock's moved pins");
+            if let Some(section) = lock_update::section(&proposal) {
+                output.summary = format!("{}\n\n{section}", output.summary);
+            }
+        }
         if !report.trigger_changes.is_empty() {
             let state = self.stores.state.as_ref();
             let changes = &report.trigger_changes;
@@ -408,6 +431,12 @@ impl SyncRunner {
             samples: Some(Arc::new(crate::samples::SandboxSamples {
                 limits: self.limits,
             })),
+            // A dependent's re-sync moves its lock's pins into the pushed source as a pull
+            // request instead (docs/reference.md §5.7, "Update pull requests").
+            relock: job.skill_change.as_ref().map(|change| Update::Source {
+                repository: change.repository.clone(),
+                git_ref: change.git_ref.clone(),
+            }),
         };
         let (mut report, tree) = self.sync_off_the_async_workers(tree, request).await?;
         self.request_layers(&mut report).await?;

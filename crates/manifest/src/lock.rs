@@ -453,6 +453,37 @@ mod tests {
     }
 
     #[test]
+    fn a_lock_of_one_mebibyte_is_read_and_one_byte_more_is_refused_unread() {
+        let entries = [entry("a@1", None)];
+        let text = render_lock(&entries);
+        let padded = |size: usize| {
+            let mut padded = text.clone();
+            padded.push('#');
+            padded.push_str(&"x".repeat(size - padded.len() - 1));
+            padded.push('\n');
+            assert_eq!(padded.len(), size);
+            padded
+        };
+        let size = usize::try_from(MAX_LOCK_BYTES).unwrap_or(usize::MAX);
+        let tree = crate::tree::MemTree::from_files([(LOCK_FILE, padded(size))]);
+        let (lock, diagnostics) = read_lock(&tree);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        assert_eq!(lock.map(|l| l.entries.len()), Some(1));
+        let tree = crate::tree::MemTree::from_files([(LOCK_FILE, padded(size + 1))]);
+        let (lock, diagnostics) = read_lock(&tree);
+        assert!(lock.is_none());
+        assert_eq!(diagnostics.len(), 1);
+        assert!(
+            diagnostics[0]
+                .message
+                .contains("over the 1048576-byte limit"),
+            "{diagnostics:?}"
+        );
+        let none = crate::tree::MemTree::from_files([("other.toml", "x")]);
+        assert_eq!(read_lock(&none), (None, Vec::new()));
+    }
+
+    #[test]
     fn a_reference_locked_twice_is_refused() {
         let entries = [entry("a@1", None), entry("a@1", None)];
         let (lock, diagnostics) = parse_lock(&render_lock(&entries));

@@ -43,6 +43,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         skills: None,
         previews: None,
         samples: None,
+        relock: None,
     };
     let first = timed_run(&tree, &request, &stores).await?;
     let noop = timed_run(&tree, &request, &stores).await?;

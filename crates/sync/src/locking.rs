@@ -18,6 +18,7 @@ use astrolift_manifest::model::{AgentManifest, SkillRef};
 use astrolift_manifest::remote_skill::RemoteSkill;
 use astrolift_manifest::{Diagnostic, Limits, Span};
 use astrolift_store::state::SkillSourceStore;
+use sha2::{Digest, Sha256};
 
 use crate::SyncError;
 use crate::skills::{SkillContext, SkillFetcher, resolve_skills};
@@ -59,6 +60,9 @@ pub struct MovedPin {
     pub path: String,
     pub old_commit: Option<String>,
     pub new_commit: Option<String>,
+    /// Files of the skill's directory added, removed or changed between the two; `None`
+    /// when the old commit could not be read.
+    pub files_changed: Option<usize>,
 }
 
 /// What a relock found.
@@ -128,8 +132,15 @@ pub async fn relock(
         None => String::new(),
     };
     let mut resolved: BTreeMap<String, LockEntry> = BTreeMap::new();
+    // Each resolved skill's file digests, by reference: what a moved pin's changed files
+    // are counted against.
+    let mut digests: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     for ((manifest, _), agent) in agents.iter().zip(&skills) {
         for (skill, tree) in agent.iter() {
+            digests.insert(
+                skill.reference.clone(),
+                file_digests(tree.as_ref(), &skill.dir, &skill.files, sources.limits),
+            );
             let git_ref = ref_of(manifest, skill, &catalogue_ref);
             let limit = sources.limits.package_size;
             match tree_hash_of(tree.as_ref(), &skill.dir, &skill.files, limit) {
@@ -167,12 +178,14 @@ pub async fn relock(
         let entry = match (old, new) {
             (Some(old), Some(new)) if update.moves(old) => {
                 if old.commit != new.commit || old.tree_hash != new.tree_hash {
+                    let files_changed = files_changed(old, &digests, sources).await;
                     relocked.moved.push(MovedPin {
                         reference: reference.clone(),
                         repository: new.repository.clone(),
                         path: new.path.clone(),
                         old_commit: old.commit.clone(),
                         new_commit: new.commit.clone(),
+                        files_changed,
                     });
                 }
                 new
@@ -193,6 +206,58 @@ pub async fn relock(
             .count()
     });
     Ok(relocked)
+}
+
+/// The sha256 of each file of `files` (in `dir` of `tree`) that can be read, by path
+/// relative to `dir`.
+fn file_digests(
+    tree: &dyn astrolift_manifest::SourceTree,
+    dir: &str,
+    files: &[String],
+    limits: &Limits,
+) -> BTreeMap<String, String> {
+    let prefix = format!("{dir}/");
+    files
+        .iter()
+        .filter_map(|path| {
+            let bytes = tree.read(path, limits.package_size).ok()?;
+            let relative = path.strip_prefix(&prefix).unwrap_or(path).to_owned();
+            Some((relative, hex::encode(Sha256::digest(&bytes))))
+        })
+        .collect()
+}
+
+/// How many files of `old`'s skill directory differ at its new pin (`digests` of the new
+/// files, by reference): the old commit fetched once more and its directory's files
+/// compared. `None` when it cannot be read.
+async fn files_changed(
+    old: &LockEntry,
+    digests: &BTreeMap<String, BTreeMap<String, String>>,
+    sources: &RelockSources<'_>,
+) -> Option<usize> {
+    let new = digests.get(&old.reference)?;
+    let fetched = sources
+        .fetcher
+        .fetch(&old.repository, old.pinned_ref())
+        .await
+        .ok()?;
+    let crate::skills::SkillFetch::Tree { tree, .. } = fetched else {
+        return None;
+    };
+    let files: Vec<String> = tree
+        .entries_under(&old.path)
+        .iter()
+        .filter(|entry| entry.kind == astrolift_manifest::EntryKind::File)
+        .map(|entry| entry.path.clone())
+        .collect();
+    let before = file_digests(tree.as_ref(), &old.path, &files, sources.limits);
+    let paths: BTreeSet<&String> = before.keys().chain(new.keys()).collect();
+    Some(
+        paths
+            .into_iter()
+            .filter(|path| before.get(*path) != new.get(*path))
+            .count(),
+    )
 }
 
 /// The ref `skill` was resolved from: an organization reference's own, or the catalogue's.
@@ -221,4 +286,34 @@ fn entry_of(skill: &RemoteSkill, git_ref: String, tree_hash: String) -> LockEntr
         tree_hash,
         span: Span::FILE,
     }
+}
+
+/// The moved lock of a sync that asks for one ([`crate::SyncRequest::relock`]), when the
+/// repository's lock pins a reference the update moves and a fetcher can resolve them.
+pub(crate) async fn relock_for(
+    validation: &astrolift_manifest::Validation,
+    projects: &[Option<String>],
+    request: &crate::SyncRequest,
+    stores: &crate::Stores,
+) -> Result<Option<Relocked>, SyncError> {
+    let (Some(update), Some(lock), Some(fetcher)) =
+        (&request.relock, &validation.lock, request.skills.as_deref())
+    else {
+        return Ok(None);
+    };
+    if !lock.entries.values().any(|entry| update.moves(entry)) {
+        return Ok(None);
+    }
+    let agents: Vec<(&AgentManifest, Option<String>)> = validation
+        .agents
+        .iter()
+        .zip(projects.iter().cloned())
+        .collect();
+    let sources = RelockSources {
+        state: stores.state.skills(),
+        fetcher,
+        limits: &request.validate.limits,
+        no_project: crate::skills::NO_PROJECT,
+    };
+    Ok(Some(relock(&agents, Some(lock), update, &sources).await?))
 }

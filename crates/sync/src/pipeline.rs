@@ -12,6 +12,7 @@ use crate::SyncError;
 use crate::configs::{ConfigContext, apply_configs, plan_configs};
 use crate::drift::snapshot_drift;
 use crate::env_specs::{check_env_specs, check_workflow_env_specs};
+use crate::locking::relock_for;
 use crate::order::Order;
 use crate::package_step::{ArchiveOrigin, Packaging, Prepared, package, prepare, stored_outputs};
 use crate::plan::{Plan, PlanContext, PlanStatus, plan};
@@ -57,11 +58,12 @@ pub async fn sync(
             diagnostic::sort(&mut validation.diagnostics);
         }
     }
-    let projects = validation
+    let projects: Vec<Option<String>> = validation
         .agents
         .iter()
         .map(|m| project_of(&m.manifest).filter(|p| !p.is_empty()))
         .collect();
+    let relocked = relock_for(&validation, &projects, request, stores).await?;
     let (mut prepared, skill_sources) =
         resolve_and_prepare(validation, projects, tree, request, stores).await?;
     let mut found_workflows = std::mem::take(&mut prepared.workflows);
@@ -97,6 +99,7 @@ pub async fn sync(
         report.trigger_changes = changed_bindings(&packaging.candidates, &bindings);
     }
     report.skill_sources = skill_sources;
+    report.relocked = relocked;
     report.uncovered = scope.uncovered(
         &request.repository,
         request.git_ref.as_deref(),
@@ -262,6 +265,7 @@ fn new_report(
         layer_needs: Vec::new(),
         previews: None,
         trigger_changes: Vec::new(),
+        relocked: None,
     }
 }
 

@@ -117,6 +117,11 @@ pub struct Report {
     /// the JSON report.
     #[serde(skip)]
     pub trigger_changes: Vec<crate::trigger_changes::BindingChange>,
+    /// The repository's lock with the pins [`crate::SyncRequest::relock`] asked to move
+    /// moved, when it pins any of them (docs/reference.md §5.7): what an update pull request
+    /// commits. Not part of the JSON report.
+    #[serde(skip)]
+    pub relocked: Option<crate::locking::Relocked>,
     /// The previews this sync of a pull-request head recorded (docs/reference.md §17);
     /// absent from other syncs.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -50,6 +50,10 @@ pub struct SyncRequest {
     /// Evaluates the bindings' sample requests right after validation (see
     /// [`crate::samples`]); `None`: samples are not evaluated.
     pub samples: Option<Arc<dyn SampleChecker>>,
+    /// Which pins of the repository's `astrolift.lock` to move ([`crate::locking`]): the
+    /// sync then also computes the moved lock ([`crate::Report::relocked`]), which it never
+    /// writes; `None` for every sync but a dependent's re-sync.
+    pub relock: Option<crate::locking::Update>,
 }
 
 /// The snapshot blob `hash`, parsed; `None` when it is missing or unreadable.

@@ -147,6 +147,7 @@ async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Re
         skills,
         previews: None,
         samples: Some(Arc::new(astrolift_bot::samples::SandboxSamples { limits })),
+        relock: None,
     };
     let progress = Progress::bar("packaging", "agents", args.format == CheckFormat::Human);
     let mut report = sync(tree, &request, &stores, &|done, total| {

@@ -51,6 +51,10 @@ pub struct CommitInfo {
     pub date: jiff::Timestamp,
     /// Its parents' shas, in order (none for a root commit).
     pub parents: Vec<String>,
+    /// Its tree's sha (what a new tree over it names as `base_tree`).
+    pub tree: String,
+    /// Its message.
+    pub message: String,
 }
 
 #[derive(Serialize)]
@@ -129,6 +133,9 @@ struct CommitFields {
     author: Option<Person>,
     #[serde(default)]
     committer: Option<Person>,
+    tree: Created,
+    #[serde(default)]
+    message: String,
 }
 
 #[derive(Deserialize)]
@@ -322,6 +329,8 @@ impl Installation {
             sha: checked_sha(&Method::GET, &path, "sha", &answer.sha)?,
             date,
             parents,
+            tree: checked_sha(&Method::GET, &path, "commit.tree.sha", &fields.tree.sha)?,
+            message: fields.message,
         })
     }
 }

@@ -163,6 +163,7 @@ pub async fn run_pushed(
         skills: None,
         previews: None,
         samples: None,
+        relock: None,
     };
     sync(tree, &request, stores, &|_, _| {}).await
 }

@@ -84,6 +84,7 @@ async fn run(stores: &Stores, tree: &CountingTree, mode: Mode) -> Report {
         skills: None,
         previews: None,
         samples: None,
+        relock: None,
     };
     let report = sync(tree, &request, stores, &|_, _| {})
         .await

@@ -117,6 +117,7 @@ async fn apply_monorepo(blobs: Arc<dyn BlobStore>, state: Arc<dyn StateStore>) {
         skills: None,
         previews: None,
         samples: None,
+        relock: None,
     };
     let report = sync(&tree, &request, &Stores { blobs, state }, &|_, _| {})
         .await
