@@ -9,6 +9,7 @@ mod faults;
 mod ingress;
 mod layers;
 mod local_skills;
+mod lock_updates;
 mod queue;
 mod reconcile;
 mod redelivery;
