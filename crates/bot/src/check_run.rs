@@ -786,7 +786,7 @@ fn text(raw: &str) -> String {
 /// as code spans, the rest as [`text`]. The parts alternate at every
 /// backtick, so a backtick inside quoted repository text only shifts which
 /// parts are code; every part is escaped either way.
-fn message(raw: &str) -> String {
+pub(crate) fn message(raw: &str) -> String {
     message_with(raw, code)
 }
 

@@ -24,6 +24,7 @@ use astrolift_manifest::lock::LOCK_FILE;
 use astrolift_sync::locking::{MovedPin, Relocked};
 use sha2::{Digest, Sha256};
 
+use crate::check_run::message;
 use crate::comment_commands::code_span;
 use crate::commit_order::is_retryable;
 use crate::job_error::JobError;
@@ -274,7 +275,7 @@ pub fn section(proposal: &Proposal) -> Option<String> {
         Proposal::Unchanged => None,
         Proposal::NotProposed(reason) => Some(format!(
             "**Locked skills:** no update pull request: {}.",
-            code_span(reason)
+            message(reason)
         )),
     }
 }
