@@ -36,13 +36,7 @@ use crate::skills::{
     LOCAL_ONLY, NO_FETCHER, SkillFetch, SkillFetchError, SkillFetchFuture, SkillFetcher,
 };
 
-/// What a skill source's `repository` starts with when it is a local directory.
-pub const LOCAL_SCHEME: &str = "file:";
-
-/// True when `repository` names a local directory (`file:PATH`), not a GitHub repository.
-pub fn is_local_source(repository: &str) -> bool {
-    repository.starts_with(LOCAL_SCHEME)
-}
+pub use crate::skills::{LOCAL_SCHEME, is_local_source};
 
 /// Why a `file:` source could not be read.
 #[derive(Debug, thiserror::Error)]

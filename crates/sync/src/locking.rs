@@ -38,7 +38,7 @@ pub enum Update {
 }
 
 impl Update {
-    fn moves(&self, entry: &LockEntry) -> bool {
+    pub(crate) fn moves(&self, entry: &LockEntry) -> bool {
         match self {
             Update::Missing => false,
             Update::All => true,
@@ -286,34 +286,4 @@ fn entry_of(skill: &RemoteSkill, git_ref: String, tree_hash: String) -> LockEntr
         tree_hash,
         span: Span::FILE,
     }
-}
-
-/// The moved lock of a sync that asks for one ([`crate::SyncRequest::relock`]), when the
-/// repository's lock pins a reference the update moves and a fetcher can resolve them.
-pub(crate) async fn relock_for(
-    validation: &astrolift_manifest::Validation,
-    projects: &[Option<String>],
-    request: &crate::SyncRequest,
-    stores: &crate::Stores,
-) -> Result<Option<Relocked>, SyncError> {
-    let (Some(update), Some(lock), Some(fetcher)) =
-        (&request.relock, &validation.lock, request.skills.as_deref())
-    else {
-        return Ok(None);
-    };
-    if !lock.entries.values().any(|entry| update.moves(entry)) {
-        return Ok(None);
-    }
-    let agents: Vec<(&AgentManifest, Option<String>)> = validation
-        .agents
-        .iter()
-        .zip(projects.iter().cloned())
-        .collect();
-    let sources = RelockSources {
-        state: stores.state.skills(),
-        fetcher,
-        limits: &request.validate.limits,
-        no_project: crate::skills::NO_PROJECT,
-    };
-    Ok(Some(relock(&agents, Some(lock), update, &sources).await?))
 }

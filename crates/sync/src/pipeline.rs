@@ -12,7 +12,7 @@ use crate::SyncError;
 use crate::configs::{ConfigContext, apply_configs, plan_configs};
 use crate::drift::snapshot_drift;
 use crate::env_specs::{check_env_specs, check_workflow_env_specs};
-use crate::locking::relock_for;
+use crate::locking::{RelockSources, Relocked, relock};
 use crate::order::Order;
 use crate::package_step::{ArchiveOrigin, Packaging, Prepared, package, prepare, stored_outputs};
 use crate::plan::{Plan, PlanContext, PlanStatus, plan};
@@ -447,4 +447,34 @@ fn layer_needs(
 
 fn short(commit: &str) -> &str {
     commit.get(..12).unwrap_or(commit)
+}
+
+/// The moved lock of a sync that asks for one ([`crate::SyncRequest::relock`]), when the
+/// repository's lock pins a reference the update moves and a fetcher can resolve them.
+async fn relock_for(
+    validation: &Validation,
+    projects: &[Option<String>],
+    request: &SyncRequest,
+    stores: &Stores,
+) -> Result<Option<Relocked>, SyncError> {
+    let (Some(update), Some(lock), Some(fetcher)) =
+        (&request.relock, &validation.lock, request.skills.as_deref())
+    else {
+        return Ok(None);
+    };
+    if !lock.entries.values().any(|entry| update.moves(entry)) {
+        return Ok(None);
+    }
+    let agents: Vec<(&AgentManifest, Option<String>)> = validation
+        .agents
+        .iter()
+        .zip(projects.iter().cloned())
+        .collect();
+    let sources = RelockSources {
+        state: stores.state.skills(),
+        fetcher,
+        limits: &request.validate.limits,
+        no_project: crate::skills::NO_PROJECT,
+    };
+    Ok(Some(relock(&agents, Some(lock), update, &sources).await?))
 }

@@ -38,7 +38,14 @@ use astrolift_package::{MountedTree, PayloadTree, RemoteSkillTree};
 use astrolift_store::state::{Catalogue, SkillSource, SkillSourceStore};
 
 use crate::SyncError;
-use crate::local_skills::is_local_source;
+
+/// What a skill source's `repository` starts with when it is a local directory.
+pub const LOCAL_SCHEME: &str = "file:";
+
+/// True when `repository` names a local directory (`file:PATH`), not a GitHub repository.
+pub fn is_local_source(repository: &str) -> bool {
+    repository.starts_with(LOCAL_SCHEME)
+}
 
 /// Why a reference is unresolved without a fetcher.
 pub const NO_FETCHER: &str =
