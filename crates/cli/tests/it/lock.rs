@@ -259,3 +259,58 @@ fn a_reference_that_does_not_resolve_writes_no_lock() {
     );
     assert!(!fixture.path("repo/astrolift.lock").exists());
 }
+
+/// With `GITHUB_TOKEN` and no App credentials, `lock` reads GitHub sources with that token
+/// and pins the commits their refs name (the fake GitHub's example skill repositories).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_with_github_token_pins_the_commits_github_names() {
+    use astrolift_fake_github::{
+        EXAMPLE_CATALOGUE, EXAMPLE_CATALOGUE_SHA, EXAMPLE_RUNBOOKS, EXAMPLE_RUNBOOKS_SHA,
+        FakeGitHub,
+    };
+    let github = FakeGitHub::start().await.expect("fake GitHub");
+    github.add_example_skill_repos();
+    let fixture = Fixture::new();
+    fixture.ok(&["catalogue", "register", EXAMPLE_CATALOGUE]);
+    for alias in ["steadymd", "platform"] {
+        let args = [
+            "skill-repo",
+            "register",
+            alias,
+            EXAMPLE_RUNBOOKS,
+            "--project-id",
+            "local",
+        ];
+        fixture.ok(&args);
+    }
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_astrolift"));
+    command
+        .arg("lock")
+        .arg(fixture.path("repo"))
+        .args(["--project-id", "local"])
+        .arg(format!(
+            "--state=sqlite:{}",
+            fixture.path("state.db").display()
+        ))
+        .env("GITHUB_API_URL", github.base_url())
+        .env("GITHUB_TOKEN", github.issue_token())
+        .env_remove("GITHUB_APP_ID");
+    let output = tokio::task::spawn_blocking(move || command.output().expect("runs"))
+        .await
+        .expect("joined");
+    let run = crate::support::run_of(output);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let text = fixture.lock_text();
+    assert!(
+        text.contains(&format!("commit = \"{EXAMPLE_CATALOGUE_SHA}\"")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("commit = \"{EXAMPLE_RUNBOOKS_SHA}\"")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("repository = \"{EXAMPLE_RUNBOOKS}\"")),
+        "{text}"
+    );
+}
