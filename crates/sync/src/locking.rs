@@ -46,7 +46,8 @@ impl Update {
             Update::Source {
                 repository,
                 git_ref,
-            } => entry.repository == *repository && entry.git_ref == *git_ref,
+                // GitHub names repositories case-insensitively; a push names its own spelling.
+            } => entry.repository.eq_ignore_ascii_case(repository) && entry.git_ref == *git_ref,
         }
     }
 }
@@ -285,5 +286,41 @@ fn entry_of(skill: &RemoteSkill, git_ref: String, tree_hash: String) -> LockEntr
         commit: skill.commit.clone(),
         tree_hash,
         span: Span::FILE,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(reference: &str, repository: &str) -> LockEntry {
+        LockEntry {
+            reference: reference.to_owned(),
+            repository: repository.to_owned(),
+            path: "skills/x".to_owned(),
+            git_ref: "main".to_owned(),
+            commit: None,
+            tree_hash: String::new(),
+            span: Span::FILE,
+        }
+    }
+
+    #[test]
+    fn each_update_moves_the_pins_it_names() {
+        let pinned = entry("x@1", "Acme/Skills");
+        assert!(!Update::Missing.moves(&pinned));
+        assert!(Update::All.moves(&pinned));
+        assert!(Update::References(["x@1".to_owned()].into()).moves(&pinned));
+        assert!(!Update::References(["y@1".to_owned()].into()).moves(&pinned));
+        let source = |repository: &str, git_ref: &str| Update::Source {
+            repository: repository.to_owned(),
+            git_ref: git_ref.to_owned(),
+        };
+        assert!(
+            source("acme/skills", "main").moves(&pinned),
+            "GitHub ignores case"
+        );
+        assert!(!source("acme/skills", "dev").moves(&pinned));
+        assert!(!source("acme/other", "main").moves(&pinned));
     }
 }
