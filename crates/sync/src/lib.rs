@@ -62,6 +62,7 @@
 
 pub mod bindings;
 pub mod commands;
+mod concurrency;
 pub mod configs;
 pub mod drift;
 mod env_specs;

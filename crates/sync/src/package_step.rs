@@ -29,14 +29,12 @@ use futures_util::StreamExt;
 use tempfile::TempPath;
 
 use crate::SyncError;
+use crate::concurrency::BLOB_CONCURRENCY;
 use crate::plan::{Candidate, Packaged};
 use crate::skills::AgentSkills;
 
 /// Agents one thread slices and hashes before a second thread is worth starting.
 const AGENTS_PER_THREAD: usize = 32;
-
-/// Fingerprint records looked up at once (S3 GETs are latency-bound).
-const LOOKUP_CONCURRENCY: usize = 32;
 
 /// A packaged agent's bytes, kept until they are uploaded.
 #[derive(Debug)]
@@ -192,7 +190,7 @@ pub(crate) async fn stored_outputs(
         })
         .collect();
     futures_util::stream::iter(lookups)
-        .buffered(LOOKUP_CONCURRENCY)
+        .buffered(BLOB_CONCURRENCY)
         .collect()
         .await
 }

@@ -1,5 +1,6 @@
 //! `sync`: discover → validate → package → plan → (apply) → report.
 
+use futures_util::{StreamExt as _, TryStreamExt as _};
 use std::collections::{BTreeMap, BTreeSet};
 
 use astrolift_manifest::model::AgentManifest;
@@ -9,6 +10,7 @@ use astrolift_store::blob::{BlobBody, BlobKey, BlobStore, CONTENT_TYPE_JSON, Put
 use astrolift_store::state::{ChangeSet, SkillSource, SyncedCommit, SyncedCommitUpdate};
 
 use crate::SyncError;
+use crate::concurrency::BLOB_CONCURRENCY;
 use crate::configs::{ConfigContext, apply_configs, plan_configs};
 use crate::drift::snapshot_drift;
 use crate::env_specs::{check_env_specs, check_workflow_env_specs};
@@ -363,23 +365,29 @@ async fn is_ancestor_of_registered(
 }
 
 /// Uploads the archive and then the snapshot of every agent whose change
-/// points at a new snapshot. Put-if-absent: existing objects are skipped.
+/// points at a new snapshot, [`BLOB_CONCURRENCY`] agents at once (each upload is a
+/// round trip, so a push of many agents is not as many round trips in a row). All
+/// of them are stored before this returns, so before any state record names one.
+/// Put-if-absent: existing objects are skipped.
 async fn upload_artifacts(
     blobs: &dyn BlobStore,
     tree: &dyn PayloadTree,
     packaging: &Packaging,
     planned: &Plan,
 ) -> Result<u64, SyncError> {
-    let mut puts = 0;
-    for change in &planned.changes {
+    let uploads = planned.changes.iter().map(|change| {
         let agent = &change.agent;
         let stored = StoredVersion {
             snapshot_hash: &agent.snapshot_hash,
             payload_digest: &agent.payload_digest,
         };
-        puts += upload_version(blobs, tree, packaging, &agent.manifest_path, stored).await?;
-    }
-    Ok(puts)
+        upload_version(blobs, tree, packaging, &agent.manifest_path, stored)
+    });
+    let puts: Vec<u64> = futures_util::stream::iter(uploads)
+        .buffer_unordered(BLOB_CONCURRENCY)
+        .try_collect()
+        .await?;
+    Ok(puts.iter().sum())
 }
 
 /// Stores the fingerprint record of every archive built by this sync that is uploaded
@@ -398,7 +406,7 @@ async fn store_fingerprint_records(
         .iter()
         .map(|c| c.agent.manifest_path.as_str())
         .collect();
-    let mut puts = 0;
+    let mut records = Vec::new();
     for entry in &planned.entries {
         let stored = uploaded.contains(entry.manifest.as_str())
             || (entry.snapshot.is_some() && entry.snapshot == entry.previous_snapshot);
@@ -410,12 +418,18 @@ async fn store_fingerprint_records(
             continue;
         };
         let key = BlobKey::package_fingerprint(&artifacts.fingerprint)?;
-        let body = BlobBody::Bytes(record.to_json());
-        puts += u64::from(
-            blobs.put_if_absent(&key, body, CONTENT_TYPE_JSON).await? == PutOutcome::Created,
-        );
+        records.push((key, BlobBody::Bytes(record.to_json())));
     }
-    Ok(puts)
+    // Independent puts, [`BLOB_CONCURRENCY`] at once.
+    let puts = records.into_iter().map(|(key, body)| async move {
+        let outcome = blobs.put_if_absent(&key, body, CONTENT_TYPE_JSON).await?;
+        Ok::<u64, SyncError>(u64::from(outcome == PutOutcome::Created))
+    });
+    let created: Vec<u64> = futures_util::stream::iter(puts)
+        .buffer_unordered(BLOB_CONCURRENCY)
+        .try_collect()
+        .await?;
+    Ok(created.iter().sum())
 }
 
 /// The registered (enabled, covered) agents whose packages need dependency layers.
