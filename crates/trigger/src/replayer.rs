@@ -299,15 +299,8 @@ fn payload_of(outcome: &Outcome) -> Value {
 
 /// `2026-12-07 14:05 UTC`; the Unix seconds for a time outside the calendar.
 pub fn utc_minute(at: i64) -> String {
-    match time::OffsetDateTime::from_unix_timestamp(at) {
-        Ok(t) => format!(
-            "{:04}-{:02}-{:02} {:02}:{:02} UTC",
-            t.year(),
-            u8::from(t.month()),
-            t.day(),
-            t.hour(),
-            t.minute()
-        ),
+    match jiff::Timestamp::from_second(at) {
+        Ok(t) => t.strftime("%Y-%m-%d %H:%M UTC").to_string(),
         Err(_) => at.to_string(),
     }
 }
