@@ -345,42 +345,48 @@ pub fn skill_tree_hash(files: &[HashedFile]) -> String {
         hash.update([0]);
         hash.update(mode.as_bytes());
         hash.update([0]);
-        hash.update(hex_of(&file.digest).as_bytes());
+        hash.update(hex::encode(file.digest).as_bytes());
         hash.update(b"\n");
     }
-    format!("sha256:{}", hex_of(&hash.finalize().into()))
+    format!("sha256:{}", hex::encode(hash.finalize()))
 }
 
-/// [`skill_tree_hash`] of the files `files` (repository paths inside `dir`) of `tree`, each
-/// read under `limit` bytes.
+/// The files `files` (repository paths inside `dir`) of `tree` as a tree hash covers them,
+/// each read under `limit` bytes; the first that cannot be read, with why.
+pub fn hashed_files(
+    tree: &dyn SourceTree,
+    dir: &str,
+    files: &[String],
+    limit: u64,
+) -> Result<Vec<HashedFile>, (String, ReadError)> {
+    let prefix = if dir.is_empty() {
+        String::new()
+    } else {
+        format!("{dir}/")
+    };
+    files
+        .iter()
+        .map(|path| {
+            let bytes = tree
+                .read(path, limit)
+                .map_err(|error| (path.clone(), error))?;
+            Ok(HashedFile {
+                path: path.strip_prefix(&prefix).unwrap_or(path).to_owned(),
+                executable: tree.entry(path).is_some_and(|entry| entry.executable),
+                digest: Sha256::digest(&bytes).into(),
+            })
+        })
+        .collect()
+}
+
+/// [`skill_tree_hash`] of [`hashed_files`].
 pub fn tree_hash_of(
     tree: &dyn SourceTree,
     dir: &str,
     files: &[String],
     limit: u64,
 ) -> Result<String, (String, ReadError)> {
-    let prefix = if dir.is_empty() {
-        String::new()
-    } else {
-        format!("{dir}/")
-    };
-    let mut hashed = Vec::with_capacity(files.len());
-    for path in files {
-        let bytes = tree
-            .read(path, limit)
-            .map_err(|error| (path.clone(), error))?;
-        let executable = tree.entry(path).is_some_and(|entry| entry.executable);
-        hashed.push(HashedFile {
-            path: path.strip_prefix(&prefix).unwrap_or(path).to_owned(),
-            executable,
-            digest: Sha256::digest(&bytes).into(),
-        });
-    }
-    Ok(skill_tree_hash(&hashed))
-}
-
-fn hex_of(bytes: &[u8; 32]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    Ok(skill_tree_hash(&hashed_files(tree, dir, files, limit)?))
 }
 
 #[cfg(test)]

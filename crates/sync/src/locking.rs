@@ -6,19 +6,20 @@
 //! caller's fetcher, as a sync resolves it; then, reference by reference:
 //! - a reference the [`Update`] does not move keeps its entry (the pin stays);
 //! - any other gets the entry of what it resolved to: repository, path, ref, commit and the
-//!   tree hash of the skill's files ([`astrolift_manifest::lock::tree_hash_of`]);
+//!   tree hash of the skill's files ([`astrolift_manifest::lock::skill_tree_hash`]), each read once;
 //! - a reference that does not resolve keeps its entry, if it had one, and its findings are
 //!   in [`Relocked::diagnostics`] (the caller writes nothing when one is an error);
 //! - an entry no agent references is dropped.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use astrolift_manifest::lock::{Lock, LockEntry, render_lock, tree_hash_of};
+use astrolift_manifest::lock::{
+    HashedFile, Lock, LockEntry, hashed_files, render_lock, skill_tree_hash,
+};
 use astrolift_manifest::model::{AgentManifest, SkillRef};
 use astrolift_manifest::remote_skill::RemoteSkill;
 use astrolift_manifest::{Diagnostic, Limits, Span};
 use astrolift_store::state::SkillSourceStore;
-use sha2::{Digest, Sha256};
 
 use crate::SyncError;
 use crate::skills::{SkillContext, SkillFetcher, resolve_skills};
@@ -87,9 +88,13 @@ impl Relocked {
         render_lock(self.entries.values())
     }
 
-    /// Whether a finding is an error (the lock should not be written).
-    pub fn has_errors(&self) -> bool {
-        self.diagnostics.iter().any(Diagnostic::is_error)
+    /// Whether the lock should not be written: a finding is an error, or a reference is
+    /// `skill/unresolved` (nothing was read, so there is nothing to pin).
+    pub fn is_blocked(&self) -> bool {
+        let unresolved = astrolift_manifest::remote_skill::UNRESOLVED.id;
+        self.diagnostics
+            .iter()
+            .any(|d| d.is_error() || d.code == unresolved)
     }
 }
 
@@ -135,17 +140,15 @@ pub async fn relock(
     let mut resolved: BTreeMap<String, LockEntry> = BTreeMap::new();
     // Each resolved skill's file digests, by reference: what a moved pin's changed files
     // are counted against.
-    let mut digests: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut digests: BTreeMap<String, Digests> = BTreeMap::new();
     for ((manifest, _), agent) in agents.iter().zip(&skills) {
         for (skill, tree) in agent.iter() {
-            digests.insert(
-                skill.reference.clone(),
-                file_digests(tree.as_ref(), &skill.dir, &skill.files, sources.limits),
-            );
             let git_ref = ref_of(manifest, skill, &catalogue_ref);
             let limit = sources.limits.package_size;
-            match tree_hash_of(tree.as_ref(), &skill.dir, &skill.files, limit) {
-                Ok(tree_hash) => {
+            match hashed_files(tree.as_ref(), &skill.dir, &skill.files, limit) {
+                Ok(files) => {
+                    let tree_hash = skill_tree_hash(&files);
+                    digests.insert(skill.reference.clone(), digests_of(&files));
                     resolved.insert(skill.reference.clone(), entry_of(skill, git_ref, tree_hash));
                 }
                 Err((path, error)) => relocked.diagnostics.push(Diagnostic::new(
@@ -209,22 +212,13 @@ pub async fn relock(
     Ok(relocked)
 }
 
-/// The sha256 of each file of `files` (in `dir` of `tree`) that can be read, by path
-/// relative to `dir`.
-fn file_digests(
-    tree: &dyn astrolift_manifest::SourceTree,
-    dir: &str,
-    files: &[String],
-    limits: &Limits,
-) -> BTreeMap<String, String> {
-    let prefix = format!("{dir}/");
+/// Each file's content digest, by path relative to its skill's directory.
+type Digests = BTreeMap<String, [u8; 32]>;
+
+fn digests_of(files: &[HashedFile]) -> Digests {
     files
         .iter()
-        .filter_map(|path| {
-            let bytes = tree.read(path, limits.package_size).ok()?;
-            let relative = path.strip_prefix(&prefix).unwrap_or(path).to_owned();
-            Some((relative, hex::encode(Sha256::digest(&bytes))))
-        })
+        .map(|file| (file.path.clone(), file.digest))
         .collect()
 }
 
@@ -233,7 +227,7 @@ fn file_digests(
 /// compared. `None` when it cannot be read.
 async fn files_changed(
     old: &LockEntry,
-    digests: &BTreeMap<String, BTreeMap<String, String>>,
+    digests: &BTreeMap<String, Digests>,
     sources: &RelockSources<'_>,
 ) -> Option<usize> {
     let new = digests.get(&old.reference)?;
@@ -251,7 +245,8 @@ async fn files_changed(
         .filter(|entry| entry.kind == astrolift_manifest::EntryKind::File)
         .map(|entry| entry.path.clone())
         .collect();
-    let before = file_digests(tree.as_ref(), &old.path, &files, sources.limits);
+    let limit = sources.limits.package_size;
+    let before = digests_of(&hashed_files(tree.as_ref(), &old.path, &files, limit).ok()?);
     let paths: BTreeSet<&String> = before.keys().chain(new.keys()).collect();
     Some(
         paths
