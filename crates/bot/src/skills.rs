@@ -74,35 +74,14 @@ pub struct GitHubSkillFetcher {
 
 impl SkillFetcher for GitHubSkillFetcher {
     fn fetch<'a>(&'a self, repository: &'a str, git_ref: &'a str) -> SkillFetchFuture<'a> {
-        Box::pin(async move {
-            let fetched = self.fetch_repository(repository, git_ref).await;
-            fetched.map_err(|error| SkillFetchError {
-                repository: repository.to_owned(),
-                git_ref: git_ref.to_owned(),
-                retryable: error.is_retryable(),
-                reason: error.to_string(),
-            })
-        })
-    }
-}
-
-impl GitHubSkillFetcher {
-    async fn fetch_repository(
-        &self,
-        repository: &str,
-        git_ref: &str,
-    ) -> Result<SkillFetch, JobError> {
-        if is_local_source(repository) {
-            // Never a path on this machine, whoever registered it (the module docs).
-            let reason = LOCAL_ONLY.to_owned();
-            return Ok(SkillFetch::Unresolved { reason });
-        }
-        let repo = RepoPath::parse(repository)?;
-        let Some(id) = self.github.repository_installation(&repo).await? else {
-            return Ok(SkillFetch::NotInstalled);
-        };
-        let installation = self.github.installation(id);
-        fetch_with(&installation, &repo, git_ref, &self.limits).await
+        Box::pin(answer(repository, git_ref, async move {
+            let repo = RepoPath::parse(repository)?;
+            let Some(id) = self.github.repository_installation(&repo).await? else {
+                return Ok(SkillFetch::NotInstalled);
+            };
+            let installation = self.github.installation(id);
+            fetch_with(&installation, &repo, git_ref, &self.limits).await
+        }))
     }
 }
 
@@ -116,24 +95,31 @@ pub struct TokenSkillFetcher {
 
 impl SkillFetcher for TokenSkillFetcher {
     fn fetch<'a>(&'a self, repository: &'a str, git_ref: &'a str) -> SkillFetchFuture<'a> {
-        Box::pin(async move {
-            let fetched = async {
-                if is_local_source(repository) {
-                    return Ok(SkillFetch::Unresolved {
-                        reason: LOCAL_ONLY.to_owned(),
-                    });
-                }
-                let repo = RepoPath::parse(repository)?;
-                fetch_with(&self.installation, &repo, git_ref, &self.limits).await
-            };
-            fetched.await.map_err(|error: JobError| SkillFetchError {
-                repository: repository.to_owned(),
-                git_ref: git_ref.to_owned(),
-                retryable: error.is_retryable(),
-                reason: error.to_string(),
-            })
-        })
+        Box::pin(answer(repository, git_ref, async move {
+            let repo = RepoPath::parse(repository)?;
+            fetch_with(&self.installation, &repo, git_ref, &self.limits).await
+        }))
     }
+}
+
+/// What a GitHub fetcher answers for `repository` at `git_ref`: a `file:` source is never
+/// read, whoever registered it (the module docs); otherwise `fetch`'s answer, a failure
+/// naming the repository and ref.
+async fn answer(
+    repository: &str,
+    git_ref: &str,
+    fetch: impl Future<Output = Result<SkillFetch, JobError>>,
+) -> Result<SkillFetch, SkillFetchError> {
+    if is_local_source(repository) {
+        let reason = LOCAL_ONLY.to_owned();
+        return Ok(SkillFetch::Unresolved { reason });
+    }
+    fetch.await.map_err(|error| SkillFetchError {
+        repository: repository.to_owned(),
+        git_ref: git_ref.to_owned(),
+        retryable: error.is_retryable(),
+        reason: error.to_string(),
+    })
 }
 
 /// `repo` at `git_ref`, read as `installation`.
