@@ -47,6 +47,21 @@ pub fn open_dir(dir: &Path, limits: &Limits) -> anyhow::Result<DirTree> {
         .with_context(|| format!("cannot list {}", dir.display()))
 }
 
+/// The working copy `dir` and its validation under the default limits, without config
+/// manifests (`trigger test`, `triggers replay`).
+pub fn validate_working_copy(
+    dir: &Path,
+) -> anyhow::Result<(DirTree, astrolift_manifest::Validation)> {
+    let limits = Limits::DEFAULT;
+    let tree = open_dir(dir, &limits)?;
+    let options = astrolift_manifest::ValidateOptions {
+        limits,
+        ..Default::default()
+    };
+    let validation = astrolift_manifest::validate_repository(&tree, &options);
+    Ok((tree, validation))
+}
+
 /// The validation options of a command on `dir`: `limits`, and each
 /// `--config` path made repo-relative.
 pub fn validate_options(

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use astrolift_manifest::{Limits, ValidateOptions, validate_repository};
+use astrolift_manifest::Limits;
 use astrolift_store::state::MAX_KEPT_REQUESTS;
 use astrolift_trigger::replay::Replayed;
 use astrolift_trigger::replayer::{
@@ -42,14 +42,7 @@ pub struct ReplayArgs {
 
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let limits = Limits::DEFAULT;
-    let tree = super::open_dir(&args.dir, &limits)?;
-    let validation = validate_repository(
-        &tree,
-        &ValidateOptions {
-            limits,
-            ..Default::default()
-        },
-    );
+    let (_, validation) = super::validate_working_copy(&args.dir)?;
     runtime()?.block_on(async {
         let state = args.stores.state().await?;
         let Some(registered) = state.get_trigger_binding(&args.trigger_id).await? else {

@@ -27,7 +27,7 @@ use astrolift_dispatch::message::Source;
 use astrolift_dispatch::on_demand::{OnDemand, dispatch_on_demand, preview_may_use};
 use astrolift_manifest::model::AgentManifest;
 use astrolift_manifest::triggers::Verify;
-use astrolift_manifest::{DirTree, Limits, ValidateOptions, validate_repository};
+use astrolift_manifest::{DirTree, Limits};
 use astrolift_store::StateStore;
 use astrolift_store::state::{DispatchTask, EnvSpecRefusal, TaskStatus, env_spec_for_project};
 use astrolift_sync::commands::{
@@ -326,14 +326,7 @@ const MASK: &str = "********";
 
 pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
     let limits = Limits::DEFAULT;
-    let tree = super::open_dir(&args.dir, &limits)?;
-    let validation = validate_repository(
-        &tree,
-        &ValidateOptions {
-            limits,
-            ..Default::default()
-        },
-    );
+    let (tree, validation) = super::validate_working_copy(&args.dir)?;
     let agent = validation
         .agents
         .iter()
