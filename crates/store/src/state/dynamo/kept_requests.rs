@@ -205,10 +205,11 @@ impl KeptRequestStore for DynamoStateStore {
             self.put(record_item(request, request_item)?).await?;
             self.put(record_item(&kept, key_item)?).await?;
             let stored = self.kept_keys(trigger_id).await?;
+            // An evicted request and its key go at once: this runs before the trigger's
+            // answer, and a key without its request is skipped by a read.
             for gone in evicted(stored, &kept, keep) {
                 let [request_item, key_item] = gone.items(trigger_id);
-                self.delete(request_item).await?;
-                self.delete(key_item).await?;
+                tokio::try_join!(self.delete(request_item), self.delete(key_item))?;
             }
             Ok(())
         })
