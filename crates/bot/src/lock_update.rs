@@ -70,7 +70,7 @@ pub async fn propose(
     if relocked.moved.is_empty() {
         return Ok(Proposal::Unchanged);
     }
-    if relocked.has_errors() {
+    if relocked.is_blocked() {
         let reason = "a moved reference does not resolve; the lock was left as it is".to_owned();
         return Ok(Proposal::NotProposed(reason));
     }

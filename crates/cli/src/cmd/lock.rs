@@ -80,8 +80,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         let relocked = relock(&agents, validation.lock.as_ref(), &update, &sources).await?;
         print_diagnostics(&relocked.diagnostics);
-        if relocked.has_errors() {
-            eprintln!("{LOCK_FILE} not written: a reference did not resolve");
+        if relocked.is_blocked() {
+            eprintln!("{LOCK_FILE} not written: a reference did not resolve (see above)");
             return Ok(ExitCode::from(EXIT_FINDINGS));
         }
         let path = args.dir.join(LOCK_FILE);

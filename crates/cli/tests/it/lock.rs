@@ -314,3 +314,32 @@ async fn a_lock_with_github_token_pins_the_commits_github_names() {
         "{text}"
     );
 }
+
+/// A reference that cannot be resolved here (no source registered in this state store, no
+/// App credentials) cannot be pinned: nothing is written, and the warning says why.
+#[test]
+fn an_unresolved_reference_writes_no_lock() {
+    let fixture = Fixture::new();
+    let empty = format!("--state=sqlite:{}", fixture.path("empty.db").display());
+    let repo = fixture.path("repo");
+    let args = [
+        "lock",
+        repo.to_str().expect("utf-8"),
+        "--project-id",
+        "local",
+        &empty,
+    ];
+    let run = astrolift(args.iter().map(|a| (*a).to_owned()));
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("warning[skill/unresolved]"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("astrolift.lock not written"),
+        "{}",
+        run.stderr
+    );
+    assert!(!fixture.path("repo/astrolift.lock").exists());
+}
