@@ -215,8 +215,25 @@ pub async fn body(github: &GitHubApp, moved: &[MovedPin]) -> String {
          changed in each skill, then merge: the agents change only then.\n\n\
          | Reference | Old commit | New commit | Files changed |\n|---|---|---|---|\n",
     );
+    // Each commit's date is asked once, however many moved pins share it.
+    let mut dates_known = std::collections::BTreeMap::new();
     for pin in moved {
-        let dates = commit_dates(github, pin).await;
+        let dates = (
+            date_of(
+                github,
+                &pin.repository,
+                pin.old_commit.as_deref(),
+                &mut dates_known,
+            )
+            .await,
+            date_of(
+                github,
+                &pin.repository,
+                pin.new_commit.as_deref(),
+                &mut dates_known,
+            )
+            .await,
+        );
         let files = pin
             .files_changed
             .map_or_else(|| "?".to_owned(), |n| n.to_string());
@@ -232,23 +249,31 @@ pub async fn body(github: &GitHubApp, moved: &[MovedPin]) -> String {
     out
 }
 
-/// The dates of a moved pin's old and new commits, when the App can read its repository.
-async fn commit_dates(github: &GitHubApp, pin: &MovedPin) -> (Option<String>, Option<String>) {
-    let Ok(repo) = RepoPath::parse(&pin.repository) else {
-        return (None, None);
-    };
-    let Ok(Some(id)) = github.repository_installation(&repo).await else {
-        return (None, None);
-    };
-    let installation = github.installation(id);
-    let date = async |commit: Option<&str>| {
-        let info = installation.commit_info(&repo, commit?).await.ok()?;
+/// The date of `commit` of `repository`, when the App can read it; `known` holds the
+/// answers already asked (by repository and commit).
+async fn date_of(
+    github: &GitHubApp,
+    repository: &str,
+    commit: Option<&str>,
+    known: &mut std::collections::BTreeMap<(String, String), Option<String>>,
+) -> Option<String> {
+    let key = (repository.to_owned(), commit?.to_owned());
+    if let Some(date) = known.get(&key) {
+        return date.clone();
+    }
+    let date = async {
+        let repo = RepoPath::parse(repository).ok()?;
+        let id = github.repository_installation(&repo).await.ok()??;
+        let info = github
+            .installation(id)
+            .commit_info(&repo, &key.1)
+            .await
+            .ok()?;
         Some(info.date.to_string().chars().take(10).collect::<String>())
-    };
-    (
-        date(pin.old_commit.as_deref()).await,
-        date(pin.new_commit.as_deref()).await,
-    )
+    }
+    .await;
+    known.insert(key, date.clone());
+    date
 }
 
 fn commit_cell(commit: Option<&str>, date: Option<&str>) -> String {

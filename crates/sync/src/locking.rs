@@ -176,13 +176,16 @@ pub async fn relock(
                 .filter_map(SkillRef::remote_reference)
         })
         .collect();
+    // The old commits' trees, fetched once per (repository, commit) however many moved pins
+    // share one (a lock may pin many skills of one repository at one commit).
+    let mut old_trees = OldTrees::new();
     for reference in referenced {
         let old = current.and_then(|lock| lock.entry(&reference));
         let new = resolved.remove(&reference);
         let entry = match (old, new) {
             (Some(old), Some(new)) if update.moves(old) => {
                 if old.commit != new.commit || old.tree_hash != new.tree_hash {
-                    let files_changed = files_changed(old, &digests, sources).await;
+                    let files_changed = files_changed(old, &digests, sources, &mut old_trees).await;
                     relocked.moved.push(MovedPin {
                         reference: reference.clone(),
                         repository: new.repository.clone(),
@@ -212,6 +215,9 @@ pub async fn relock(
     Ok(relocked)
 }
 
+/// Old commits' trees by (repository, pinned ref); `None`: it could not be read.
+type OldTrees = BTreeMap<(String, String), Option<crate::skills::SkillTree>>;
+
 /// Each file's content digest, by path relative to its skill's directory.
 type Digests = BTreeMap<String, [u8; 32]>;
 
@@ -229,16 +235,19 @@ async fn files_changed(
     old: &LockEntry,
     digests: &BTreeMap<String, Digests>,
     sources: &RelockSources<'_>,
+    old_trees: &mut OldTrees,
 ) -> Option<usize> {
     let new = digests.get(&old.reference)?;
-    let fetched = sources
-        .fetcher
-        .fetch(&old.repository, old.pinned_ref())
-        .await
-        .ok()?;
-    let crate::skills::SkillFetch::Tree { tree, .. } = fetched else {
-        return None;
-    };
+    let key = (old.repository.clone(), old.pinned_ref().to_owned());
+    if !old_trees.contains_key(&key) {
+        let fetched = sources.fetcher.fetch(&key.0, &key.1).await.ok();
+        let tree = match fetched {
+            Some(crate::skills::SkillFetch::Tree { tree, .. }) => Some(tree),
+            _ => None,
+        };
+        old_trees.insert(key.clone(), tree);
+    }
+    let tree = old_trees.get(&key)?.as_ref()?;
     let files: Vec<String> = tree
         .entries_under(&old.path)
         .iter()
