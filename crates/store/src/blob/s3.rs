@@ -17,11 +17,12 @@ use crate::{BoxFuture, StoreError, StoreResult};
 
 /// Objects in one bucket, under an optional key prefix.
 ///
-/// `put_if_absent` sends a HEAD first (the cheap path on re-runs), then uploads with
-/// `If-None-Match: *`, so a concurrent writer of the same key makes the second upload a
-/// no-op (`412 Precondition Failed` is reported as `AlreadyExists`). Bodies over
-/// `multipart_threshold` use multipart upload, one part in memory (or streamed from the
-/// file) at a time; a failed multipart upload is aborted.
+/// `put_if_absent` of a body up to `multipart_threshold` is one PUT with `If-None-Match: *`:
+/// an existing object, or a concurrent writer of the same key, makes it a no-op (`412
+/// Precondition Failed` is reported as `AlreadyExists`), so it needs no existence check of
+/// its own. A bigger body is asked about first (HEAD), then sent as a multipart upload, one
+/// part in memory (or streamed from the file) at a time, completed with the same condition;
+/// a failed multipart upload is aborted.
 ///
 /// Permissions: `s3:GetObject`, `s3:PutObject` and `s3:AbortMultipartUpload` on the objects,
 /// and `s3:ListBucket` on the bucket: without it S3 answers a HEAD of a missing object with
@@ -282,16 +283,17 @@ impl BlobStore for S3BlobStore {
     ) -> BoxFuture<'a, StoreResult<PutOutcome>> {
         Box::pin(async move {
             let object_key = self.object_key(key);
-            let outcome = if self.head(&object_key).await? {
+            let size = body.len().await?;
+            // A single PUT is conditional (`If-None-Match: *`), so it is its own existence
+            // check: one round trip. A multipart upload asks first, since its condition is
+            // only checked once every part is sent.
+            let outcome = if size <= self.options.multipart_threshold {
+                self.put_single(&object_key, body, content_type).await?
+            } else if self.head(&object_key).await? {
                 PutOutcome::AlreadyExists
             } else {
-                let size = body.len().await?;
-                if size > self.options.multipart_threshold {
-                    self.put_multipart(&object_key, &body, size, content_type)
-                        .await?
-                } else {
-                    self.put_single(&object_key, body, content_type).await?
-                }
+                self.put_multipart(&object_key, &body, size, content_type)
+                    .await?
             };
             self.counters.record(outcome);
             Ok(outcome)
