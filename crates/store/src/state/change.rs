@@ -31,10 +31,12 @@ const ITEMS_PER_BINDING: usize = 2;
 /// SQLite applies the whole set in one transaction. DynamoDB takes at most 100 items and
 /// 4 MB per `TransactWriteItems`, so a bigger set is split, in order, into chunks of
 /// *whole agent changes*: an agent, its audit event and its trigger-binding writes are never
-/// separated. The synced-commit update goes into the last chunk. Each chunk is atomic; the
-/// first failing chunk stops the apply. So after any failure every agent is entirely at its
-/// old or entirely at its new version, and the synced commit moves only once every agent
-/// change is stored: a re-run plans against what is stored and converges.
+/// separated. The synced-commit update goes into the last chunk. Each chunk is atomic. The
+/// chunks before the last are independent and run side by side (a few at once), and the last
+/// runs only once every one of them has committed; a failing chunk stops the apply. So after
+/// any failure every agent is entirely at its old or entirely at its new version, and the
+/// synced commit moves only once every agent change is stored: a re-run plans against what
+/// is stored and converges.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangeSet {
     /// `owner/name` of every agent in the set.
@@ -338,6 +340,7 @@ mod tests {
             updated_at: 0,
             bindings_digest: None,
             layer_key: None,
+            package_build: None,
         };
         let mut change = AgentChange::new(agent, None, AuditAction::Added, "c", "", 0);
         change.delete_bindings = (0..bindings).map(|i| format!("t{i}")).collect();

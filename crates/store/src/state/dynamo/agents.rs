@@ -1,8 +1,31 @@
 //! The agents concern on DynamoDB ([`AgentStore`]).
 
+use futures_util::StreamExt as _;
+
 use super::*;
 use crate::state::agents::AgentStore;
 use crate::state::kept_requests::purge_deleted_bindings;
+
+/// Transactions of one change set in flight at once.
+const TRANSACTIONS_IN_FLIGHT: usize = 8;
+
+impl DynamoStateStore {
+    /// Commits one chunk of `changes`, then purges the kept requests of the bindings it
+    /// deleted (committed: a later chunk failing does not undo it). Returns the agents and
+    /// the items it wrote.
+    async fn commit_chunk(
+        &self,
+        changes: &ChangeSet,
+        chunk: &Chunk,
+        events: &[EventWrites<'_>],
+    ) -> StoreResult<(usize, u64)> {
+        let (writes, names) = self.chunk_items(changes, chunk, events)?;
+        let items = writes.len() as u64;
+        self.transact(writes, &names).await?;
+        purge_deleted_bindings(self, &changes.agents[chunk.agents.clone()]).await;
+        Ok((chunk.agents.len(), items))
+    }
+}
 
 impl AgentStore for DynamoStateStore {
     fn get_agent<'a>(&'a self, agent: &'a AgentKey) -> BoxFuture<'a, StoreResult<Option<Agent>>> {
@@ -58,30 +81,50 @@ impl AgentStore for DynamoStateStore {
                     change.item_count() + writes.extra().items
                 )));
             }
+            let mut chunks =
+                changes.chunks(TRANSACTION_MAX_ITEMS, TRANSACTION_MAX_BYTES, |index| {
+                    events[index].extra()
+                });
+            // The chunk with the synced commit goes last, once every other has committed;
+            // the others are independent (see `ChangeSet`), so they run side by side.
+            let last = chunks.pop();
             let mut report = ApplyReport::default();
-            for chunk in changes.chunks(TRANSACTION_MAX_ITEMS, TRANSACTION_MAX_BYTES, |index| {
-                events[index].extra()
-            }) {
-                let (writes, names) = self.chunk_items(&changes, &chunk, &events)?;
-                let items = writes.len() as u64;
-                self.transact(writes, &names)
-                    .await
-                    .map_err(|err| match err {
-                        StoreError::Conflict(message) if report.transactions > 0 => {
-                            StoreError::Conflict(format!(
-                                "{message} (after {} of the change set's agents were committed)",
-                                report.agents_written
-                            ))
-                        }
-                        other => other,
-                    })?;
-                report.agents_written += chunk.agents.len();
-                report.items_written += items;
-                report.transactions += 1;
-                // Committed: a later transaction failing does not undo this one.
-                purge_deleted_bindings(self, &changes.agents[chunk.agents.clone()]).await;
+            // Collected first: a closure over borrowed chunks inside the stream would make
+            // this future fail the higher-ranked `Send` check a spawned task needs.
+            let mut commits = Vec::with_capacity(chunks.len());
+            for chunk in &chunks {
+                commits.push(self.commit_chunk(&changes, chunk, &events));
             }
-            Ok(report)
+            let mut committed = futures_util::stream::iter(commits)
+                .buffer_unordered(TRANSACTIONS_IN_FLIGHT)
+                .collect::<Vec<_>>()
+                .await;
+            if let Some(chunk) = &last
+                && committed.iter().all(Result::is_ok)
+            {
+                committed.push(self.commit_chunk(&changes, chunk, &events).await);
+            }
+            let mut failure = None;
+            for outcome in committed {
+                match outcome {
+                    Ok((agents, items)) => {
+                        report.agents_written += agents;
+                        report.items_written += items;
+                        report.transactions += 1;
+                    }
+                    Err(error) => failure = failure.or(Some(error)),
+                }
+            }
+            match failure {
+                Some(StoreError::Conflict(message)) if report.transactions > 0 => {
+                    Err(StoreError::Conflict(format!(
+                        "{message} (after {} of the change set's agents were committed)",
+                        report.agents_written
+                    )))
+                }
+                Some(error) => Err(error),
+                None => Ok(report),
+            }
         })
     }
 
