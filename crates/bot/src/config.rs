@@ -16,7 +16,7 @@ use astrolift_forge::github::{
 };
 use astrolift_forge::webhook::{SignatureError, WebhookSecrets};
 use astrolift_store::{StateLocation, StoreError, blob_store_from_url, open_state_store};
-use astrolift_sync::Stores;
+use astrolift_sync::{InvalidConcurrency, Stores, SyncConcurrency};
 use secrecy::{ExposeSecret as _, SecretString};
 use tokio::sync::OnceCell;
 
@@ -47,6 +47,8 @@ pub enum ConfigError {
     },
     #[error(transparent)]
     WorkflowEngine(#[from] EngineSettingsError),
+    #[error(transparent)]
+    Concurrency(#[from] InvalidConcurrency),
 }
 
 /// Reads environment variables and, when needed, Secrets Manager.
@@ -78,7 +80,8 @@ impl Environment {
         Self::default()
     }
 
-    /// `ASTROLIFT_STATE` and `ASTROLIFT_BLOBS`, with the embedded defaults.
+    /// `ASTROLIFT_STATE` and `ASTROLIFT_BLOBS`, with the embedded defaults, at
+    /// `ASTROLIFT_SYNC_CONCURRENCY`.
     pub async fn stores(&self) -> Result<Stores, ConfigError> {
         let state_url = var("ASTROLIFT_STATE").unwrap_or_else(|| DEFAULT_STATE.to_owned());
         // The SQLite store creates its file's directory when it opens it; a build
@@ -88,6 +91,7 @@ impl Environment {
         Ok(Stores {
             state: open_state_store(&state).await?,
             blobs: blob_store_from_url(&blobs_url).await?,
+            concurrency: SyncConcurrency::from_env()?,
         })
     }
 

@@ -91,25 +91,35 @@ impl FingerprintRecord {
     }
 
     /// The output a stored record describes for `slice`, or `None` when the
-    /// record does not parse or does not fit the slice (another format, another
-    /// file count or size, a malformed digest): the archive is then built.
+    /// record does not parse or does not fit the slice (see [`FingerprintRecord::fits`]):
+    /// the archive is then built.
     pub fn output_for(bytes: &[u8], slice: &Slice) -> Option<PackageOutput> {
         if slice.inline {
             return Some(PackageOutput::inline());
         }
-        let record: FingerprintRecord = serde_json::from_slice(bytes).ok()?;
-        let fits = record.format == FINGERPRINT_FORMAT
-            && is_sha256_digest(&record.digest)
-            && is_sha256_digest(&record.content_digest)
-            && record.files == slice.files.len() as u64
-            && record.uncompressed_size == slice.uncompressed_size
-            && record.size > 0;
+        serde_json::from_slice::<FingerprintRecord>(bytes)
+            .ok()?
+            .fits(slice)
+    }
+
+    /// The output this record describes for `slice`, or `None` when it does not fit the
+    /// slice (another format, another file count or size, a malformed digest).
+    pub fn fits(self, slice: &Slice) -> Option<PackageOutput> {
+        if slice.inline {
+            return Some(PackageOutput::inline());
+        }
+        let fits = self.format == FINGERPRINT_FORMAT
+            && is_sha256_digest(&self.digest)
+            && is_sha256_digest(&self.content_digest)
+            && self.files == slice.files.len() as u64
+            && self.uncompressed_size == slice.uncompressed_size
+            && self.size > 0;
         fits.then_some(PackageOutput {
-            digest: record.digest,
-            content_digest: record.content_digest,
-            size: record.size,
-            files: record.files,
-            uncompressed_size: record.uncompressed_size,
+            digest: self.digest,
+            content_digest: self.content_digest,
+            size: self.size,
+            files: self.files,
+            uncompressed_size: self.uncompressed_size,
             inline: false,
         })
     }

@@ -102,11 +102,13 @@ impl FaultInjector {
     }
 }
 
-/// A [`BlobStore`] whose Nth call fails.
+/// A [`BlobStore`] whose Nth call fails, and whose calls may each take a fixed extra time
+/// (a store far away).
 #[derive(Debug)]
 pub struct FaultyBlobStore {
     inner: Arc<dyn BlobStore>,
     faults: FaultInjector,
+    delay: Duration,
 }
 
 impl FaultyBlobStore {
@@ -115,7 +117,21 @@ impl FaultyBlobStore {
         FaultyBlobStore {
             inner,
             faults: FaultInjector::new(plan),
+            delay: Duration::ZERO,
         }
+    }
+
+    /// Each call waits `delay` before it goes on.
+    pub fn with_delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+
+    async fn check(&self, operation: &str, is_write: bool) -> StoreResult<()> {
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
+        self.faults.check(operation, is_write)
     }
 
     /// The injector, to ask how many faults fired.
@@ -132,21 +148,21 @@ impl BlobStore for FaultyBlobStore {
         content_type: &'a str,
     ) -> BoxFuture<'a, StoreResult<PutOutcome>> {
         Box::pin(async move {
-            self.faults.check("put_if_absent", true)?;
+            self.check("put_if_absent", true).await?;
             self.inner.put_if_absent(key, body, content_type).await
         })
     }
 
     fn get<'a>(&'a self, key: &'a BlobKey) -> BoxFuture<'a, StoreResult<Vec<u8>>> {
         Box::pin(async move {
-            self.faults.check("get", false)?;
+            self.check("get", false).await?;
             self.inner.get(key).await
         })
     }
 
     fn exists<'a>(&'a self, key: &'a BlobKey) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
-            self.faults.check("exists", false)?;
+            self.check("exists", false).await?;
             self.inner.exists(key).await
         })
     }
@@ -157,7 +173,7 @@ impl BlobStore for FaultyBlobStore {
         expiry: Duration,
     ) -> BoxFuture<'a, StoreResult<String>> {
         Box::pin(async move {
-            self.faults.check("presigned_get_url", false)?;
+            self.check("presigned_get_url", false).await?;
             self.inner.presigned_get_url(key, expiry).await
         })
     }
@@ -177,6 +193,7 @@ pub struct FaultyStateStore {
     inner: Arc<dyn StateStore>,
     faults: FaultInjector,
     hide_trigger_bindings: bool,
+    hidden_agent: Option<String>,
 }
 
 impl FaultyStateStore {
@@ -186,6 +203,7 @@ impl FaultyStateStore {
             inner,
             faults: FaultInjector::new(plan),
             hide_trigger_bindings: false,
+            hidden_agent: None,
         }
     }
 
@@ -194,6 +212,13 @@ impl FaultyStateStore {
     /// concurrent DynamoDB transaction is being applied.
     pub fn hiding_trigger_bindings(mut self) -> Self {
         self.hide_trigger_bindings = true;
+        self
+    }
+
+    /// Lists no agent at `manifest_path`: a read that lags a concurrent writer of that agent,
+    /// so that a change planned from it fails its condition when it is written.
+    pub fn hiding_agent(mut self, manifest_path: &str) -> Self {
+        self.hidden_agent = Some(manifest_path.to_owned());
         self
     }
 
@@ -394,12 +419,14 @@ impl AgentStore for FaultyStateStore {
     }
 
     fn list_agents<'a>(&'a self, repository: &'a str) -> BoxFuture<'a, StoreResult<Vec<Agent>>> {
-        forward!(
-            self,
-            "list_agents",
-            false,
-            self.inner.list_agents(repository)
-        )
+        Box::pin(async move {
+            self.faults.check("list_agents", false)?;
+            let mut agents = self.inner.list_agents(repository).await?;
+            if let Some(hidden) = &self.hidden_agent {
+                agents.retain(|agent| &agent.manifest_path != hidden);
+            }
+            Ok(agents)
+        })
     }
 
     fn find_agents<'a>(

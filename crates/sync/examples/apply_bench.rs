@@ -28,6 +28,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let stores = Stores {
         blobs: open_blob_store(&blobs, BlobOptions::default()).await?,
         state: open_state_store(&state).await?,
+        concurrency: Default::default(),
     };
     let tree = DirTree::open(dir, 1_000_000)?;
     let request = SyncRequest {

@@ -62,7 +62,7 @@
 
 pub mod bindings;
 pub mod commands;
-mod concurrency;
+pub mod concurrency;
 pub mod configs;
 pub mod drift;
 mod env_specs;
@@ -84,6 +84,7 @@ mod upload;
 pub mod workflows;
 pub mod workspaces;
 
+pub use concurrency::{InvalidConcurrency, SyncConcurrency};
 pub use configs::config_paths;
 pub use drift::{DriftItem, DriftSeverity};
 pub use error::SyncError;

@@ -5,8 +5,10 @@
 //!    tree, with its resolved remote skills mounted ([`crate::skills`]),
 //!    compute its slice and hash its files once, which gives the slice
 //!    fingerprint ([`astrolift_package::fingerprint`]).
-//! 2. [`stored_outputs`] (blob store): look up the [`FingerprintRecord`] of
-//!    each fingerprint, several at a time.
+//! 2. [`stored_outputs`]: take the output of each agent whose registered record
+//!    was built from the same fingerprint ([`PackageBuild`]), asking nothing; a
+//!    registered record written before records carried it falls back on the
+//!    stored [`FingerprintRecord`] of its fingerprint, several at a time.
 //! 3. [`package`] (CPU and local disk): snapshot the agents with a record
 //!    without building their archive; archive the others (to a temp file
 //!    when applying), checking their bytes against the hashes of step 1.
@@ -21,16 +23,19 @@ use astrolift_manifest::model::AgentManifest;
 use astrolift_manifest::parallel::map_in_order;
 use astrolift_manifest::{Diagnostic, Validation};
 use astrolift_package::{
-    FingerprintRecord, PackageOutput, PayloadTree, PreparedAgent, preflight,
+    FINGERPRINT_FORMAT, FingerprintRecord, PackageOutput, PayloadTree, PreparedAgent, preflight,
     prepare_agent_with_remote,
 };
-use astrolift_store::blob::{BlobKey, BlobStore};
+use std::collections::HashMap;
+
+use astrolift_store::blob::BlobKey;
+use astrolift_store::state::{Agent, PackageBuild};
 use futures_util::StreamExt;
 use tempfile::TempPath;
 
 use crate::SyncError;
-use crate::concurrency::BLOB_CONCURRENCY;
 use crate::plan::{Candidate, Packaged};
+use crate::request::Stores;
 use crate::skills::AgentSkills;
 
 /// Agents one thread slices and hashes before a second thread is worth starting.
@@ -44,8 +49,6 @@ pub(crate) struct Artifacts {
     pub archive: Option<TempPath>,
     /// The canonical snapshot JSON.
     pub snapshot_json: Vec<u8>,
-    /// The slice fingerprint (hex).
-    pub fingerprint: String,
     /// How the archive's output was learned.
     pub origin: ArchiveOrigin,
     /// Its resolved remote skills: the tree it is packaged from is the
@@ -56,9 +59,9 @@ pub(crate) struct Artifacts {
 /// Whether the archive was built by this sync or taken from a stored record.
 #[derive(Debug)]
 pub(crate) enum ArchiveOrigin {
-    /// Built here: its record is stored once the archive is known stored.
-    Built(FingerprintRecord),
-    /// From a stored [`FingerprintRecord`]; the slice is kept so that the
+    /// Built here.
+    Built,
+    /// From a registered record or a stored [`FingerprintRecord`]; the slice is kept so that the
     /// archive can still be built if the store turns out not to hold it.
     Reused(Box<PreparedAgent>),
     /// An inline package: there is no archive, so nothing to build, upload
@@ -166,13 +169,23 @@ pub(crate) fn prepare(
     }
 }
 
-/// The stored archive output of each prepared agent's fingerprint, parallel
-/// to the agents. A record that is missing, unreadable or does not fit the
-/// slice is `None`: the records are a cache, never a reason to fail.
+/// The known archive output of each prepared agent, parallel to the agents: from the
+/// registered record of the same manifest when it was built from the same fingerprint;
+/// from the blob store's fingerprint record only for a registered record that carries no
+/// build (one written before records did). An agent not registered, or registered from
+/// another slice, has none and is built: nothing is asked for it. A record that is
+/// missing, unreadable or does not fit the slice is `None`: this is a cache, never a
+/// reason to fail.
 pub(crate) async fn stored_outputs(
-    blobs: &dyn BlobStore,
+    stores: &Stores,
     prepared: &Prepared,
+    registered: &[Agent],
 ) -> Vec<Option<PackageOutput>> {
+    let blobs = stores.blobs.as_ref();
+    let registered: HashMap<&str, &Agent> = registered
+        .iter()
+        .map(|agent| (agent.manifest_path.as_str(), agent))
+        .collect();
     // The lookups are collected into a Vec first rather than mapped lazily: a
     // closure over borrowed agents inside the stream makes the `sync` future
     // fail the higher-ranked `Send` check that `tokio::spawn` (serve) needs.
@@ -180,17 +193,32 @@ pub(crate) async fn stored_outputs(
         .agents
         .iter()
         .map(|agent| {
+            let record = registered.get(agent.manifest.manifest.as_str()).copied();
             let agent = agent.prepared.as_ref();
             async move {
                 let agent = agent.filter(|agent| !agent.slice.inline)?;
-                let key = BlobKey::package_fingerprint(&agent.fingerprint).ok()?;
-                let bytes = blobs.get(&key).await.ok()?;
-                FingerprintRecord::output_for(&bytes, &agent.slice)
+                let record = record?;
+                let Some(build) = &record.package_build else {
+                    let key = BlobKey::package_fingerprint(&agent.fingerprint).ok()?;
+                    let bytes = blobs.get(&key).await.ok()?;
+                    return FingerprintRecord::output_for(&bytes, &agent.slice);
+                };
+                let known = FingerprintRecord {
+                    format: FINGERPRINT_FORMAT.to_owned(),
+                    digest: record.payload_digest.clone(),
+                    content_digest: build.content_digest.clone(),
+                    size: build.size,
+                    files: build.files,
+                    uncompressed_size: build.uncompressed_size,
+                };
+                (build.fingerprint == agent.fingerprint)
+                    .then(|| known.fits(&agent.slice))
+                    .flatten()
             }
         })
         .collect();
     futures_util::stream::iter(lookups)
-        .buffered(BLOB_CONCURRENCY)
+        .buffered(stores.concurrency.get())
         .collect()
         .await
 }
@@ -279,18 +307,25 @@ fn package_agent(
             return Ok(None);
         }
     };
-    let origin =
-        origin.unwrap_or_else(|| ArchiveOrigin::Built(FingerprintRecord::new(&packaged.output)));
+    let origin = origin.unwrap_or(ArchiveOrigin::Built);
+    let output = &packaged.output;
+    let build = (!output.inline).then(|| PackageBuild {
+        fingerprint: fingerprint.clone(),
+        content_digest: output.content_digest.clone(),
+        size: output.size,
+        files: output.files,
+        uncompressed_size: output.uncompressed_size,
+    });
     let identity = Packaged {
         snapshot_hash: packaged.snapshot.digest(),
         legacy_snapshot_hash: packaged.snapshot.legacy_digest(),
-        payload_digest: packaged.output.digest.clone(),
+        payload_digest: output.digest.clone(),
         layers,
+        build,
     };
     let artifacts = Artifacts {
         archive,
         snapshot_json: packaged.snapshot.canonical_json(),
-        fingerprint,
         origin,
         skills: skills.clone(),
     };

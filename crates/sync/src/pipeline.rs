@@ -1,22 +1,20 @@
 //! `sync`: discover → validate → package → plan → (apply) → report.
 
 use futures_util::{StreamExt as _, TryStreamExt as _};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use astrolift_manifest::model::AgentManifest;
 use astrolift_manifest::{Validation, diagnostic, validate_repository};
 use astrolift_package::PayloadTree;
-use astrolift_store::blob::{BlobBody, BlobKey, BlobStore, CONTENT_TYPE_JSON, PutOutcome};
 use astrolift_store::state::{ChangeSet, SkillSource, SyncedCommit, SyncedCommitUpdate};
 
 use crate::SyncError;
-use crate::concurrency::BLOB_CONCURRENCY;
 use crate::configs::{ConfigContext, apply_configs, plan_configs};
 use crate::drift::snapshot_drift;
 use crate::env_specs::{check_env_specs, check_workflow_env_specs};
 use crate::locking::{RelockSources, Relocked, relock};
 use crate::order::Order;
-use crate::package_step::{ArchiveOrigin, Packaging, Prepared, package, prepare, stored_outputs};
+use crate::package_step::{Packaging, Prepared, package, prepare, stored_outputs};
 use crate::plan::{Plan, PlanContext, PlanStatus, plan};
 use crate::previews::record_previews;
 use crate::report::{LayerRequest, Report, ReportCounts};
@@ -79,7 +77,7 @@ pub async fn sync(
         &scope,
     )
     .await?;
-    let stored = stored_outputs(stores.blobs.as_ref(), &prepared).await;
+    let stored = stored_outputs(stores, &prepared, &registered).await;
     let spools = applying || request.previews.is_some();
     let packaging = package(prepared, stored, tree, spools, progress)?;
     let bindings = stores
@@ -94,7 +92,7 @@ pub async fn sync(
         bindings: &bindings,
     };
     let mut planned = plan(&packaging.candidates, &registered, &context);
-    add_drift(&mut planned, &packaging, stores.blobs.as_ref()).await;
+    add_drift(&mut planned, &packaging, stores).await;
     let diagnostics = packaging.diagnostics.iter().cloned().chain(workflow_errors);
     let mut report = new_report(request, &planned, diagnostics.collect());
     if !applying {
@@ -272,25 +270,36 @@ fn new_report(
 }
 
 /// Fills the drift of changed agents: their registered snapshot (from the
-/// blob store) against the one just built. A registered snapshot that cannot
-/// be read leaves that drift empty: drift is information, never a reason to
-/// fail a sync.
-async fn add_drift(planned: &mut Plan, packaging: &Packaging, blobs: &dyn BlobStore) {
-    for entry in planned
+/// blob store, `stores.concurrency` reads at once) against the one just built. A
+/// registered snapshot that cannot be read leaves that drift empty: drift is
+/// information, never a reason to fail a sync.
+async fn add_drift(planned: &mut Plan, packaging: &Packaging, stores: &Stores) {
+    let blobs = stores.blobs.as_ref();
+    let reads: Vec<_> = planned
         .entries
-        .iter_mut()
-        .filter(|e| e.status == PlanStatus::Changed)
-    {
-        let Some(old) = &entry.previous_snapshot else {
-            continue;
-        };
-        let new = artifacts_for(packaging, &entry.manifest)
-            .and_then(|(_, a)| serde_json::from_slice::<serde_json::Value>(&a.snapshot_json).ok());
-        let old = read_snapshot::<serde_json::Value>(blobs, old).await;
-        let (Some(old), Some(new)) = (old, new) else {
-            continue;
-        };
-        entry.drift = snapshot_drift(&old, &new);
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.status == PlanStatus::Changed)
+        .filter_map(|(index, e)| Some((index, e.previous_snapshot.clone()?, &e.manifest)))
+        .map(|(index, old, manifest)| async move {
+            let new = artifacts_for(packaging, manifest).and_then(|(_, a)| {
+                serde_json::from_slice::<serde_json::Value>(&a.snapshot_json).ok()
+            });
+            let old = read_snapshot::<serde_json::Value>(blobs, &old).await;
+            (
+                index,
+                old.zip(new).map(|(old, new)| snapshot_drift(&old, &new)),
+            )
+        })
+        .collect();
+    let drifts: Vec<_> = futures_util::stream::iter(reads)
+        .buffer_unordered(stores.concurrency.get())
+        .collect()
+        .await;
+    for (index, drift) in drifts {
+        if let (Some(entry), Some(drift)) = (planned.entries.get_mut(index), drift) {
+            entry.drift = drift;
+        }
     }
 }
 
@@ -318,8 +327,7 @@ async fn apply(
         ));
         return Ok(());
     }
-    let mut uploads = upload_artifacts(stores.blobs.as_ref(), tree, packaging, &planned).await?;
-    uploads += store_fingerprint_records(stores.blobs.as_ref(), packaging, &planned).await?;
+    let uploads = upload_artifacts(stores, tree, packaging, &planned).await?;
     let mut changes = ChangeSet::new(&request.repository);
     changes.agents = planned.changes;
     if synced.as_ref().is_none_or(|s| s.commit != request.commit) {
@@ -365,12 +373,12 @@ async fn is_ancestor_of_registered(
 }
 
 /// Uploads the archive and then the snapshot of every agent whose change
-/// points at a new snapshot, [`BLOB_CONCURRENCY`] agents at once (each upload is a
+/// points at a new snapshot, [`Stores::concurrency`] agents at once (each upload is a
 /// round trip, so a push of many agents is not as many round trips in a row). All
 /// of them are stored before this returns, so before any state record names one.
 /// Put-if-absent: existing objects are skipped.
 async fn upload_artifacts(
-    blobs: &dyn BlobStore,
+    stores: &Stores,
     tree: &dyn PayloadTree,
     packaging: &Packaging,
     planned: &Plan,
@@ -381,55 +389,19 @@ async fn upload_artifacts(
             snapshot_hash: &agent.snapshot_hash,
             payload_digest: &agent.payload_digest,
         };
-        upload_version(blobs, tree, packaging, &agent.manifest_path, stored)
+        upload_version(
+            stores.blobs.as_ref(),
+            tree,
+            packaging,
+            &agent.manifest_path,
+            stored,
+        )
     });
     let puts: Vec<u64> = futures_util::stream::iter(uploads)
-        .buffer_unordered(BLOB_CONCURRENCY)
+        .buffer_unordered(stores.concurrency.get())
         .try_collect()
         .await?;
     Ok(puts.iter().sum())
-}
-
-/// Stores the fingerprint record of every archive built by this sync that is uploaded
-/// above for a change, or whose agent is registered at the same version. The latter's
-/// archive may be another compression of the same content, not stored: the record is
-/// still safe, as it only says what the archive is, and `upload_archive` checks that it
-/// is stored (building it again when not) before a change names it. Put-if-absent;
-/// once stored, later syncs of the same content skip building it.
-async fn store_fingerprint_records(
-    blobs: &dyn BlobStore,
-    packaging: &Packaging,
-    planned: &Plan,
-) -> Result<u64, SyncError> {
-    let uploaded: BTreeSet<&str> = planned
-        .changes
-        .iter()
-        .map(|c| c.agent.manifest_path.as_str())
-        .collect();
-    let mut records = Vec::new();
-    for entry in &planned.entries {
-        let stored = uploaded.contains(entry.manifest.as_str())
-            || (entry.snapshot.is_some() && entry.snapshot == entry.previous_snapshot);
-        let Some((_, artifacts)) = artifacts_for(packaging, &entry.manifest).filter(|_| stored)
-        else {
-            continue;
-        };
-        let ArchiveOrigin::Built(record) = &artifacts.origin else {
-            continue;
-        };
-        let key = BlobKey::package_fingerprint(&artifacts.fingerprint)?;
-        records.push((key, BlobBody::Bytes(record.to_json())));
-    }
-    // Independent puts, [`BLOB_CONCURRENCY`] at once.
-    let puts = records.into_iter().map(|(key, body)| async move {
-        let outcome = blobs.put_if_absent(&key, body, CONTENT_TYPE_JSON).await?;
-        Ok::<u64, SyncError>(u64::from(outcome == PutOutcome::Created))
-    });
-    let created: Vec<u64> = futures_util::stream::iter(puts)
-        .buffer_unordered(BLOB_CONCURRENCY)
-        .try_collect()
-        .await?;
-    Ok(created.iter().sum())
 }
 
 /// The registered (enabled, covered) agents whose packages need dependency layers.

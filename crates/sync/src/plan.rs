@@ -90,6 +90,8 @@ pub struct Packaged {
     /// Its dependency files and their layer key, when the pre-flight found something to
     /// install (docs/reference.md "Dependency layers"); `None` for a pass-through.
     pub layers: Option<astrolift_package::LayerNeed>,
+    /// What its archive was built from and is, kept on its record (`None` inline).
+    pub build: Option<astrolift_store::state::PackageBuild>,
 }
 
 impl Packaged {
@@ -380,6 +382,7 @@ fn agent_record(
         updated_at: context.now,
         bindings_digest: None,
         layer_key: packaged.layer_key(),
+        package_build: packaged.build.clone(),
     }
 }
 

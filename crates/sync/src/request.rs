@@ -7,16 +7,29 @@ use astrolift_manifest::ValidateOptions;
 use astrolift_store::state::UnixSeconds;
 use astrolift_store::{BlobKey, BlobStore, StateStore};
 
+use crate::concurrency::SyncConcurrency;
 use crate::order::CommitOrder;
 use crate::report::{Coverage, Mode};
 use crate::samples::SampleChecker;
 use crate::skills::SkillFetcher;
 
-/// The stores a sync reads and writes.
+/// The stores a sync reads and writes, and how many requests it has in flight to them.
 #[derive(Debug, Clone)]
 pub struct Stores {
     pub blobs: Arc<dyn BlobStore>,
     pub state: Arc<dyn StateStore>,
+    pub concurrency: SyncConcurrency,
+}
+
+impl Stores {
+    /// `state` and `blobs`, at the default concurrency.
+    pub fn new(state: Arc<dyn StateStore>, blobs: Arc<dyn BlobStore>) -> Self {
+        Self {
+            blobs,
+            state,
+            concurrency: SyncConcurrency::default(),
+        }
+    }
 }
 
 /// One sync: which commit of which repository, and what to do with it.

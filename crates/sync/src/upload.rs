@@ -68,7 +68,7 @@ async fn upload_archive(
             rebuilt.to_path_buf()
         }
         // Built without a spool file: only in check mode, which uploads nothing.
-        (None, ArchiveOrigin::Built(_) | ArchiveOrigin::Inline) => return Ok(0),
+        (None, ArchiveOrigin::Built | ArchiveOrigin::Inline) => return Ok(0),
     };
     let outcome = blobs
         .put_if_absent(&key, BlobBody::File(path), CONTENT_TYPE_TAR_GZ)
@@ -102,9 +102,9 @@ fn rebuild_archive(
     match archive {
         Some(path) if packaged.output.digest == digest => Ok(path),
         _ => Err(refused(format!(
-            "the fingerprint record packages/fingerprints/{}.json says {digest}, but the \
-             archive of {} is {}; delete that record",
-            agent.fingerprint, manifest.manifest, packaged.output.digest
+            "the build recorded for fingerprint {} says {digest}, but the archive of {} is \
+             {}: the record is wrong (one at packages/fingerprints/{}.json can be deleted)",
+            agent.fingerprint, manifest.manifest, packaged.output.digest, agent.fingerprint
         ))),
     }
 }

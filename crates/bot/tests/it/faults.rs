@@ -126,6 +126,7 @@ async fn an_s3_put_failing_once() {
             FaultPlan::nth_write(3),
         )),
         state: stores.state.clone(),
+        concurrency: Default::default(),
     };
     let github = fake_github("monorepo").await;
     let runner = runner(&github, &stores);

@@ -39,6 +39,7 @@ pub async fn embedded_stores() -> (Stores, tempfile::TempDir) {
     let stores = Stores {
         state: Arc::new(state),
         blobs: Arc::new(blobs),
+        concurrency: Default::default(),
     };
     (stores, dir)
 }
@@ -57,6 +58,7 @@ pub async fn aws_stores(test: &str) -> Option<Stores> {
     Some(Stores {
         state: Arc::new(state),
         blobs: Arc::new(blobs),
+        concurrency: Default::default(),
     })
 }
 

@@ -17,7 +17,7 @@ use astrolift_cli::render::{plural, short_hash};
 use astrolift_manifest::{DirTree, Limits, SourceTree, ValidateOptions};
 use astrolift_store::StateStore;
 use astrolift_store::state::RepoRegistration;
-use astrolift_sync::{Coverage, Mode, Report, SkillFetcher, Stores, SyncRequest, sync};
+use astrolift_sync::{Coverage, Mode, Report, SkillFetcher, SyncRequest, sync};
 
 use super::stores::{StoreArgs, now, runtime};
 
@@ -94,10 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 async fn check(args: &Args, tree: &DirTree, limits: Limits) -> anyhow::Result<Report> {
-    let stores = Stores {
-        blobs: args.stores.blobs().await?,
-        state: args.stores.state().await?,
-    };
+    let stores = args.stores.stores().await?;
     let repository = repository_name(args)?;
     let config_paths = astrolift_sync::config_paths(stores.state.as_ref(), &repository).await?;
     let mode = if args.apply

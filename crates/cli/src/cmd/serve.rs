@@ -331,10 +331,7 @@ async fn accept_loop(
 
 async fn build(args: &Args) -> anyhow::Result<App> {
     let environment = Environment::new();
-    let stores = Stores {
-        state: args.stores.state().await?,
-        blobs: args.stores.blobs().await?,
-    };
+    let stores = args.stores.stores().await?;
     let secrets = environment
         .webhook_secrets()
         .await

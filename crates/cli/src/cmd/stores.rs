@@ -7,7 +7,7 @@ use astrolift_bot::config::{DEFAULT_BLOBS, DEFAULT_STATE};
 use astrolift_store::{
     BlobStore, StateLocation, StateStore, blob_store_from_url, open_state_store,
 };
-use astrolift_sync::Stores;
+use astrolift_sync::{Stores, SyncConcurrency};
 
 /// Where state and blobs live (docs/reference.md §3): the defaults are the ones the
 /// bot's own configuration falls back to (`astrolift_bot::config`).
@@ -45,11 +45,12 @@ impl StoreArgs {
             .with_context(|| format!("cannot open the blob store {}", self.blobs))
     }
 
-    /// Both stores.
+    /// Both stores, at `ASTROLIFT_SYNC_CONCURRENCY` (docs/reference.md §13).
     pub async fn stores(&self) -> anyhow::Result<Stores> {
         Ok(Stores {
             state: self.state().await?,
             blobs: self.blobs().await?,
+            concurrency: SyncConcurrency::from_env()?,
         })
     }
 }

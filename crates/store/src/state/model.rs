@@ -271,6 +271,27 @@ pub struct Agent {
     /// for a package that needs no layer, and on records written before layers existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layer_key: Option<String>,
+    /// What its archive (`payload_digest`) was built from and is: a sync of the same slice
+    /// takes the archive from here and builds nothing, without asking the blob store
+    /// (docs/reference.md §6). `None` for an inline package, and on records written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package_build: Option<PackageBuild>,
+}
+
+/// An agent's archive as built: the slice fingerprint it was built from, and what the
+/// archive turned out to be (its digest is the agent's `payload_digest`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PackageBuild {
+    /// The slice fingerprint (hex).
+    pub fingerprint: String,
+    /// `sha256:<hex>` of the uncompressed tar stream.
+    pub content_digest: String,
+    /// Archive bytes.
+    pub size: u64,
+    /// Files in the archive.
+    pub files: u64,
+    /// The files' bytes, uncompressed.
+    pub uncompressed_size: u64,
 }
 
 impl Agent {

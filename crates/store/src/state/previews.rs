@@ -121,6 +121,7 @@ impl Preview {
             updated_at: self.updated_at,
             bindings_digest: None,
             layer_key: self.layer_key.clone(),
+            package_build: None,
         }
     }
 

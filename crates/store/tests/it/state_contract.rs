@@ -34,6 +34,7 @@ pub(crate) fn agent(manifest: &str, name: &str) -> Agent {
         updated_at: NOW,
         bindings_digest: None,
         layer_key: None,
+        package_build: None,
     }
 }
 

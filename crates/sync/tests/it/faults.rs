@@ -56,6 +56,7 @@ async fn crash_then_rerun(fail_blob_write: Option<u64>, fail_state_write: Option
             )),
             None => stores.stores.state.clone(),
         },
+        concurrency: Default::default(),
     };
     let crashed = run(&faulty, &tree, "c1", 100, true).await;
     let error = crashed.expect_err("the injected fault fails the sync");
@@ -124,6 +125,7 @@ async fn a_lagging_binding_listing_changes_nothing() {
             FaultyStateStore::new(stores.stores.state.clone(), FaultPlan::nth_call(u64::MAX))
                 .hiding_trigger_bindings(),
         ),
+        concurrency: Default::default(),
     };
     let rerun = apply(&lagging, &tree, "c1", 100).await;
     assert!(

@@ -33,6 +33,7 @@ pub async fn open(backend: Backend, test: &str) -> Option<TestStores> {
                     .await
                     .expect("sqlite"),
             ),
+            concurrency: Default::default(),
         },
         Backend::Aws => {
             aws_endpoint(test)?;
@@ -48,6 +49,7 @@ pub async fn open(backend: Backend, test: &str) -> Option<TestStores> {
             Stores {
                 blobs: Arc::new(blobs),
                 state: Arc::new(state),
+                concurrency: Default::default(),
             }
         }
     };
@@ -95,6 +97,37 @@ pub fn both_enabled() -> MemTree {
         "enabled = false",
         "enabled = true",
     );
+    tree
+}
+
+/// A monorepo of `agents` agents (`agents/agent-NNNN/astrolift.toml`, each with a brief whose
+/// text is `brief`), all listed in its federation file.
+pub fn many_agents(agents: usize, brief: &str) -> MemTree {
+    let mut tree = MemTree::new();
+    let mut federation = String::from(
+        "schema = \"astrolift.agent.federation/v1\"\nname = \"many\"\n\
+         include = [\"agents/*/astrolift.toml\"]\nauto_register_new = false\n",
+    );
+    for n in 0..agents {
+        let dir = format!("agents/agent-{n:04}");
+        federation.push_str(&format!(
+            "\n[[agents]]\nmanifest = \"{dir}/astrolift.toml\"\n"
+        ));
+        let manifest = format!(
+            "astrolift_version = 1\nname = \"agent-{n:04}\"\nbrief = \"brief/README.md\"\n\n\
+             [[workloads]]\nname = \"agent-{n:04}\"\nkind = \"agent\"\nrun_family = \"task\"\n\
+             max_retries = 1\ntool_timeout_seconds = 600\nresult_ttl_hours = 24\n\n\
+             [[workloads.containers]]\nname = \"agent\"\nis_primary = true\n\
+             image_ref = \"ghcr.io/calliopeai/astrolift-agent-claude-code:latest\"\n"
+        );
+        tree.insert(format!("{dir}/astrolift.toml"), manifest, false);
+        tree.insert(
+            format!("{dir}/brief/README.md"),
+            format!("# Agent {n}\n\n{brief}\n"),
+            false,
+        );
+    }
+    tree.insert("astrolift.agents.toml", federation, false);
     tree
 }
 

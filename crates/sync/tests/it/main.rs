@@ -7,6 +7,7 @@
 mod ancestry;
 mod faults;
 mod harness;
+mod many_agents;
 mod reuse;
 mod scenarios;
 mod tenancy;

@@ -1,6 +1,7 @@
-//! Re-syncing unchanged content reuses the stored fingerprint records: the
-//! archives are not built again (each file is read once, to hash it, instead
-//! of twice), and a changed byte builds that agent's archive again.
+//! Re-syncing unchanged content reuses the build its registered record carries
+//! (and, for a record written before records carried one, the stored fingerprint
+//! record): the archives are not built again (each file is read once, to hash it,
+//! instead of twice), and a changed byte builds that agent's archive again.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -24,6 +25,7 @@ on_both_backends!(
     unchanged_rerun_builds_no_archive,
     one_changed_byte_builds_that_archive_again,
     check_mode_reuses_records_too,
+    a_record_without_a_build_falls_back_on_the_fingerprint_record,
 );
 
 const TRIAGE_BRIEF: &str = "agents/triage/brief/README.md";
@@ -130,10 +132,10 @@ async fn unchanged_rerun_builds_no_archive(stores: &Stores) {
         Some(&2),
         "the first sync hashes, then archives: {built:?}"
     );
-    // One archive, one snapshot and one fingerprint record per packaged agent
-    // (the disabled, never registered `reporter` stores nothing), and the
-    // snapshot of the workspace manifest.
-    assert_eq!(first.counts.blob_puts, 4);
+    // One archive and one snapshot per packaged agent (the disabled, never
+    // registered `reporter` stores nothing), and the snapshot of the workspace
+    // manifest; the build is on the agent's record, not in a blob of its own.
+    assert_eq!(first.counts.blob_puts, 3);
 
     let puts_before = stores.blobs.stats().puts;
     let second = run(stores, &tree, apply_mode()).await;
@@ -175,14 +177,16 @@ async fn one_changed_byte_builds_that_archive_again(stores: &Stores) {
     let (status, digest) = triage(&second).expect("triage planned");
     assert_eq!(status, "changed");
     assert_ne!(digest, triage(&first).and_then(|t| t.1));
-    // The new archive, its snapshot and its fingerprint record.
-    assert_eq!(second.counts.blob_puts, 3);
+    // The new archive and its snapshot.
+    assert_eq!(second.counts.blob_puts, 2);
 
-    // Back to the first content: its record is still stored, nothing is built.
+    // Back to the first content: the record carries the second build, so the first
+    // is built again, and is the same archive: nothing new is stored.
     let tree = CountingTree::new(monorepo());
     let third = run(stores, &tree, apply_mode()).await;
-    assert_eq!(most_opens(&tree.take()), 1);
+    assert_eq!(most_opens(&tree.take()), 2);
     assert_eq!(digests(&third), digests(&first));
+    assert_eq!(third.counts.blob_puts, 0);
 }
 
 async fn check_mode_reuses_records_too(stores: &Stores) {
@@ -361,4 +365,48 @@ async fn legacy_version_of_triage(stores: &Stores, report: &Report) -> String {
     let payload = json["payload"].as_object_mut().expect("a payload");
     assert!(payload.remove("content_digest").is_some());
     hex::encode(Sha256::digest(canonical_json(&json)))
+}
+
+/// A registered record written before records carried their build: a re-run reuses the
+/// fingerprint record an older build stored for the same slice (one read, no archive
+/// built), and builds the archive when there is none; neither writes anything.
+async fn a_record_without_a_build_falls_back_on_the_fingerprint_record(stores: &Stores) {
+    let tree = CountingTree::new(monorepo());
+    run(stores, &tree, apply_mode()).await;
+    tree.take();
+    let registered = rewrite_lookup(stores).await;
+    let build = registered
+        .package_build
+        .clone()
+        .expect("a sync records the build");
+    let legacy = rewrite_triage(stores, None, |agent| agent.package_build = None).await;
+    let builds_again = run(stores, &tree, apply_mode()).await;
+    assert_eq!(
+        most_opens(&tree.take()),
+        2,
+        "no build on record: archived again"
+    );
+    assert_eq!(builds_again.counts.state_writes, 0);
+
+    let record = astrolift_package::FingerprintRecord {
+        format: astrolift_package::FINGERPRINT_FORMAT.to_owned(),
+        digest: legacy.payload_digest.clone(),
+        content_digest: build.content_digest.clone(),
+        size: build.size,
+        files: build.files,
+        uncompressed_size: build.uncompressed_size,
+    };
+    let key = BlobKey::package_fingerprint(&build.fingerprint).expect("key");
+    let body = astrolift_store::BlobBody::Bytes(record.to_json());
+    stores
+        .blobs
+        .put_if_absent(&key, body, "application/json")
+        .await
+        .expect("fingerprint record");
+    let reused = run(stores, &tree, apply_mode()).await;
+    assert_eq!(most_opens(&tree.take()), 1, "the stored record is reused");
+    assert_eq!(
+        (reused.counts.blob_puts, reused.counts.state_writes),
+        (0, 0)
+    );
 }

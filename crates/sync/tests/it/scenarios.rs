@@ -57,10 +57,10 @@ async fn first_registration(stores: &Stores) {
         [entry(REPORTER, "disabled"), entry(TRIAGE, "added")]
     );
     assert!(report.applied);
-    // One archive, one snapshot and one fingerprint record (the cache that
-    // lets a re-run skip building the archive) for the one registered agent,
-    // and the snapshot of the workspace manifest `workspaces/triage.yaml`.
-    assert_eq!(report.counts.blob_puts, 4);
+    // One archive and one snapshot for the one registered agent (whose record
+    // carries the build that lets a re-run skip building the archive), and the
+    // snapshot of the workspace manifest `workspaces/triage.yaml`.
+    assert_eq!(report.counts.blob_puts, 3);
     let agents = stores.state.list_agents(REPO).await.expect("list");
     assert_eq!(
         agents.len(),

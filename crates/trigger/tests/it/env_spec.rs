@@ -39,6 +39,7 @@ async fn state_with_binding(dir: &tempfile::TempDir, env_spec: &str) -> Arc<dyn 
         updated_at: 1,
         bindings_digest: None,
         layer_key: None,
+        package_build: None,
     };
     let mut change = AgentChange::new(agent, None, AuditAction::Added, "c0ffee", "test", 1);
     change.put_bindings = vec![binding(TRIGGER, MANIFEST, "triage", &trigger)];

@@ -111,6 +111,7 @@ pub async fn register_example_in(blobs: Arc<dyn BlobStore>) -> (Agent, AgentMani
         updated_at: 1,
         bindings_digest: None,
         layer_key: None,
+        package_build: None,
     };
     (agent, manifest, archive)
 }

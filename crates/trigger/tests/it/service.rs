@@ -120,6 +120,7 @@ pub fn agent(manifest: &str, name: &str, status: AgentStatus) -> Agent {
         updated_at: 1,
         bindings_digest: None,
         layer_key: None,
+        package_build: None,
     }
 }
 

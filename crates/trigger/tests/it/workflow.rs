@@ -69,6 +69,7 @@ fn agent(name: &str, status: AgentStatus) -> AgentChange {
         updated_at: 1,
         bindings_digest: None,
         layer_key: None,
+        package_build: None,
     };
     AgentChange::new(agent, None, AuditAction::Added, "c1", "test", 1)
 }

@@ -39,6 +39,7 @@ async fn aws_stores(name: &str) -> Stores {
     let stores = Stores {
         state: Arc::new(state) as Arc<dyn StateStore>,
         blobs: Arc::new(blobs) as Arc<dyn BlobStore>,
+        concurrency: Default::default(),
     };
     let registration = RepoRegistration {
         repository: REPOSITORY.into(),

@@ -94,6 +94,7 @@ pub async fn stores() -> (Stores, tempfile::TempDir) {
     let stores = Stores {
         state: Arc::new(state),
         blobs: Arc::new(blobs),
+        concurrency: Default::default(),
     };
     let registration = RepoRegistration {
         repository: REPOSITORY.into(),

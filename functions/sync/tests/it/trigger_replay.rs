@@ -179,6 +179,7 @@ async fn the_sync_function_replays_requests_kept_on_dynamodb() {
     let stores = Stores {
         state: Arc::new(dynamo) as Arc<dyn StateStore>,
         blobs: Arc::new(blobs) as Arc<dyn BlobStore>,
+        concurrency: Default::default(),
     };
     let state = stores.state.as_ref();
     let registration = RepoRegistration {

@@ -119,7 +119,7 @@ async fn apply_monorepo(blobs: Arc<dyn BlobStore>, state: Arc<dyn StateStore>) {
         samples: None,
         relock: None,
     };
-    let report = sync(&tree, &request, &Stores { blobs, state }, &|_, _| {})
+    let report = sync(&tree, &request, &Stores::new(state, blobs), &|_, _| {})
         .await
         .expect("the sync runs");
     assert!(report.applied, "{report:?}");

@@ -123,6 +123,7 @@ async fn register(state: &dyn StateStore, github_id: &str, missing_id: &str) {
         updated_at: 1,
         bindings_digest: None,
         layer_key: None,
+        package_build: None,
     };
     let mut change = AgentChange::new(agent, None, AuditAction::Added, "c0ffee", "smoke", 1);
     let missing = Verify::Token {
