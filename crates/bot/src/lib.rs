@@ -115,6 +115,7 @@ pub mod layers;
 pub mod lock_update;
 mod perform;
 pub mod previews;
+pub mod progress;
 mod pull_requests;
 pub mod queue;
 pub mod reconcile;

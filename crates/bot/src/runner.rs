@@ -36,6 +36,7 @@ use crate::job_error::fetch_tree;
 use crate::layers::LayerPackager;
 use crate::lock_update;
 use crate::previews;
+use crate::progress::{self, PackagingProgress, ProgressTiming};
 use crate::queue::JobQueue;
 use crate::report::GitHubReporter;
 use crate::skills::skill_fetcher;
@@ -83,6 +84,8 @@ pub struct SyncRunner {
     /// sync, each workflow gets the state machine of its content. `None`: the state-store
     /// engine, which needs nothing at sync.
     pub workflow_engine: Option<Arc<StepFunctionsEngine>>,
+    /// When a long sync's run shows its progress ([`crate::progress`]).
+    pub progress: ProgressTiming,
 }
 
 /// The span of one job's sync.
@@ -241,7 +244,22 @@ impl SyncRunner {
                     .await?
             }
         };
-        let checked = match self.check(&installation, &repo, job).await {
+        let progress = Arc::new(PackagingProgress::default());
+        let show = |done, total| {
+            let (installation, repo) = (&installation, &repo);
+            async move {
+                let summary = progress::summary(done, total);
+                let shown = installation
+                    .show_progress(repo, run_id, ("Packaging agents", &summary))
+                    .await;
+                if let Err(error) = shown {
+                    tracing::warn!(%error, run_id, "cannot show the sync's progress");
+                }
+            }
+        };
+        let checking = self.check(&installation, &repo, job, &progress);
+        let checked = progress::while_reporting(checking, &progress, self.progress, show).await;
+        let checked = match checked {
             Ok(checked) => checked,
             Err(error) => {
                 self.fail_run(&installation, &repo, run_id, &error.explanation())
@@ -395,6 +413,7 @@ impl SyncRunner {
         installation: &Installation,
         repo: &RepoPath,
         job: &SyncJob,
+        progress: &Arc<PackagingProgress>,
     ) -> Result<(Report, RenderContext, TarballTree), JobError> {
         let registrations = self
             .stores
@@ -438,7 +457,9 @@ impl SyncRunner {
                 git_ref: change.git_ref.clone(),
             }),
         };
-        let (mut report, tree) = self.sync_off_the_async_workers(tree, request).await?;
+        let (mut report, tree) = self
+            .sync_off_the_async_workers(tree, request, Arc::clone(progress))
+            .await?;
         self.request_layers(&mut report).await?;
         if report.applied && report.skipped.is_none() {
             let applied = applying(job, &registrations);
@@ -508,6 +529,7 @@ impl SyncRunner {
         &self,
         tree: TarballTree,
         request: SyncRequest,
+        progress: Arc<PackagingProgress>,
     ) -> Result<(Report, TarballTree), JobError> {
         let stores = self.stores.clone();
         let runtime = tokio::runtime::Handle::current();
@@ -515,7 +537,8 @@ impl SyncRunner {
         let blocking = tokio::task::spawn_blocking(move || {
             let _entered = span.enter();
             runtime.block_on(async move {
-                let report = sync(&tree, &request, &stores, &|_, _| {}).await;
+                let record = |done, total| progress.record(done, total);
+                let report = sync(&tree, &request, &stores, &record).await;
                 report.map(|report| (report, tree))
             })
         });

@@ -142,6 +142,7 @@ impl SyncFunction {
             limits: Limits::DEFAULT,
             function: FUNCTION,
             fail_run_patience: FAIL_RUN_PATIENCE,
+            progress: Default::default(),
             jobs: jobs.map(|queue| Arc::new(queue) as Arc<dyn JobQueue>),
             dispatches: None,
             workflow_engine: environment.workflow_engine().await?.map(Arc::new),

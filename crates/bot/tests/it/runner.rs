@@ -202,3 +202,63 @@ fn running_out_of_disk_is_a_permanent_failure_not_a_retry() {
     assert!(!other.is_out_of_space());
     assert!(other.is_retryable());
 }
+
+/// A sync past its first-update time shows `N of M agents packaged` on its `in_progress`
+/// run, each update one PATCH no sooner than the interval after the last, all before the
+/// run completes (docs/reference.md §9, "Progress"). The times are shortened here; the
+/// App's are 5 s and 2 s (the `progress` module's unit tests hold those).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_sync_shows_its_progress_on_the_run() {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use astrolift_bot::progress::ProgressTiming;
+    use astrolift_store::testing::{FaultPlan, FaultyBlobStore};
+
+    let (stores, _dir) = embedded_stores().await;
+    let slow = Stores {
+        blobs: Arc::new(
+            FaultyBlobStore::new(stores.blobs.clone(), FaultPlan::nth_call(u64::MAX))
+                .with_delay(Duration::from_millis(40)),
+        ),
+        ..stores.clone()
+    };
+    let github = fake_github("monorepo").await;
+    register(&slow).await;
+    let mut runner = runner(&github, &slow);
+    let every = Duration::from_millis(30);
+    runner.progress = ProgressTiming {
+        first: Duration::from_millis(10),
+        every,
+    };
+    let outcome = runner.run(&push_job("d-progress")).await.expect("run");
+    let packaged = outcome.report.plan.len();
+
+    let patches = github.requests_to("PATCH", "/repos/octo/agents/check-runs/");
+    let bodies: Vec<serde_json::Value> = patches
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).expect("JSON body"))
+        .collect();
+    let (updates, completion) = bodies.split_at(bodies.len() - 1);
+    assert!(!updates.is_empty(), "no progress shown: {bodies:#?}");
+    for update in updates {
+        assert_eq!(update["status"], "in_progress");
+        let summary = update["output"]["summary"].as_str().expect("summary");
+        assert!(
+            summary.ends_with(&format!(" of {packaged} agents packaged")),
+            "{summary}"
+        );
+    }
+    assert_eq!(completion[0]["status"], "completed");
+    let shown: Vec<&str> = updates
+        .iter()
+        .filter_map(|u| u["output"]["summary"].as_str())
+        .collect();
+    let mut distinct = shown.clone();
+    distinct.dedup();
+    assert_eq!(shown, distinct, "an unmoved count is sent again");
+    for pair in patches[..updates.len()].windows(2) {
+        assert!(pair[1].received_at - pair[0].received_at >= every);
+    }
+    assert_no_run_in_progress(&github);
+}

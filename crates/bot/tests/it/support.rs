@@ -122,6 +122,7 @@ pub fn runner(github: &FakeGitHub, stores: &Stores) -> SyncRunner {
         limits: Limits::DEFAULT,
         function: "test",
         fail_run_patience: Duration::from_secs(2),
+        progress: Default::default(),
         jobs: None,
         dispatches: None,
         workflow_engine: None,

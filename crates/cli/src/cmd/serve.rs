@@ -349,6 +349,7 @@ async fn build(args: &Args) -> anyhow::Result<App> {
         limits,
         function: "serve",
         fail_run_patience: Duration::from_secs(60),
+        progress: Default::default(),
         jobs: Some(dependents.clone()),
         dispatches: None,
         workflow_engine: None,

@@ -235,6 +235,23 @@ impl Installation {
         self.update(repo, id, body).await
     }
 
+    /// Shows `summary` under `title` on run `id`, which stays `in_progress`: one request.
+    pub async fn show_progress(
+        &self,
+        repo: &RepoPath,
+        id: u64,
+        (title, summary): (&str, &str),
+    ) -> Result<CheckRun, GitHubError> {
+        let body = json!({
+            "status": "in_progress",
+            "output": {
+                "title": trim_chars(title, MAX_TITLE_CHARS),
+                "summary": trim_chars(summary, MAX_OUTPUT_TEXT),
+            },
+        });
+        self.update(repo, id, body).await
+    }
+
     /// Completes run `id` as `failure` with a plain explanation: what the
     /// pipeline does when it cannot finish, so no run stays `in_progress`.
     pub async fn fail_run(

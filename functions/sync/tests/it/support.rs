@@ -152,6 +152,7 @@ pub fn runner(github: &FakeGitHub, stores: &Stores, jobs: Option<Arc<dyn JobQueu
         limits: Limits::DEFAULT,
         function: "test",
         fail_run_patience: Duration::from_secs(2),
+        progress: Default::default(),
         jobs,
         dispatches: None,
         workflow_engine: None,
