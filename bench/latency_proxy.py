@@ -7,7 +7,14 @@ would. It counts the requests and the most of them in flight at once (a request 
 from its first bytes until the first bytes of its answer), and writes them as JSON to
 STATS_FILE when it gets SIGTERM or SIGINT:
 
-    {"requests": N, "max_in_flight": M, "delay_ms": D}
+    {"requests": N, "max_in_flight": M, "delay_ms": D, "kinds": {"PUT packages": K, ...}}
+
+With `LATENCY_PROXY_TIMELINE=FILE`, each request's start (seconds since the counts began) and
+kind are also appended to FILE, one tab-separated line each: a timeline of the sync.
+
+`SIGUSR1` starts the counts afresh (the benchmark sends it right before the request it
+times). A request's kind is its DynamoDB operation (`X-Amz-Target`), or its method and the first
+segment of its S3 key (the bucket's own segment dropped): what a profile of a sync counts.
 
 Usage: bench/latency_proxy.py LISTEN TARGET DELAY_MS STATS_FILE
        (then point AWS_ENDPOINT_URL at http://127.0.0.1:LISTEN)
@@ -18,8 +25,10 @@ of at most CHUNK bytes, and nothing but loopback on either side.
 
 import asyncio
 import json
+import os
 import signal
 import sys
+import time
 
 MAX_CONNECTIONS = 512
 CHUNK = 64 * 1024
@@ -32,24 +41,53 @@ class Stats:
         self.requests = 0
         self.in_flight = 0
         self.max_in_flight = 0
+        self.kinds = {}
+        self.began = time.monotonic()
+        path = os.environ.get("LATENCY_PROXY_TIMELINE")
+        self.timeline = open(path, "a", encoding="utf-8") if path else None
 
-    def started(self):
+    def started(self, head):
         self.requests += 1
+        kind = request_kind(head)
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        if self.timeline:
+            self.timeline.write(f"{time.monotonic() - self.began:.4f}\t{kind}\n")
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
     def answered(self):
         self.in_flight = max(0, self.in_flight - 1)
 
+    def restart(self):
+        self.requests = 0
+        self.max_in_flight = self.in_flight
+        self.kinds = {}
+        self.began = time.monotonic()
+
     def as_json(self):
-        return {"requests": self.requests, "max_in_flight": self.max_in_flight, "delay_ms": self.delay_ms}
+        return {"requests": self.requests, "max_in_flight": self.max_in_flight, "delay_ms": self.delay_ms,
+                "kinds": dict(sorted(self.kinds.items()))}
+
+
+def request_kind(head):
+    """`DynamoDB_20120810.Query`, or `PUT packages` for an S3 PUT under `BUCKET/packages/`."""
+    lines = head.split(b"\r\n")
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"x-amz-target":
+            return value.strip().decode("ascii", "replace")[:80]
+    method, _, rest = lines[0].partition(b" ")
+    path = rest.split(b" ")[0].split(b"?")[0]
+    segments = [s for s in path.split(b"/") if s]
+    key = segments[1].decode("ascii", "replace")[:40] if len(segments) > 1 else ""
+    return f"{method.decode('ascii', 'replace')} {key}".strip()
 
 
 async def pipe_requests(reader, writer, stats, delay, pending):
     """Client to server: a chunk that starts a request waits `delay` first."""
     while chunk := await reader.read(CHUNK):
         if chunk.startswith(METHODS):
-            stats.started()
+            stats.started(chunk[:4096])
             pending.append(True)
             await asyncio.sleep(delay)
         writer.write(chunk)
@@ -91,6 +129,7 @@ async def main(listen, target, delay_ms, stats_file):
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGUSR1, stats.restart)
     async with server:
         await stop.wait()
     with open(stats_file, "w", encoding="utf-8") as out:

@@ -215,7 +215,16 @@ pub(crate) async fn deliver(
 
 /// Waits until every check run on `sha` is completed, and returns them.
 pub(crate) async fn completed_runs(github: &FakeGitHub, sha: &str) -> Vec<FakeCheckRun> {
-    let deadline = Instant::now() + Duration::from_secs(60);
+    completed_runs_within(github, sha, Duration::from_secs(60)).await
+}
+
+/// The runs on `sha` once all are completed, waiting at most `patience`.
+pub(crate) async fn completed_runs_within(
+    github: &FakeGitHub,
+    sha: &str,
+    patience: Duration,
+) -> Vec<FakeCheckRun> {
+    let deadline = Instant::now() + patience;
     loop {
         let runs: Vec<FakeCheckRun> = github
             .check_runs()
