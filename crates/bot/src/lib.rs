@@ -21,7 +21,8 @@
 //!   consuming it and redriven to its source queue (`astrolift jobs list|retry --queue-url`).
 //! - [`runner`]: a job in → check run `in_progress` → tarball streamed →
 //!   [`astrolift_sync::sync`] in check or apply mode → for a pull request,
-//!   suggested fixes posted as a review ([`suggest`]) → check run completed.
+//!   suggested fixes posted as a review ([`suggest`]) → check run completed; a long
+//!   sync shows `N of M agents packaged` on the run meanwhile ([`progress`]).
 //! - [`report`]: terminal results reported to GitHub (a comment or a check
 //!   run), by the App or relayed to the sync worker over the report queue.
 //! - Presentation, everything shaped for GitHub's UI: [`check_run`] (a sync
