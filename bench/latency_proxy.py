@@ -118,11 +118,14 @@ async def main(listen, target, delay_ms, stats_file):
                 client_writer.close()
                 return
             pending = []
-            await asyncio.gather(
-                pipe_requests(client_reader, server_writer, stats, delay_ms / 1000, pending),
-                pipe_answers(server_reader, client_writer, stats, pending),
-                return_exceptions=True,
-            )
+            try:
+                await asyncio.gather(
+                    pipe_requests(client_reader, server_writer, stats, delay_ms / 1000, pending),
+                    pipe_answers(server_reader, client_writer, stats, pending),
+                    return_exceptions=True,
+                )
+            except asyncio.CancelledError:  # the proxy is stopping: open connections end
+                pass
 
     server = await asyncio.start_server(handle, "127.0.0.1", listen)
     stop = asyncio.Event()
