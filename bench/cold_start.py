@@ -53,6 +53,8 @@ class RuntimeApi:
         self.responded = threading.Event()
         # When the process first asked for an event: the end of its init.
         self.first_next = None
+        # The invocation's deadline, from when it is served (a function's timeout).
+        self.deadline_ms = 30000
 
     def next_event(self):
         with self.lock:
@@ -93,7 +95,7 @@ def handler_for(api):
             body = api.next_event()
             if body is None:
                 return self.reply(410, b'{"errorMessage":"benchmark over"}')
-            deadline = str(int(time.time() * 1000) + 30000)
+            deadline = str(int(time.time() * 1000) + api.deadline_ms)
             self.reply(200, body, [
                 ("Content-Type", "application/json"),
                 ("Lambda-Runtime-Aws-Request-Id", str(uuid.uuid4())),

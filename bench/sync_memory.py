@@ -25,11 +25,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--binary", required=True)
     parser.add_argument("--event", required=True)
-    parser.add_argument("--timeout", type=int, default=900)
+    parser.add_argument("--timeout", type=int, default=900, help="the function's (template: 900)")
     parser.add_argument("--memory-mb", default="256")
     args = parser.parse_args()
     with open(args.event, encoding="utf-8") as file:
         api = RuntimeApi(json.load(file))
+    api.deadline_ms = args.timeout * 1000
     server = start_server(api, 0)
     env = lambda_env(server.server_address[1])
     env["AWS_LAMBDA_FUNCTION_NAME"] = "astrolift-sync"

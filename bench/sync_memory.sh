@@ -7,7 +7,9 @@
 #
 # Each run registers the repository on fresh stores and serves the function one SQS record
 # of the push (bench/sync_memory.py), which prints the seconds to the response and the
-# process's own peak RSS; the goal is 256 MiB, the template's MemorySize.
+# process's own peak RSS; the goal is 256 MiB, the template's MemorySize. The catalogue is
+# the example one the fake serves, so every generated agent resolves its skills.
+# SYNC_MEMORY_STDERR=PATH keeps the function's log; KEEP=1 keeps the work directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 agents="${1:-1000}"
@@ -23,13 +25,13 @@ fake_pid=""
 cleanup() {
   [[ -n "$fake_pid" ]] && kill "$fake_pid" 2>/dev/null || true
   MOTO_STATE_DIR="$work/moto" scripts/moto.sh stop >/dev/null 2>&1 || true
-  rm -rf "$work"
+  [[ -n "${KEEP:-}" ]] || rm -rf "$work"
 }
 trap cleanup EXIT
 
 sha=7777777777777777777777777777777777777777
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
-"$target/debug/fake-github" --port "$port" --installation 51234567 \
+"$target/debug/fake-github" --port "$port" --installation 51234567 --example-skill-repos yes \
   --repo "astrolift-demo/agents@main:$sha=$work/repo" >"$work/fake.env" &
 fake_pid=$!
 for _ in $(seq 100); do grep -q GITHUB_APP_PRIVATE_KEY_FILE "$work/fake.env" 2>/dev/null && break; sleep 0.1; done
@@ -68,5 +70,6 @@ client("s3").create_bucket(Bucket=name)
 PY
   export ASTROLIFT_STATE="dynamodb:$name" ASTROLIFT_BLOBS="s3://$name" ASTROLIFT_LOG_LEVEL=warn
   "$target/debug/astrolift" register-repo astrolift-demo/agents --project-id bench --ref main >/dev/null
+  "$target/debug/astrolift" catalogue register example/catalogue >/dev/null
   python3 bench/sync_memory.py --binary "$target/release/sync" --event "$work/event.json"
 done

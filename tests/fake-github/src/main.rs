@@ -2,7 +2,10 @@
 //!
 //! ```text
 //! fake-github [--port 8787] [--installation ID]... [--repo OWNER/REPO@REF:SHA=DIR]...
+//!             [--example-skill-repos yes]
 //! ```
+//! `--example-skill-repos yes` also serves the example skill repositories
+//! (`example/runbooks`, `example/catalogue`), as the tests do.
 //! It prints the base URL (for `GITHUB_API_URL`), the App id and where the
 //! TEST-ONLY private key is, then serves until interrupted.
 #![forbid(unsafe_code)]
@@ -17,6 +20,7 @@ async fn main() -> anyhow::Result<()> {
     let mut port = 8787u16;
     let mut installations = Vec::new();
     let mut repos = Vec::new();
+    let mut example_skill_repos = false;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let value = args
@@ -26,6 +30,7 @@ async fn main() -> anyhow::Result<()> {
             "--port" => port = value.parse().context("--port")?,
             "--installation" => installations.push(value.parse::<u64>().context("--installation")?),
             "--repo" => repos.push(parse_repo(&value)?),
+            "--example-skill-repos" => example_skill_repos = value == "yes",
             other => bail!("unknown flag {other}"),
         }
     }
@@ -33,6 +38,9 @@ async fn main() -> anyhow::Result<()> {
     installations
         .iter()
         .for_each(|id| fake.add_installation(*id));
+    if example_skill_repos {
+        fake.add_example_skill_repos();
+    }
     for (owner, repo, git_ref, sha, dir) in &repos {
         fake.add_repo(owner, repo, git_ref, sha, dir);
     }
