@@ -257,7 +257,8 @@ impl SyncRunner {
                 }
             }
         };
-        let checking = self.check(&installation, &repo, job, &progress);
+        // On the heap: the check's future is large, and the reporter moves it.
+        let checking = Box::pin(self.check(&installation, &repo, job, &progress));
         let checked = progress::while_reporting(checking, &progress, self.progress, show).await;
         let checked = match checked {
             Ok(checked) => checked,
