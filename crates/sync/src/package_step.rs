@@ -17,6 +17,7 @@
 //! checked where it matters, before a state change points at it
 //! (`pipeline::upload_artifacts`).
 
+use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 
 use astrolift_manifest::model::AgentManifest;
@@ -26,8 +27,6 @@ use astrolift_package::{
     FINGERPRINT_FORMAT, FingerprintRecord, PackageOutput, PayloadTree, PreparedAgent, preflight,
     prepare_agent_with_remote,
 };
-use std::collections::HashMap;
-
 use astrolift_store::blob::BlobKey;
 use astrolift_store::state::{Agent, PackageBuild};
 use futures_util::StreamExt;

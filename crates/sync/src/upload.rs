@@ -42,9 +42,10 @@ pub(crate) async fn upload_version(
 }
 
 /// Makes sure the archive `digest` is stored: uploads the one built here;
-/// for one known from a fingerprint record, checks that it is stored, and
-/// builds and uploads it when it is not (a store that lost it, or a record
-/// copied from elsewhere). Returns the PUTs made.
+/// for one known from a recorded build (the agent's record, or a legacy
+/// fingerprint record), checks that it is stored, and builds and uploads it
+/// when it is not (a store that lost it, or a record copied from elsewhere).
+/// Returns the PUTs made.
 async fn upload_archive(
     blobs: &dyn BlobStore,
     tree: &dyn PayloadTree,
@@ -76,8 +77,8 @@ async fn upload_archive(
     Ok(u64::from(outcome == PutOutcome::Created))
 }
 
-/// Builds the archive a fingerprint record promised, and checks that it is
-/// the promised one.
+/// Builds the archive a recorded build promised, and checks that it is the
+/// promised one.
 fn rebuild_archive(
     tree: &dyn PayloadTree,
     manifest: &AgentManifest,
