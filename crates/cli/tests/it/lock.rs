@@ -246,17 +246,15 @@ fn a_reference_that_does_not_resolve_writes_no_lock() {
     let text = std::fs::read_to_string(&manifest).expect("manifest");
     std::fs::write(&manifest, text.replace(CATALOGUE_SKILL, "pr-review@9.9.9")).expect("writes");
     let run = fixture.lock(&[]);
-    assert_eq!(run.code, 1, "{}", run.stdout);
-    assert!(
-        run.stderr.contains("skill/not-in-catalogue"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("astrolift.lock not written"),
-        "{}",
-        run.stderr
-    );
+    assert_nothing_locked(&fixture, &run, "skill/not-in-catalogue");
+}
+
+/// `astrolift lock` refused with `finding` on stderr, exit 1, and wrote no lock.
+fn assert_nothing_locked(fixture: &Fixture, run: &Run, finding: &str) {
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    for expected in [finding, "astrolift.lock not written"] {
+        assert!(run.stderr.contains(expected), "{}", run.stderr);
+    }
     assert!(!fixture.path("repo/astrolift.lock").exists());
 }
 
@@ -330,16 +328,5 @@ fn an_unresolved_reference_writes_no_lock() {
         &empty,
     ];
     let run = astrolift(args.iter().map(|a| (*a).to_owned()));
-    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
-    assert!(
-        run.stderr.contains("warning[skill/unresolved]"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("astrolift.lock not written"),
-        "{}",
-        run.stderr
-    );
-    assert!(!fixture.path("repo/astrolift.lock").exists());
+    assert_nothing_locked(&fixture, &run, "warning[skill/unresolved]");
 }
