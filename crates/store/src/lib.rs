@@ -25,8 +25,9 @@
 //! # Invariants
 //! - **One HTTP stack.** The SDK's client is hyper 1 over rustls on aws-lc-rs, the stack
 //!   the GitHub client (`astrolift_forge`) uses; the SDK's legacy hyper-0.14 client is off.
-//! - **Put-if-absent.** An object that exists is never uploaded again, and every upload or
-//!   skip is counted ([`BlobStats`]), so callers can assert "0 PUTs on a re-run".
+//! - **Put-if-absent.** An object that exists is never written again (on S3 a conditional
+//!   PUT, refused with 412; a multipart upload asks first), and every upload or skip is
+//!   counted ([`BlobStats`]), so callers can assert "0 PUTs on a re-run".
 //! - **No partial objects.** A directory store writes a temporary file and renames it into
 //!   place; S3 makes an object visible only when its PUT or multipart upload completes.
 //! - **Conditional state writes.** Agents carry an optimistic `version`; every agent write,

@@ -33,7 +33,8 @@ const ITEMS_PER_BINDING: usize = 2;
 /// *whole agent changes*: an agent, its audit event and its trigger-binding writes are never
 /// separated. The synced-commit update goes into the last chunk. Each chunk is atomic. The
 /// chunks before the last are independent and run side by side (a few at once), and the last
-/// runs only once every one of them has committed; a failing chunk stops the apply. So after
+/// runs only once every one of them has committed. A failing chunk fails the apply: the
+/// chunks already started finish, and the last never starts. So after
 /// any failure every agent is entirely at its old or entirely at its new version, and the
 /// synced commit moves only once every agent change is stored: a re-run plans against what
 /// is stored and converges.
